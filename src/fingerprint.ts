@@ -1,0 +1,109 @@
+/**
+ * The request fingerprint of `PROTOCOL.md`: SHA-256 over `METHOD \n path \n canonical-body`.
+ *
+ * Shared by the client (which refuses a key reused with other bytes before anything is sent)
+ * and the server (which answers `422` to the same mistake). Uses WebCrypto, so it runs
+ * unchanged in browsers and in Node.
+ *
+ * @module
+ */
+
+/** A request body as the fingerprint sees it. */
+export type FingerprintBody = string | Uint8Array | null | undefined;
+
+/** Options of {@link fingerprint}. */
+export interface FingerprintOptions {
+  /**
+   * The request's `Content-Type`. A JSON media type (`application/json`, `*+json`) makes the
+   * body canonicalised; any other type hashes the raw bytes. When omitted, a string body that
+   * parses as JSON is canonicalised.
+   */
+  readonly contentType?: string | null | undefined;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Serialises a JSON value canonically: object keys sorted (by UTF-16 code units, as
+ * `Array.prototype.sort` does), no insignificant whitespace, array order kept.
+ *
+ * @example
+ * ```ts
+ * canonicalJson({ b: 1, a: [2, { d: 3, c: 4 }] }); // '{"a":[2,{"c":4,"d":3}],"b":1}'
+ * ```
+ */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') {
+    const text = JSON.stringify(value);
+    // JSON.stringify returns undefined for undefined/functions/symbols; JSON has no such values.
+    return text ?? 'null';
+  }
+  if (Array.isArray(value)) {
+    return `[${value.map((item) => canonicalJson(item)).join(',')}]`;
+  }
+  const record = value as Record<string, unknown>;
+  const members: string[] = [];
+  for (const name of Object.keys(record).sort()) {
+    const member = record[name];
+    if (member === undefined || typeof member === 'function' || typeof member === 'symbol') continue;
+    members.push(`${JSON.stringify(name)}:${canonicalJson(member)}`);
+  }
+  return `{${members.join(',')}}`;
+}
+
+function isJsonType(contentType: string): boolean {
+  const essence = contentType.split(';')[0]?.trim().toLowerCase() ?? '';
+  return essence === 'application/json' || essence.endsWith('+json');
+}
+
+function canonicalBodyBytes(body: FingerprintBody, contentType: string | null | undefined): Uint8Array {
+  if (body === null || body === undefined) return new Uint8Array(0);
+  const wantJson = contentType === null || contentType === undefined ? typeof body === 'string' : isJsonType(contentType);
+  if (wantJson) {
+    let text: string | undefined;
+    try {
+      text = typeof body === 'string' ? body : decoder.decode(body);
+    } catch {
+      text = undefined; // not UTF-8: hash the raw bytes
+    }
+    if (text !== undefined) {
+      try {
+        return encoder.encode(canonicalJson(JSON.parse(text)));
+      } catch {
+        // Not JSON after all: fall through to the raw bytes, as the protocol says.
+      }
+    }
+  }
+  return typeof body === 'string' ? encoder.encode(body) : body;
+}
+
+/**
+ * Computes the request fingerprint: lower-case hex SHA-256 of
+ * `METHOD + "\n" + path + "\n" + canonical-body`.
+ *
+ * @param method the HTTP method (upper-cased here)
+ * @param path the request path with its query, e.g. `/v1/payments`
+ * @param body the body as sent; JSON bodies are canonicalised first
+ *
+ * @example
+ * ```ts
+ * const a = await fingerprint('POST', '/v1/payments', '{"amount":1250,"currency":"EUR"}');
+ * const b = await fingerprint('POST', '/v1/payments', '{ "currency": "EUR", "amount": 1250 }');
+ * a === b; // true: key order and whitespace do not matter
+ * ```
+ */
+export async function fingerprint(
+  method: string,
+  path: string,
+  body?: FingerprintBody,
+  options: FingerprintOptions = {},
+): Promise<string> {
+  const head = encoder.encode(`${method.toUpperCase()}\n${path}\n`);
+  const tail = canonicalBodyBytes(body, options.contentType);
+  const input = new Uint8Array(head.length + tail.length);
+  input.set(head, 0);
+  input.set(tail, head.length);
+  const digest = await globalThis.crypto.subtle.digest('SHA-256', input);
+  return Array.from(new Uint8Array(digest), (byte) => byte.toString(16).padStart(2, '0')).join('');
+}

@@ -1,0 +1,23 @@
+/**
+ * oncely — make a retried operation take effect exactly once.
+ *
+ * The platform-neutral entry. `oncely` resolves to `oncely/node` in Node and `oncely/browser`
+ * in bundlers targeting browsers; this entry is what other runtimes get.
+ *
+ * @module
+ */
+export { DEFAULT_NAMESPACE, MAX_KEY_LENGTH, deriveKey, isValidKey, newKey, parseKeyHeader, type ParsedKey } from './keys.js';
+export { canonicalJson, fingerprint, type FingerprintBody, type FingerprintOptions } from './fingerprint.js';
+export { memoryJournal } from './journal/memory.js';
+export {
+  CREDENTIAL_HEADERS,
+  OperationState,
+  isExpired,
+  type Journal,
+  type ListFilter,
+  type NewOperation,
+  type OperationPatch,
+  type OperationRecord,
+  type PutOutcome,
+  type StoredResult,
+} from './journal/types.js';

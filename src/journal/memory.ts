@@ -1,0 +1,122 @@
+/**
+ * An in-memory journal: for tests and for callers who explicitly accept that a crash loses
+ * their pending operations. Never chosen by default.
+ *
+ * @module
+ */
+import {
+  OperationState,
+  type Journal,
+  type ListFilter,
+  type NewOperation,
+  type OperationPatch,
+  type OperationRecord,
+  type PutOutcome,
+} from './types.js';
+
+interface Claim {
+  readonly owner: string;
+  readonly until: number;
+}
+
+/**
+ * Creates a journal that lives in this process's memory only.
+ *
+ * @example
+ * ```ts
+ * const client = createClient({ baseUrl, journal: memoryJournal() });
+ * ```
+ */
+export function memoryJournal(): Journal {
+  const records = new Map<string, OperationRecord>();
+  const claims = new Map<string, Claim>();
+  let closed = false;
+
+  const open = (): void => {
+    if (closed) throw new Error('memoryJournal: the journal is closed');
+  };
+
+  const insert = (operation: NewOperation): PutOutcome => {
+    const existing = records.get(operation.key);
+    if (existing) return { created: false, record: existing };
+    const now = Date.now();
+    const record: OperationRecord = {
+      key: operation.key,
+      method: operation.method,
+      url: operation.url,
+      headers: { ...operation.headers },
+      body: operation.body,
+      fingerprint: operation.fingerprint,
+      state: OperationState.Pending,
+      createdAt: operation.createdAt ?? now,
+      updatedAt: now,
+      attempts: 0,
+      lastStatus: null,
+      result: null,
+    };
+    records.set(record.key, record);
+    return { created: true, record };
+  };
+
+  return {
+    kind: 'memory',
+    async put(operation) {
+      open();
+      return insert(operation);
+    },
+    async putMany(operations) {
+      open();
+      return operations.map(insert);
+    },
+    async get(key) {
+      open();
+      return records.get(key);
+    },
+    async update(key, patch: OperationPatch) {
+      open();
+      const current = records.get(key);
+      if (!current) return undefined;
+      const next: OperationRecord = { ...current, ...patch, updatedAt: Math.max(Date.now(), current.updatedAt) };
+      records.set(key, next);
+      if (next.state !== OperationState.Pending) claims.delete(key);
+      return next;
+    },
+    async list(filter: ListFilter = {}) {
+      open();
+      const all = [...records.values()]
+        .filter((record) => filter.state === undefined || record.state === filter.state)
+        .sort((a, b) => a.createdAt - b.createdAt);
+      return filter.limit === undefined ? all : all.slice(0, filter.limit);
+    },
+    async claim(key, owner, ttlMs) {
+      open();
+      const record = records.get(key);
+      if (!record || record.state !== OperationState.Pending) return false;
+      const now = Date.now();
+      const held = claims.get(key);
+      if (held && held.owner !== owner && held.until > now) return false;
+      claims.set(key, { owner, until: now + ttlMs });
+      return true;
+    },
+    async release(key, owner) {
+      open();
+      if (claims.get(key)?.owner === owner) claims.delete(key);
+    },
+    async prune(olderThanMs) {
+      open();
+      const cutoff = Date.now() - olderThanMs;
+      let removed = 0;
+      for (const [key, record] of records) {
+        if (record.state !== OperationState.Pending && record.updatedAt < cutoff) {
+          records.delete(key);
+          claims.delete(key);
+          removed += 1;
+        }
+      }
+      return removed;
+    },
+    async close() {
+      closed = true;
+    },
+  };
+}

@@ -1,0 +1,145 @@
+/**
+ * The journal contract: where the client keeps each logical operation, durably, from before
+ * its first attempt until it is settled.
+ *
+ * Every backend (memory, SQLite, IndexedDB) implements {@link Journal} and passes the one
+ * contract suite in `test/contract/journal.contract.ts`.
+ *
+ * Lifecycle of a record (`expired` is derived from `createdAt`, never stored):
+ *
+ * ```
+ *   put() ──► pending ──(2xx)──────────► succeeded
+ *                │  └──(final non-2xx)─► failed
+ *                └── older than keyTtl ─► "expired": surfaced, never resent blindly
+ * ```
+ *
+ * @module
+ */
+
+/** Stored states of an operation. `expired` is derived, see {@link isExpired}. */
+export const OperationState = {
+  Pending: 'pending',
+  Succeeded: 'succeeded',
+  Failed: 'failed',
+} as const;
+
+/** One of {@link OperationState}'s values. */
+export type OperationState = (typeof OperationState)[keyof typeof OperationState];
+
+/** A settled response, kept so that `resume()` after a crash can still report it. */
+export interface StoredResult {
+  readonly status: number;
+  /** Response headers, lower-case names. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The response body as text (capped by the client before it is stored). */
+  readonly body: string;
+  /** Whether the server marked the response as a replay. */
+  readonly replayed: boolean;
+}
+
+/**
+ * One logical operation. Everything needed to send it again, byte for byte, lives here —
+ * except credentials: `headers` never holds `Authorization`, `Cookie` or
+ * `Proxy-Authorization` (the client re-adds its own at send time).
+ */
+export interface OperationRecord {
+  /** The idempotency key, also the record's identity. */
+  readonly key: string;
+  /** Upper-case HTTP method. */
+  readonly method: string;
+  /** The absolute URL the operation is sent to. */
+  readonly url: string;
+  /** Non-credential request headers, lower-case names (e.g. `content-type`). */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The exact body text sent on every attempt, or `null` for none. */
+  readonly body: string | null;
+  /** `fingerprint(method, path, body)` of this operation. */
+  readonly fingerprint: string;
+  readonly state: OperationState;
+  /** Epoch milliseconds when the operation was journaled (before its first attempt). */
+  readonly createdAt: number;
+  /** Epoch milliseconds of the last change. */
+  readonly updatedAt: number;
+  /** Attempts made so far, across processes. */
+  readonly attempts: number;
+  /** The last HTTP status seen, or `null` when no response arrived yet. */
+  readonly lastStatus: number | null;
+  /** Set once the operation is settled (`succeeded` or `failed`). */
+  readonly result: StoredResult | null;
+}
+
+/** A new operation as handed to {@link Journal.put}. */
+export type NewOperation = Pick<OperationRecord, 'key' | 'method' | 'url' | 'headers' | 'body' | 'fingerprint'> & {
+  /** Defaults to `Date.now()`. */
+  readonly createdAt?: number;
+};
+
+/** Changes {@link Journal.update} may apply. */
+export interface OperationPatch {
+  readonly state?: OperationState;
+  readonly attempts?: number;
+  readonly lastStatus?: number | null;
+  readonly result?: StoredResult | null;
+}
+
+/** Filter for {@link Journal.list}. */
+export interface ListFilter {
+  readonly state?: OperationState;
+  /** At most this many records, oldest first. */
+  readonly limit?: number;
+}
+
+/** What {@link Journal.put} did. */
+export interface PutOutcome {
+  /** `true` when the record was written now; `false` when one with this key already existed. */
+  readonly created: boolean;
+  /** The record as stored: the new one, or the existing one untouched. */
+  readonly record: OperationRecord;
+}
+
+/**
+ * A durable store of operations. Implementations must make `put` durable before it resolves
+ * (for the backend's stated durability) — the client sends nothing until it has.
+ */
+export interface Journal {
+  /** A short name for messages and docs: `memory`, `sqlite`, `indexeddb`. */
+  readonly kind: string;
+  /** Inserts the operation if no record has its key; never overwrites an existing record. */
+  put(operation: NewOperation): Promise<PutOutcome>;
+  /** Inserts many operations in one transaction (for uploaders); same rule as `put`. */
+  putMany(operations: readonly NewOperation[]): Promise<PutOutcome[]>;
+  /** The record with this key, or `undefined`. */
+  get(key: string): Promise<OperationRecord | undefined>;
+  /** Applies the patch and bumps `updatedAt`; resolves to the new record, or `undefined` when absent. */
+  update(key: string, patch: OperationPatch): Promise<OperationRecord | undefined>;
+  /** Records, oldest `createdAt` first. */
+  list(filter?: ListFilter): Promise<OperationRecord[]>;
+  /**
+   * Claims a pending operation for `owner` until `Date.now() + ttlMs`, so that two processes
+   * (or tabs) sharing the journal never resume the same operation at once. Succeeds when the
+   * record is pending and unclaimed, its claim has run out, or `owner` already holds it.
+   */
+  claim(key: string, owner: string, ttlMs: number): Promise<boolean>;
+  /** Gives a claim back (no-op unless `owner` holds it). */
+  release(key: string, owner: string): Promise<void>;
+  /** Deletes settled records whose `updatedAt` is older than `olderThanMs` ago; resolves to the count. */
+  prune(olderThanMs: number): Promise<number>;
+  /** Closes the underlying store; later calls reject. */
+  close(): Promise<void>;
+}
+
+/** Header names that are never written to a journal. */
+export const CREDENTIAL_HEADERS: ReadonlySet<string> = new Set(['authorization', 'cookie', 'proxy-authorization']);
+
+/**
+ * Whether a pending record is older than the key retention (`keyTtlMs`): such an operation is
+ * never resent blindly, because the server may have forgotten its key.
+ *
+ * @example
+ * ```ts
+ * isExpired(record, 24 * 3600_000); // true for a pending record journaled over a day ago
+ * ```
+ */
+export function isExpired(record: OperationRecord, keyTtlMs: number, now: number = Date.now()): boolean {
+  return record.state === OperationState.Pending && now - record.createdAt >= keyTtlMs;
+}

@@ -1,0 +1,158 @@
+/**
+ * The KeyStore contract: the few primitives a storage backend implements so that the neutral
+ * handler (`../handler.ts`) can run PROTOCOL.md's state machine. Each backend owns its SQL in
+ * one file (`sqlite.node.ts`, `postgres.node.ts`); the neutral code never builds SQL.
+ *
+ * Row lifecycle (every write after admission is fenced by `lease_token = $mine`):
+ *
+ * ```
+ * admit ──► started(lease) ──commitPhase*──► started(point, lease) ──finish──► finished
+ *              │    ▲                               │
+ *              │    └──────── takeOver ◄────────────┤ lease expired (crash) / released / parked
+ *              └── release({forget:true}) deletes a row on which nothing was done yet
+ * ```
+ *
+ * Time: lease expiry and `leaseRemainingMs` come from the store's own clock (SQLite: this
+ * process; PostgreSQL: `now()`), never from comparing an app clock with a database clock.
+ *
+ * @module
+ */
+
+/** States of a key row. */
+export const KeyState = {
+  Started: 'started',
+  Finished: 'finished',
+} as const;
+
+/** One of {@link KeyState}'s values. */
+export type KeyState = (typeof KeyState)[keyof typeof KeyState];
+
+/** A response stored as final and replayed verbatim. */
+export interface StoredResponse {
+  readonly status: number;
+  /** Lower-case header names. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The exact body text. */
+  readonly body: string;
+}
+
+/** A key row as the handler sees it. */
+export interface KeyRow {
+  readonly clientId: string;
+  readonly key: string;
+  /** Hex SHA-256 request fingerprint. */
+  readonly requestHash: string;
+  /** `METHOD path`, e.g. `POST /v1/payments`. */
+  readonly endpoint: string;
+  /** The request body as received (capped), so the recovery worker can resume without the client. */
+  readonly requestBody: string;
+  readonly state: KeyState;
+  /** The last committed recovery point, `null` before the first phase. */
+  readonly recoveryPoint: string | null;
+  /** Outputs of committed phases (e.g. the risk result, the rail charge id), merged in order. */
+  readonly data: Readonly<Record<string, unknown>>;
+  /** The final response, set when `state` is finished. */
+  readonly response: StoredResponse | null;
+  /** Milliseconds left on the current lease by the store's clock; `null` when no lease is held. */
+  readonly leaseRemainingMs: number | null;
+  /** Recovery attempts that ended parked (outcome unknown). */
+  readonly attempts: number;
+  /** Epoch ms (store clock) of admission. */
+  readonly createdAt: number;
+  /** Epoch ms (store clock) after which the row may be reaped. */
+  readonly expiresAt: number;
+}
+
+/** Proof of ownership: every write after admission must present it. */
+export interface Lease {
+  readonly clientId: string;
+  readonly key: string;
+  /** Random, unguessable; replaced on every takeover. */
+  readonly token: string;
+}
+
+/**
+ * A transaction handle for application work that must commit atomically with a phase
+ * (the reference app's payments, ledger, rail and inbox tables). SQL is written with
+ * `$1, $2, …` placeholders in the subset SQLite and PostgreSQL share; each store adapts it.
+ */
+export interface Tx {
+  readonly dialect: 'sqlite' | 'postgres';
+  /** Runs a statement; resolves to the number of rows changed. */
+  run(sql: string, params?: readonly unknown[]): Promise<number>;
+  /** Runs a query; resolves to its rows. */
+  all<T extends object = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T[]>;
+  /** Runs a query; resolves to its first row or `undefined`. */
+  get<T extends object = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T | undefined>;
+}
+
+/** Application tables created next to the key table, one DDL script per dialect. */
+export interface AppSchema {
+  readonly sqlite: string;
+  readonly postgres: string;
+}
+
+/** Input of {@link KeyStore.admit}. */
+export interface AdmitInput {
+  readonly clientId: string;
+  readonly key: string;
+  readonly requestHash: string;
+  readonly endpoint: string;
+  readonly requestBody: string;
+  readonly leaseMs: number;
+  readonly ttlMs: number;
+}
+
+/** What {@link KeyStore.admit} found. */
+export type AdmitResult =
+  | { readonly owned: true; readonly lease: Lease; readonly row: KeyRow }
+  | { readonly owned: false; readonly row: KeyRow };
+
+/** A phase to commit under a lease. */
+export interface PhaseCommit {
+  readonly recoveryPoint: string;
+  /** Merged into the row's `data`. */
+  readonly data?: Readonly<Record<string, unknown>>;
+  /** The refreshed lease length. */
+  readonly leaseMs: number;
+}
+
+/** A fenced write's result: `ok: false` means the lease was lost and nothing was committed. */
+export type Fenced<T> = { readonly ok: true; readonly value: T } | { readonly ok: false };
+
+/** The primitives a backend implements. */
+export interface KeyStore {
+  readonly dialect: 'sqlite' | 'postgres';
+  /** Creates or upgrades the key table and the app's tables; safe when several processes start at once. */
+  migrate(app?: AppSchema): Promise<void>;
+  /**
+   * `INSERT … ON CONFLICT DO NOTHING RETURNING`: a row back means this caller owns the request
+   * (with a fresh lease); otherwise the existing row is loaded and returned.
+   */
+  admit(input: AdmitInput): Promise<AdmitResult>;
+  /** The row, or `undefined`. */
+  load(clientId: string, key: string): Promise<KeyRow | undefined>;
+  /**
+   * One conditional `UPDATE … WHERE state='started' AND (no lease OR lease expired)` that
+   * writes a fresh random token. `null` when someone else holds a live lease or it is finished.
+   */
+  takeOver(clientId: string, key: string, leaseMs: number): Promise<Lease | null>;
+  /** Work + recovery point + data + lease refresh in one transaction, fenced by the token. */
+  commitPhase<T>(lease: Lease, phase: PhaseCommit, work?: (tx: Tx) => Promise<T>): Promise<Fenced<T | undefined>>;
+  /** Work + `state=finished` + the response + lease cleared, in one transaction, fenced. */
+  finish<T>(lease: Lease, response: StoredResponse, work?: (tx: Tx) => Promise<T>): Promise<Fenced<T | undefined>>;
+  /**
+   * Gives the request up after a transient failure. `forget: true` deletes the row (allowed only
+   * while no recovery point is committed); otherwise the lease is cleared and the row stays resumable.
+   */
+  release(lease: Lease, options: { readonly forget: boolean }): Promise<boolean>;
+  /** Outcome unknown: clears the lease, counts the attempt, and holds the row from sweeps for `retryAfterMs`. */
+  park(lease: Lease, options: { readonly retryAfterMs: number }): Promise<boolean>;
+  /** Started rows with no live lease and due for another attempt, oldest first. */
+  sweep(limit: number): Promise<KeyRow[]>;
+  /** Deletes (or drops partitions of) rows past `expiresAt`; resolves to the count removed. */
+  reap(batchSize: number): Promise<number>;
+  /** A plain application transaction (the inbox, reads that must be consistent). */
+  transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,88 @@
+/**
+ * How an application describes an idempotent operation to the server library: a request
+ * parser and an ordered list of steps, each bracketed by recovery points.
+ *
+ * ```
+ * local(H1_DONE) → external(EXT1_SENT … EXT1_DONE) → local(H2_DONE) → external(EXT2_SENT … EXT2_DONE) → final
+ * ```
+ *
+ * - A **local** step's work commits in the same transaction as its recovery point.
+ * - An **external** step commits `EXTn_SENT` before the call and its outcome (`EXTn_DONE`) after;
+ *   every call carries the derived key `Kn`, and a resumed attempt found at `EXTn_SENT` probes
+ *   by `Kn` before calling again.
+ * - The **final** step's work commits with `state=finished` and the stored response.
+ *
+ * @module
+ */
+import type { StoredResponse, Tx } from './store/types.js';
+
+/** What every step sees. */
+export interface StepContext<Input> {
+  readonly clientId: string;
+  /** The caller's idempotency key. */
+  readonly key: string;
+  /** The parsed request body. */
+  readonly input: Input;
+  /** Outputs of the steps committed so far. */
+  readonly data: Readonly<Record<string, unknown>>;
+  /** `uuid5(namespace, clientId + ":" + key + ":ext" + n)`: the key for external system `n`. */
+  derivedKey(n: number): string;
+}
+
+/** The result of an external call or probe. */
+export type ExternalOutcome =
+  /** Applied (now or earlier): its result is merged into `data` and `EXTn_DONE` is committed. */
+  | { readonly outcome: 'done'; readonly data?: Readonly<Record<string, unknown>> }
+  /** A final business refusal (e.g. a decline): stored as the final response and replayed. */
+  | { readonly outcome: 'refused'; readonly response: StoredResponse }
+  /** No answer (timeout) or an inconclusive probe: `202`, the row is parked at `EXTn_SENT`. */
+  | { readonly outcome: 'unknown' }
+  /** Transient and certainly not applied (upstream 429/503): `503`, the key is released. */
+  | { readonly outcome: 'unavailable'; readonly retryAfterMs?: number };
+
+/** What a probe by derived key found. */
+export type ProbeOutcome = ExternalOutcome | { readonly outcome: 'absent' };
+
+/** Local work committed atomically with its recovery point. */
+export interface LocalStep<Input> {
+  readonly kind: 'local';
+  /** The recovery point committed with this work, e.g. `H1_DONE`. */
+  readonly point: string;
+  run(ctx: StepContext<Input>, tx: Tx): Promise<Readonly<Record<string, unknown>> | void>;
+}
+
+/** A call to an external system that cannot be rolled back. */
+export interface ExternalStep<Input> {
+  readonly kind: 'external';
+  /** `n` of the derived key `Kn`. */
+  readonly system: number;
+  /** Committed before the call, e.g. `EXT1_SENT`. */
+  readonly sent: string;
+  /** Committed with the outcome, e.g. `EXT1_DONE`. */
+  readonly done: string;
+  call(ctx: StepContext<Input>, derivedKey: string): Promise<ExternalOutcome>;
+  probe(ctx: StepContext<Input>, derivedKey: string): Promise<ProbeOutcome>;
+}
+
+/** The last step: its work commits with `state=finished` and the response it returns. */
+export interface FinalStep<Input> {
+  readonly kind: 'final';
+  run(ctx: StepContext<Input>, tx: Tx): Promise<StoredResponse>;
+}
+
+/** One step of an {@link IdempotentOperation}. */
+export type Step<Input> = LocalStep<Input> | ExternalStep<Input>;
+
+/** The result of parsing a request body (before any key is consumed). */
+export type ParseResult<Input> = { readonly ok: true; readonly input: Input } | { readonly ok: false; readonly detail: string };
+
+/** An operation the server makes idempotent. */
+export interface IdempotentOperation<Input> {
+  readonly method: string;
+  /** Exact path, e.g. `/v1/payments`. */
+  readonly path: string;
+  /** Validates the JSON body; a failure answers `400` and consumes no key. */
+  parse(body: unknown): ParseResult<Input>;
+  readonly steps: ReadonlyArray<Step<Input>>;
+  readonly final: FinalStep<Input>;
+}
