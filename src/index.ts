@@ -10,6 +10,21 @@ export { DEFAULT_NAMESPACE, MAX_KEY_LENGTH, deriveKey, isValidKey, newKey, parse
 export { canonicalJson, fingerprint, type FingerprintBody, type FingerprintOptions } from './fingerprint.js';
 export { memoryJournal } from './journal/memory.js';
 export {
+  ErrorCode,
+  ExpiredOperationError,
+  HttpError,
+  InvalidKeyError,
+  JournalError,
+  KeyReusedError,
+  OncelyError,
+  OperationAbortedError,
+  OperationPendingError,
+  isOncelyError,
+  type ErrorByCode,
+  type HttpErrorResponse,
+  type OperationRef,
+} from './errors.js';
+export {
   CREDENTIAL_HEADERS,
   OperationState,
   isExpired,
