@@ -326,11 +326,9 @@ const CODES: ReadonlySet<string> = new Set(Object.values(ErrorCode));
 export function isOncelyError<C extends ErrorCode>(value: unknown, code: C): value is ErrorByCode[C];
 export function isOncelyError(value: unknown): value is OncelyError;
 export function isOncelyError(value: unknown, code?: ErrorCode): boolean {
+  const foreignCode = value instanceof Error ? (value as Error & { code?: unknown }).code : undefined;
   const looksLike =
     value instanceof OncelyError ||
-    (value instanceof Error &&
-      NAMES.has(value.name) &&
-      typeof (value as { code?: unknown }).code === 'string' &&
-      CODES.has((value as { code: string }).code));
+    (value instanceof Error && NAMES.has(value.name) && typeof foreignCode === 'string' && CODES.has(foreignCode));
   return looksLike && (code === undefined || (value as OncelyError).code === code);
 }
