@@ -1,0 +1,36 @@
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { bundleBrowserEntry, type BrowserBundle } from './bundle-browser-entry.js';
+
+/** The size goal for oncely's own client code in a browser, ky left out (issue 6). */
+const CLIENT_GZIP_BUDGET = 15 * 1024;
+
+describe('the browser entry bundled with esbuild for the browser platform', () => {
+  let whole: BrowserBundle;
+  let withoutKy: BrowserBundle;
+
+  beforeAll(async () => {
+    [whole, withoutKy] = await Promise.all([bundleBrowserEntry(), bundleBrowserEntry({ external: ['ky'] })]);
+  });
+
+  it('imports no node: module, Node built-in, better-sqlite3 or pg', () => {
+    expect(whole.forbiddenImports).toEqual([]);
+  });
+
+  it('names every Node built-in a browser module reaches, so the check above cannot pass vacuously', async () => {
+    const leaky = await bundleBrowserEntry({ entry: fileURLToPath(new URL('./fixtures/leaky-entry.ts', import.meta.url)) });
+    expect(leaky.forbiddenImports).toEqual(['node:fs (from test/bundle/fixtures/leaky-entry.ts)', 'path (from test/bundle/fixtures/leaky-entry.ts)']);
+  });
+
+  it('contains no Node-only source file (*.node.ts, src/node.ts, src/server, src/cli)', () => {
+    const nodeOnly = whole.inputs.filter((input) =>
+      /(\.node\.ts$|^src\/node\.ts$|^src\/server\/|^src\/cli\/|node_modules\/(better-sqlite3|pg|pino)\/)/.test(input),
+    );
+    expect(nodeOnly).toEqual([]);
+  });
+
+  it('keeps the client without ky under 15 KB minified and gzipped', () => {
+    expect(withoutKy.inputs.some((input) => input.includes('node_modules/ky/'))).toBe(false);
+    expect(withoutKy.gzipBytes).toBeLessThan(CLIENT_GZIP_BUDGET);
+  });
+});
