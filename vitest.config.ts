@@ -45,6 +45,21 @@ export default defineConfig({
           },
         },
       },
+      {
+        // The checkout page end to end: Node drives Debian's Chromium with Playwright against a
+        // real `oncely serve` process (reloads, offline, two tabs are out of reach from inside a
+        // page). Files end in .e2e.ts so the node project never picks them up; one file at a time
+        // because each launches a browser and a server.
+        test: {
+          name: 'browser-e2e',
+          environment: 'node',
+          include: ['test/browser-e2e/**/*.e2e.ts'],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+          pool: 'forks',
+          fileParallelism: false,
+        },
+      },
     ],
   },
 });
