@@ -28,3 +28,18 @@ export type {
   Step,
   StepContext,
 } from './types.js';
+export type { FinalResponse } from './store/types.js';
+export { createIdempotencyHandler, type IdempotencyHandler, type IdempotencyHandlerOptions, type ResumeOutcome } from './handler.js';
+export { externalKey, runSteps, type PhaseHooks, type RunStepsInput, type StepsOutcome } from './phases.js';
+export { PROBLEM_BASE, ProblemType, problem, problemBody, type ProblemBody } from './problems.js';
+export { RequestOutcome, ServerEvent, createServerMetrics, type ServerMetrics } from './metrics.js';
+export { readCappedBody, type CappedBody } from './read-body.js';
+export {
+  createReaper,
+  createRecoveryWorker,
+  type BackgroundLoop,
+  type ReaperOptions,
+  type RecoveryPass,
+  type RecoveryWorkerOptions,
+} from './worker.js';
+export { sqliteKeyStore, type SqliteKeyStoreOptions } from './store/sqlite.node.js';

@@ -109,13 +109,24 @@ export type AdmitResult =
   | { readonly owned: false; readonly row: KeyRow };
 
 /** A phase to commit under a lease. */
-export interface PhaseCommit {
+export interface PhaseCommit<T = unknown> {
   readonly recoveryPoint: string;
   /** Merged into the row's `data`. */
   readonly data?: Readonly<Record<string, unknown>>;
+  /**
+   * Data computed by the phase's own work (a local step returns what it produced): called with
+   * the work's result inside the transaction and merged into `data` after {@link PhaseCommit.data}.
+   */
+  readonly dataFrom?: (result: T | undefined) => Readonly<Record<string, unknown>> | undefined | void;
   /** The refreshed lease length. */
   readonly leaseMs: number;
 }
+
+/**
+ * The final response of {@link KeyStore.finish}: given, or computed from the work's result inside
+ * the transaction (the final step returns the response it wants stored).
+ */
+export type FinalResponse<T = unknown> = StoredResponse | ((result: T | undefined) => StoredResponse);
 
 /** A fenced write's result: `ok: false` means the lease was lost and nothing was committed. */
 export type Fenced<T> = { readonly ok: true; readonly value: T } | { readonly ok: false };
@@ -138,9 +149,12 @@ export interface KeyStore {
    */
   takeOver(clientId: string, key: string, leaseMs: number): Promise<Lease | null>;
   /** Work + recovery point + data + lease refresh in one transaction, fenced by the token. */
-  commitPhase<T>(lease: Lease, phase: PhaseCommit, work?: (tx: Tx) => Promise<T>): Promise<Fenced<T | undefined>>;
-  /** Work + `state=finished` + the response + lease cleared, in one transaction, fenced. */
-  finish<T>(lease: Lease, response: StoredResponse, work?: (tx: Tx) => Promise<T>): Promise<Fenced<T | undefined>>;
+  commitPhase<T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>): Promise<Fenced<T | undefined>>;
+  /**
+   * Work + `state=finished` + the response + lease cleared, in one transaction, fenced. A function
+   * `response` is called with the work's result inside the transaction.
+   */
+  finish<T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>): Promise<Fenced<T | undefined>>;
   /**
    * Gives the request up after a transient failure. `forget: true` deletes the row (allowed only
    * while no recovery point is committed); otherwise the lease is cleared and the row stays resumable.

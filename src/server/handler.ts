@@ -1,0 +1,246 @@
+/**
+ * The idempotency handler: `(Request) => Promise<Response>` for every operation it wraps,
+ * implementing PROTOCOL.md's response matrix over a {@link KeyStore}.
+ *
+ * ```
+ * POST ─► auth (401) ─► key (400) ─► body cap (413) ─► parse (400, key not consumed) ─► fingerprint ─► admit
+ *   admit: row returned ─────────────────────────────────────────────► run steps (201 / 402 / 202 / 503)
+ *          conflict ─► fingerprint differs ─────────────────────────► 422 (original untouched)
+ *                    ─► finished ───────────────────────────────────► stored response + Idempotency-Replay
+ *                    ─► started, lease live ────────────────────────► 409 + Retry-After = remaining lease
+ *                    ─► started, lease expired/released ─► takeOver ─► resume from recovery point (lost race: 409)
+ * any store error ──► 503 + Retry-After (fail closed: nothing runs that was not recorded)
+ * ```
+ *
+ * @module
+ */
+import { fingerprint } from '../fingerprint.js';
+import { DEFAULT_NAMESPACE, parseKeyHeader } from '../keys.js';
+import { createServerMetrics, type RequestOutcome, type ServerMetrics } from './metrics.js';
+import { runSteps, type PhaseHooks, type StepsOutcome } from './phases.js';
+import { ProblemType, problem } from './problems.js';
+import { readCappedBody } from './read-body.js';
+import type { KeyRow, KeyStore, Lease, StoredResponse } from './store/types.js';
+import type { IdempotentOperation } from './types.js';
+
+/** Options of {@link createIdempotencyHandler}. */
+export interface IdempotencyHandlerOptions {
+  /** Where keys, leases and recovery points live (and the app's own tables). */
+  readonly store: KeyStore;
+  /** The operations made idempotent, matched by exact method and path. */
+  readonly operations: ReadonlyArray<IdempotentOperation<unknown>>;
+  /** Maps a request to its caller's client id, or `null` (answered `401`). Client ids must not contain `:`. */
+  readonly authenticate: (request: Request) => string | null | Promise<string | null>;
+  /**
+   * How long an owner may go without committing before another actor may take the row over.
+   * @default 10000
+   */
+  readonly leaseMs?: number;
+  /**
+   * How long a key is kept (then reaped): at least the client's longest retry window.
+   * @default 86400000 (24 h)
+   */
+  readonly ttlMs?: number;
+  /**
+   * Largest request body accepted, in bytes; larger is `413`.
+   * @default 65536
+   */
+  readonly maxBodyBytes?: number;
+  /**
+   * UUID namespace of the derived keys `Kn` sent to external systems.
+   * @default DEFAULT_NAMESPACE
+   */
+  readonly namespace?: string;
+  /** Hooks called as phases commit (fault injection). */
+  readonly hooks?: PhaseHooks;
+  /** Counters to update; a fresh set when omitted. */
+  readonly metrics?: ServerMetrics;
+  /**
+   * Backoff of a parked row (outcome unknown): `min(maxMs, baseMs · 2^attempts)`.
+   * @default { baseMs: 1000, maxMs: 60000 }
+   */
+  readonly parkBackoff?: { readonly baseMs: number; readonly maxMs: number };
+}
+
+/** What {@link IdempotencyHandler.resume} did with a row. */
+export type ResumeOutcome = 'finished' | 'pending' | 'transient' | 'lost' | 'busy' | 'unresumable';
+
+/** The handler built by {@link createIdempotencyHandler}. */
+export interface IdempotencyHandler {
+  /** Answers a request, or resolves to `undefined` when no operation matches its method and path. */
+  handle(request: Request): Promise<Response | undefined>;
+  /** Takes over a started row whose lease is gone and runs it from its recovery point (the recovery worker's entry). */
+  resume(row: KeyRow): Promise<ResumeOutcome>;
+  readonly metrics: ServerMetrics;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+const seconds = (ms: number): string => String(Math.max(1, Math.ceil(ms / 1000)));
+
+/**
+ * Creates the idempotency handler for a set of operations.
+ *
+ * @example
+ * ```ts
+ * import { createIdempotencyHandler, sqliteKeyStore } from 'oncely/server';
+ * const store = sqliteKeyStore({ path: 'oncely.db' });
+ * await store.migrate();
+ * const handler = createIdempotencyHandler({
+ *   store,
+ *   operations: [createPayment],
+ *   authenticate: (request) => (request.headers.get('authorization') === 'Bearer test_acme' ? 'acme' : null),
+ * });
+ * const response = (await handler.handle(request)) ?? new Response('not found', { status: 404 });
+ * ```
+ */
+export function createIdempotencyHandler(options: IdempotencyHandlerOptions): IdempotencyHandler {
+  const config = {
+    store: options.store,
+    authenticate: options.authenticate,
+    leaseMs: options.leaseMs ?? 10_000,
+    ttlMs: options.ttlMs ?? 86_400_000,
+    maxBodyBytes: options.maxBodyBytes ?? 65_536,
+    namespace: options.namespace ?? DEFAULT_NAMESPACE,
+    hooks: options.hooks ?? {},
+    metrics: options.metrics ?? createServerMetrics(),
+    backoff: options.parkBackoff ?? { baseMs: 1000, maxMs: 60_000 },
+  };
+  if (!UUID.test(config.namespace)) throw new TypeError(`createIdempotencyHandler: namespace must be a UUID, got ${config.namespace}`);
+  const operations = new Map<string, IdempotentOperation<unknown>>();
+  for (const operation of options.operations) {
+    const endpoint = `${operation.method.toUpperCase()} ${operation.path}`;
+    if (operations.has(endpoint)) throw new TypeError(`createIdempotencyHandler: two operations for ${endpoint}`);
+    operations.set(endpoint, operation);
+  }
+  const { store, metrics } = config;
+
+  const run = (
+    operation: IdempotentOperation<unknown>,
+    lease: Lease,
+    row: KeyRow,
+    input: unknown,
+    onTransient: 'release' | 'park',
+  ): Promise<StepsOutcome> =>
+    runSteps({ ...config, operation, lease, input, recoveryPoint: row.recoveryPoint, data: row.data, attempts: row.attempts, onTransient });
+
+  /** Parses a stored or received body into the operation's input. */
+  const parseInput = (operation: IdempotentOperation<unknown>, text: string): { ok: true; input: unknown } | { ok: false; detail: string } => {
+    let json: unknown;
+    try {
+      json = text.length === 0 ? undefined : JSON.parse(text);
+    } catch {
+      return { ok: false, detail: 'the body is not valid JSON' };
+    }
+    return operation.parse(json);
+  };
+
+  async function admitted(
+    operation: IdempotentOperation<unknown>,
+    input: unknown,
+    admission: { clientId: string; key: string; requestHash: string; endpoint: string; requestBody: string },
+    echo: Record<string, string>,
+  ): Promise<[RequestOutcome, Response]> {
+    const result = await store.admit({ ...admission, leaseMs: config.leaseMs, ttlMs: config.ttlMs });
+    if (result.owned) return respond(await run(operation, result.lease, result.row, input, 'release'), echo);
+    const row = result.row;
+    // The fingerprint is checked before anything else: a key reused for another request must
+    // never see (or wait for) the original's state.
+    if (row.requestHash !== admission.requestHash) {
+      return ['mismatch', problem(ProblemType.KeyReused, `this Idempotency-Key was used for a different request (${row.endpoint})`, echo)];
+    }
+    if (row.state === 'finished' && row.response) return ['replayed', stored(row.response, { ...echo, 'idempotency-replay': 'true' })];
+    if (row.leaseRemainingMs !== null && row.leaseRemainingMs > 0) return inFlight(row.leaseRemainingMs, echo);
+    const lease = await store.takeOver(row.clientId, row.key, config.leaseMs);
+    if (!lease) return inFlight(config.leaseMs, echo);
+    metrics.add('lease_takeovers');
+    // Reload under our lease: the previous owner may have committed more phases since `admit` read it.
+    const current = await store.load(row.clientId, row.key);
+    if (!current) return ['transient', problem(ProblemType.UpstreamUnavailable, 'the key vanished during takeover', { ...echo, 'retry-after': '1' })];
+    return respond(await run(operation, lease, current, input, 'release'), echo);
+  }
+
+  async function handleKeyed(request: Request, url: URL, operation: IdempotentOperation<unknown>): Promise<[RequestOutcome, Response]> {
+    const parsedKey = parseKeyHeader(request.headers.get('idempotency-key'));
+    const echo: Record<string, string> = parsedKey.ok ? { 'idempotency-key': parsedKey.key } : {};
+    const clientId = await config.authenticate(request);
+    if (clientId === null) {
+      return ['invalid', problem(ProblemType.Unauthorized, 'send Authorization: Bearer <token>', { ...echo, 'www-authenticate': 'Bearer' })];
+    }
+    if (!parsedKey.ok) return ['invalid', problem(ProblemType.InvalidKey, parsedKey.reason)];
+    const body = await readCappedBody(request, config.maxBodyBytes);
+    if (!body.ok) return ['invalid', problem(ProblemType.TooLarge, `the body is larger than ${config.maxBodyBytes} bytes`, echo)];
+    let text: string;
+    try {
+      text = utf8.decode(body.bytes);
+    } catch {
+      return ['invalid', problem(ProblemType.InvalidRequest, 'the body is not UTF-8', echo)];
+    }
+    const parsed = parseInput(operation, text);
+    if (!parsed.ok) return ['invalid', problem(ProblemType.InvalidRequest, parsed.detail, echo)];
+    const method = request.method.toUpperCase();
+    const requestHash = await fingerprint(method, url.pathname + url.search, body.bytes, {
+      contentType: request.headers.get('content-type'),
+    });
+    const admission = { clientId, key: parsedKey.key, requestHash, endpoint: `${method} ${url.pathname}`, requestBody: text };
+    try {
+      return await admitted(operation, parsed.input, admission, echo);
+    } catch {
+      // Fail closed: without the store there is no record, so nothing may run.
+      return ['transient', problem(ProblemType.UpstreamUnavailable, 'the key store is unavailable', { ...echo, 'retry-after': '1' })];
+    }
+  }
+
+  return {
+    metrics,
+    async handle(request) {
+      const url = new URL(request.url);
+      const operation = operations.get(`${request.method.toUpperCase()} ${url.pathname}`);
+      if (!operation) return undefined;
+      const [outcome, response] = await handleKeyed(request, url, operation);
+      metrics.request(outcome);
+      return response;
+    },
+    async resume(row) {
+      const operation = operations.get(row.endpoint);
+      const parsed = operation ? parseInput(operation, row.requestBody) : undefined;
+      const lease = await store.takeOver(row.clientId, row.key, config.leaseMs);
+      if (!lease) return 'busy';
+      metrics.add('lease_takeovers');
+      if (!operation || !parsed?.ok) {
+        // Nothing can run this row any more; hold it off the sweep for as long as possible so it
+        // does not starve the rows behind it, and leave it for reconciliation.
+        await store.park(lease, { retryAfterMs: config.backoff.maxMs });
+        return 'unresumable';
+      }
+      const current = await store.load(row.clientId, row.key);
+      if (!current) return 'lost';
+      const outcome = await run(operation, lease, current, parsed.input, 'park');
+      return outcome.kind;
+    },
+  };
+}
+
+function stored(response: StoredResponse, extra: Readonly<Record<string, string>>): Response {
+  const status = response.status;
+  // Fetch forbids a body on 204/205/304; everything else is replayed byte for byte.
+  const body = status === 204 || status === 205 || status === 304 ? null : response.body;
+  return new Response(body, { status, headers: { ...response.headers, ...extra } });
+}
+
+function inFlight(remainingMs: number, echo: Readonly<Record<string, string>>): [RequestOutcome, Response] {
+  return ['in_flight', problem(ProblemType.KeyInFlight, 'a request with this key is being processed', { ...echo, 'retry-after': seconds(remainingMs) })];
+}
+
+function respond(outcome: StepsOutcome, echo: Readonly<Record<string, string>>): [RequestOutcome, Response] {
+  switch (outcome.kind) {
+    case 'finished':
+      return ['executed', stored(outcome.response, echo)];
+    case 'pending':
+      return ['pending', problem(ProblemType.OutcomeUnknown, 'the outcome is not known yet; retry with the same key', { ...echo, 'retry-after': seconds(outcome.retryAfterMs) })];
+    case 'transient':
+      return ['transient', problem(ProblemType.UpstreamUnavailable, 'a dependency is unavailable; retry with the same key', { ...echo, 'retry-after': seconds(outcome.retryAfterMs) })];
+    case 'lost':
+      return inFlight(1000, echo);
+  }
+}

@@ -1,0 +1,209 @@
+/**
+ * Runs an operation's steps from a row's recovery point, under a fenced lease.
+ *
+ * ```
+ * point on the row   what runs next
+ * ─────────────────  ───────────────────────────────────────────────────────────────
+ * null               step 0
+ * <local>.point      the step after it (its work committed with the point)
+ * <ext>.sent         probe by Kn: done → commit <ext>.done · absent → call again with Kn
+ *                    · unknown → park (202) · refused → finish with the refusal
+ * <ext>.done         the step after it
+ * (all steps done)   final step: its work + state=finished + response, one transaction
+ * ```
+ *
+ * Every commit is fenced by the lease token. A fenced write that comes back `ok: false` means
+ * another actor took the row over: this attempt stops at once and commits nothing more; the new
+ * owner resumes from the last committed point, so no step's work is committed twice.
+ *
+ * @module
+ */
+import { v5 as uuidv5 } from 'uuid';
+import type { ServerMetrics } from './metrics.js';
+import type { KeyStore, Lease, StoredResponse } from './store/types.js';
+import type { ExternalOutcome, IdempotentOperation, StepContext } from './types.js';
+
+/** Called after every commit; the reference app's crash faults kill the process here. */
+export interface PhaseHooks {
+  /**
+   * Runs right after `point` (a recovery point, or `finished`) committed for the key `ref`.
+   *
+   * @example
+   * ```ts
+   * const hooks = { afterCommit: (point: string) => { if (point === 'EXT2_SENT') process.kill(process.pid, 'SIGKILL'); } };
+   * ```
+   */
+  afterCommit?(point: string, ref: { readonly clientId: string; readonly key: string }): void | Promise<void>;
+}
+
+/** How a run of the steps ended. */
+export type StepsOutcome =
+  /** Finished (a result or a stored refusal): the response is stored and is the answer. */
+  | { readonly kind: 'finished'; readonly response: StoredResponse }
+  /** Outcome unknown: the row is parked at its `sent` point. */
+  | { readonly kind: 'pending'; readonly retryAfterMs: number }
+  /** Transient failure (upstream unavailable, store error): nothing final stored, lease given up. */
+  | { readonly kind: 'transient'; readonly retryAfterMs: number; readonly cause?: unknown }
+  /** Another actor took the row over: this attempt committed nothing more. */
+  | { readonly kind: 'lost' };
+
+/** What {@link runSteps} needs. */
+export interface RunStepsInput<Input> {
+  readonly store: KeyStore;
+  readonly operation: IdempotentOperation<Input>;
+  readonly lease: Lease;
+  readonly input: Input;
+  /** The row's committed recovery point and data, read while holding `lease`. */
+  readonly recoveryPoint: string | null;
+  readonly data: Readonly<Record<string, unknown>>;
+  /** Park attempts so far, for the backoff. */
+  readonly attempts: number;
+  readonly namespace: string;
+  readonly leaseMs: number;
+  readonly hooks: PhaseHooks;
+  readonly metrics: ServerMetrics;
+  /** What a transient failure does with the lease: a request releases it, the recovery worker parks (backs off). */
+  readonly onTransient: 'release' | 'park';
+  /** Park backoff: `min(maxMs, baseMs · 2^attempts)`. */
+  readonly backoff: { readonly baseMs: number; readonly maxMs: number };
+}
+
+/**
+ * The derived key of external system `n`: `uuid5(namespace, clientId + ":" + key + ":ext" + n)`.
+ *
+ * Unambiguous because client ids never contain `:` (the application checks its client ids at
+ * startup): the first `:` ends the client id and the last `:ext<n>` is the suffix, so two
+ * different `(clientId, key, n)` never share a name. Deterministic, so a resumed attempt presents
+ * the key the dead attempt used and the external system treats it as a replay.
+ *
+ * @example
+ * ```ts
+ * externalKey(DEFAULT_NAMESPACE, 'acme', '0193a5f2-7c1e', 2); // the K2 the rail sees
+ * ```
+ */
+export function externalKey(namespace: string, clientId: string, key: string, n: number): string {
+  return uuidv5(`${clientId}:${key}:ext${n}`, namespace);
+}
+
+class LeaseLost extends Error {
+  override readonly name = 'LeaseLost';
+}
+
+/** Index of the first step still to run, and whether that step is an external call found at `sent`. */
+function resumePosition<Input>(operation: IdempotentOperation<Input>, point: string | null): { index: number; atSent: boolean } {
+  if (point === null) return { index: 0, atSent: false };
+  for (const [index, step] of operation.steps.entries()) {
+    if (step.kind === 'local' && step.point === point) return { index: index + 1, atSent: false };
+    if (step.kind === 'external' && step.done === point) return { index: index + 1, atSent: false };
+    if (step.kind === 'external' && step.sent === point) return { index, atSent: true };
+  }
+  throw new Error(`recovery point ${JSON.stringify(point)} is not a step of ${operation.method} ${operation.path}`);
+}
+
+/**
+ * Runs the steps of `operation` from the row's recovery point to the end (or to the first
+ * unknown outcome, transient failure or lost lease). Never throws: a store or step error is a
+ * transient outcome after the lease was given up.
+ *
+ * @example
+ * ```ts
+ * const outcome = await runSteps({ store, operation, lease, input, recoveryPoint: null, data: {}, attempts: 0,
+ *   namespace, leaseMs: 10_000, hooks: {}, metrics, onTransient: 'release', backoff: { baseMs: 1000, maxMs: 60_000 } });
+ * ```
+ */
+export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsOutcome> {
+  const { store, operation, lease, leaseMs } = run;
+  const ref = { clientId: lease.clientId, key: lease.key };
+  let point = run.recoveryPoint;
+  let data: Readonly<Record<string, unknown>> = run.data;
+  const ctx = (): StepContext<Input> => ({
+    clientId: lease.clientId,
+    key: lease.key,
+    input: run.input,
+    data,
+    derivedKey: (n) => externalKey(run.namespace, lease.clientId, lease.key, n),
+  });
+  const committed = async (next: string): Promise<void> => {
+    point = next;
+    await run.hooks.afterCommit?.(next, ref);
+  };
+  const finish = async (response: StoredResponse): Promise<StepsOutcome> => {
+    const done = await store.finish(lease, response);
+    if (!done.ok) throw new LeaseLost();
+    await committed('finished');
+    return { kind: 'finished', response };
+  };
+  const giveUp = async (retryAfterMs: number, cause?: unknown): Promise<StepsOutcome> => {
+    try {
+      if (run.onTransient === 'park') await store.park(lease, { retryAfterMs: backoffMs(run) });
+      else await store.release(lease, { forget: point === null });
+    } catch {
+      // The store is what failed: the lease simply runs out and the row stays resumable.
+    }
+    return cause === undefined ? { kind: 'transient', retryAfterMs } : { kind: 'transient', retryAfterMs, cause };
+  };
+
+  try {
+    let { index, atSent } = resumePosition(operation, point);
+    for (; index < operation.steps.length; index += 1, atSent = false) {
+      const step = operation.steps[index]!;
+      if (step.kind === 'local') {
+        const phase = await store.commitPhase<Readonly<Record<string, unknown>> | void>(
+          lease,
+          { recoveryPoint: step.point, leaseMs, dataFrom: (produced) => produced ?? undefined },
+          (tx) => step.run(ctx(), tx),
+        );
+        if (!phase.ok) throw new LeaseLost();
+        data = { ...data, ...(phase.value ?? {}) };
+        await committed(step.point);
+        continue;
+      }
+      const kn = externalKey(run.namespace, lease.clientId, lease.key, step.system);
+      let outcome: ExternalOutcome;
+      if (atSent) {
+        // EXTn_SENT is ambiguous by construction: the dead attempt may or may not have reached
+        // the system. Ask it by Kn first; only "absent" makes a second call (with the same Kn) safe.
+        const probed = await step.probe(ctx(), kn);
+        outcome = probed.outcome === 'absent' ? await step.call(ctx(), kn) : probed;
+      } else {
+        const sent = await store.commitPhase(lease, { recoveryPoint: step.sent, leaseMs });
+        if (!sent.ok) throw new LeaseLost();
+        await committed(step.sent);
+        outcome = await step.call(ctx(), kn);
+      }
+      switch (outcome.outcome) {
+        case 'done': {
+          const produced = outcome.data ?? {};
+          const done = await store.commitPhase(lease, { recoveryPoint: step.done, data: produced, leaseMs });
+          if (!done.ok) throw new LeaseLost();
+          data = { ...data, ...produced };
+          await committed(step.done);
+          break;
+        }
+        case 'refused':
+          return await finish(outcome.response);
+        case 'unknown': {
+          const retryAfterMs = backoffMs(run);
+          if (!(await store.park(lease, { retryAfterMs }))) throw new LeaseLost();
+          return { kind: 'pending', retryAfterMs };
+        }
+        case 'unavailable':
+          return await giveUp(outcome.retryAfterMs ?? 1000);
+      }
+    }
+    const final = await store.finish<StoredResponse>(lease, (response) => response!, (tx) => operation.final.run(ctx(), tx));
+    if (!final.ok) throw new LeaseLost();
+    await committed('finished');
+    return { kind: 'finished', response: final.value! };
+  } catch (error) {
+    if (error instanceof LeaseLost) {
+      run.metrics.add('leases_lost');
+      return { kind: 'lost' };
+    }
+    return giveUp(1000, error);
+  }
+}
+
+function backoffMs(run: Pick<RunStepsInput<unknown>, 'attempts' | 'backoff'>): number {
+  return Math.min(run.backoff.maxMs, run.backoff.baseMs * 2 ** Math.min(run.attempts, 30));
+}

@@ -1,0 +1,354 @@
+/**
+ * The SQLite KeyStore (better-sqlite3): the embedded default, safe for several server processes
+ * sharing one database file.
+ *
+ * - WAL + `synchronous=NORMAL` + `busy_timeout`: readers never block the writer, and a process
+ *   that finds the write lock taken waits up to `busyTimeoutMs` before failing (the handler then
+ *   answers `503`, fail closed).
+ * - Every write transaction is `BEGIN IMMEDIATE`, so it takes the write lock up front and can
+ *   never deadlock upgrading a read lock held by another process.
+ * - Times are epoch milliseconds by this process's clock; processes sharing a file share a host.
+ *
+ * @module
+ */
+import { randomUUID } from 'node:crypto';
+import Database from 'better-sqlite3';
+import type {
+  AdmitInput,
+  AdmitResult,
+  AppSchema,
+  Fenced,
+  FinalResponse,
+  KeyRow,
+  KeyStore,
+  Lease,
+  PhaseCommit,
+  StoredResponse,
+  Tx,
+} from './types.js';
+
+/** Options of {@link sqliteKeyStore}. */
+export interface SqliteKeyStoreOptions {
+  /** Database file; `:memory:` for a private in-process database (tests). */
+  readonly path: string;
+  /**
+   * How long a write waits for another process's write lock before failing with `SQLITE_BUSY`.
+   * @default 5000
+   */
+  readonly busyTimeoutMs?: number;
+  /**
+   * Largest stored response body, in UTF-8 bytes: the key table is not a blob store. A larger
+   * final response makes `finish` throw (and commit nothing).
+   * @default 65536
+   */
+  readonly maxResponseBytes?: number;
+  /**
+   * The clock, epoch ms. Inject one only in tests.
+   * @default Date.now
+   */
+  readonly now?: () => number;
+}
+
+const KEY_TABLE = `
+CREATE TABLE IF NOT EXISTS oncely_keys (
+  client_id        TEXT    NOT NULL,
+  key              TEXT    NOT NULL,
+  request_hash     TEXT    NOT NULL,
+  endpoint         TEXT    NOT NULL,
+  request_body     TEXT    NOT NULL,
+  state            TEXT    NOT NULL,
+  recovery_point   TEXT,
+  data             TEXT    NOT NULL DEFAULT '{}',
+  response_status  INTEGER,
+  response_headers TEXT,
+  response_body    TEXT,
+  lease_token      TEXT,
+  lease_expires_at INTEGER,
+  next_attempt_at  INTEGER NOT NULL DEFAULT 0,
+  attempts         INTEGER NOT NULL DEFAULT 0,
+  created_at       INTEGER NOT NULL,
+  expires_at       INTEGER NOT NULL,
+  PRIMARY KEY (client_id, key)
+);
+-- The recovery worker's sweep only ever looks at unfinished keys: a partial index keeps it
+-- small however many finished keys the retention window holds.
+CREATE INDEX IF NOT EXISTS oncely_keys_unfinished ON oncely_keys (next_attempt_at, created_at) WHERE state = 'started';
+CREATE INDEX IF NOT EXISTS oncely_keys_finished_expiry ON oncely_keys (expires_at) WHERE state = 'finished';
+`;
+
+const SQL = {
+  insert: `INSERT INTO oncely_keys (client_id, key, request_hash, endpoint, request_body, state, lease_token, lease_expires_at, created_at, expires_at)
+           VALUES (?, ?, ?, ?, ?, 'started', ?, ?, ?, ?)
+           ON CONFLICT (client_id, key) DO NOTHING RETURNING *`,
+  load: `SELECT * FROM oncely_keys WHERE client_id = ? AND key = ?`,
+  takeOver: `UPDATE oncely_keys SET lease_token = ?, lease_expires_at = ?
+             WHERE client_id = ? AND key = ? AND state = 'started' AND (lease_token IS NULL OR lease_expires_at <= ?)
+             RETURNING lease_token`,
+  fence: `SELECT recovery_point, data FROM oncely_keys WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
+  commitPhase: `UPDATE oncely_keys SET recovery_point = ?, data = ?, lease_expires_at = ?
+                WHERE client_id = ? AND key = ? AND lease_token = ?`,
+  finish: `UPDATE oncely_keys SET state = 'finished', response_status = ?, response_headers = ?, response_body = ?,
+           lease_token = NULL, lease_expires_at = NULL WHERE client_id = ? AND key = ? AND lease_token = ?`,
+  forget: `DELETE FROM oncely_keys WHERE client_id = ? AND key = ? AND lease_token = ? AND recovery_point IS NULL`,
+  release: `UPDATE oncely_keys SET lease_token = NULL, lease_expires_at = NULL
+            WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
+  park: `UPDATE oncely_keys SET lease_token = NULL, lease_expires_at = NULL, attempts = attempts + 1, next_attempt_at = ?
+         WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
+  sweep: `SELECT * FROM oncely_keys WHERE state = 'started' AND next_attempt_at <= ?
+          AND (lease_token IS NULL OR lease_expires_at <= ?) ORDER BY created_at LIMIT ?`,
+  reap: `DELETE FROM oncely_keys WHERE rowid IN
+         (SELECT rowid FROM oncely_keys WHERE state = 'finished' AND expires_at <= ? LIMIT ?)`,
+} as const;
+
+interface RawRow {
+  client_id: string;
+  key: string;
+  request_hash: string;
+  endpoint: string;
+  request_body: string;
+  state: 'started' | 'finished';
+  recovery_point: string | null;
+  data: string;
+  response_status: number | null;
+  response_headers: string | null;
+  response_body: string | null;
+  lease_token: string | null;
+  lease_expires_at: number | null;
+  attempts: number;
+  created_at: number;
+  expires_at: number;
+}
+
+/**
+ * A tiny FIFO mutex. better-sqlite3 is one synchronous connection, but `work(tx)` callbacks are
+ * async: while one request's transaction awaits its work, another request's statement would run
+ * *inside that open transaction* (and commit or roll back with it). So every store operation of
+ * this process runs under this lock; other processes are kept out by SQLite's own write lock.
+ */
+function createMutex(): <T>(fn: () => Promise<T> | T) => Promise<T> {
+  let tail: Promise<unknown> = Promise.resolve();
+  return <T>(fn: () => Promise<T> | T): Promise<T> => {
+    const run = tail.then(fn, fn);
+    tail = run.catch(() => undefined);
+    return run;
+  };
+}
+
+type Param = string | number | bigint | Buffer | null;
+
+function toParam(value: unknown): Param {
+  if (value === undefined || value === null) return null;
+  if (typeof value === 'boolean') return value ? 1 : 0;
+  if (typeof value === 'string' || typeof value === 'number' || typeof value === 'bigint' || Buffer.isBuffer(value)) return value;
+  if (value instanceof Date) return value.getTime();
+  return JSON.stringify(value);
+}
+
+/**
+ * Opens (lazily creating) a SQLite KeyStore. Call `migrate()` once before use; several processes
+ * may open the same file.
+ *
+ * @example
+ * ```ts
+ * import { sqliteKeyStore } from 'oncely/server';
+ * const store = sqliteKeyStore({ path: './oncely.db', busyTimeoutMs: 5000 });
+ * await store.migrate();
+ * ```
+ */
+export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
+  const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+  const maxResponseBytes = options.maxResponseBytes ?? 65_536;
+  const now = options.now ?? Date.now;
+  const db = new Database(options.path, { timeout: busyTimeoutMs });
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma(`busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
+  const locked = createMutex();
+
+  const statements = new Map<string, Database.Statement>();
+  const prepare = (sql: string): Database.Statement => {
+    let statement = statements.get(sql);
+    if (!statement) {
+      statement = db.prepare(sql);
+      statements.set(sql, statement);
+    }
+    return statement;
+  };
+
+  // `$1, $2` (shared with PostgreSQL) become SQLite's numbered `?1, ?2`, bound by number.
+  const adapt = (sql: string, params: readonly unknown[] = []): [Database.Statement, Record<number, Param>] => {
+    const bound: Record<number, Param> = {};
+    params.forEach((value, index) => {
+      bound[index + 1] = toParam(value);
+    });
+    return [prepare(sql.replace(/\$(\d+)/g, '?$1')), bound];
+  };
+  const tx: Tx = {
+    dialect: 'sqlite',
+    run: async (sql, params) => {
+      const [statement, bound] = adapt(sql, params);
+      return statement.run(bound).changes;
+    },
+    all: async <T extends object>(sql: string, params?: readonly unknown[]) => {
+      const [statement, bound] = adapt(sql, params);
+      return statement.all(bound) as T[];
+    },
+    get: async <T extends object>(sql: string, params?: readonly unknown[]) => {
+      const [statement, bound] = adapt(sql, params);
+      return statement.get(bound) as T | undefined;
+    },
+  };
+
+  /** Runs `body` in `BEGIN IMMEDIATE … COMMIT`, rolling back on a throw. Caller holds the mutex. */
+  async function immediate<T>(body: () => Promise<T> | T): Promise<T> {
+    prepare('BEGIN IMMEDIATE').run();
+    try {
+      const result = await body();
+      prepare('COMMIT').run();
+      return result;
+    } catch (error) {
+      if (db.inTransaction) prepare('ROLLBACK').run();
+      throw error;
+    }
+  }
+
+  const toRow = (raw: RawRow): KeyRow => {
+    const response: StoredResponse | null =
+      raw.response_status === null
+        ? null
+        : {
+            status: raw.response_status,
+            headers: JSON.parse(raw.response_headers ?? '{}') as Record<string, string>,
+            body: raw.response_body ?? '',
+          };
+    return {
+      clientId: raw.client_id,
+      key: raw.key,
+      requestHash: raw.request_hash,
+      endpoint: raw.endpoint,
+      requestBody: raw.request_body,
+      state: raw.state,
+      recoveryPoint: raw.recovery_point,
+      data: JSON.parse(raw.data) as Record<string, unknown>,
+      response,
+      leaseRemainingMs:
+        raw.lease_token === null || raw.lease_expires_at === null ? null : Math.max(0, raw.lease_expires_at - now()),
+      attempts: raw.attempts,
+      createdAt: raw.created_at,
+      expiresAt: raw.expires_at,
+    };
+  };
+
+  /**
+   * A fenced transaction: nothing runs unless `lease` still holds the row. Inside
+   * `BEGIN IMMEDIATE` no other process can take the row over between the check and the write.
+   */
+  async function fenced<T>(lease: Lease, body: (current: { data: string }) => Promise<T>): Promise<Fenced<T>> {
+    return locked(() =>
+      immediate(async () => {
+        const current = prepare(SQL.fence).get(lease.clientId, lease.key, lease.token) as { data: string } | undefined;
+        if (!current) return { ok: false } as const;
+        return { ok: true, value: await body(current) } as const;
+      }),
+    );
+  }
+
+  return {
+    dialect: 'sqlite',
+
+    migrate: (app?: AppSchema) =>
+      locked(() =>
+        immediate(() => {
+          db.exec(KEY_TABLE);
+          if (app) db.exec(app.sqlite);
+        }),
+      ),
+
+    admit: (input: AdmitInput) =>
+      locked(() =>
+        immediate((): AdmitResult => {
+          const at = now();
+          const token = randomUUID();
+          const inserted = prepare(SQL.insert).get(
+            input.clientId,
+            input.key,
+            input.requestHash,
+            input.endpoint,
+            input.requestBody,
+            token,
+            at + input.leaseMs,
+            at,
+            at + input.ttlMs,
+          ) as RawRow | undefined;
+          if (inserted) return { owned: true, lease: { clientId: input.clientId, key: input.key, token }, row: toRow(inserted) };
+          const existing = prepare(SQL.load).get(input.clientId, input.key) as RawRow;
+          return { owned: false, row: toRow(existing) };
+        }),
+      ),
+
+    load: (clientId, key) =>
+      locked(() => {
+        const raw = prepare(SQL.load).get(clientId, key) as RawRow | undefined;
+        return raw ? toRow(raw) : undefined;
+      }),
+
+    takeOver: (clientId, key, leaseMs) =>
+      locked(() =>
+        immediate(() => {
+          const at = now();
+          const token = randomUUID();
+          const won = prepare(SQL.takeOver).get(token, at + leaseMs, clientId, key, at);
+          return won ? { clientId, key, token } : null;
+        }),
+      ),
+
+    commitPhase: <T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>) =>
+      fenced(lease, async (current) => {
+        const result = work ? await work(tx) : undefined;
+        const data = { ...(JSON.parse(current.data) as object), ...phase.data, ...(phase.dataFrom?.(result) ?? {}) };
+        prepare(SQL.commitPhase).run(phase.recoveryPoint, JSON.stringify(data), now() + phase.leaseMs, lease.clientId, lease.key, lease.token);
+        return result;
+      }),
+
+    finish: <T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>) =>
+      fenced(lease, async () => {
+        const result = work ? await work(tx) : undefined;
+        const final = typeof response === 'function' ? response(result) : response;
+        const bytes = Buffer.byteLength(final.body, 'utf8');
+        if (bytes > maxResponseBytes) {
+          throw new RangeError(`sqliteKeyStore: a ${bytes}-byte response exceeds maxResponseBytes (${maxResponseBytes})`);
+        }
+        prepare(SQL.finish).run(final.status, JSON.stringify(final.headers), final.body, lease.clientId, lease.key, lease.token);
+        return result;
+      }),
+
+    release: (lease, { forget }) =>
+      locked(() =>
+        immediate(() => {
+          // A row with a recovery point records work that happened: it is kept whatever `forget` says.
+          if (forget && prepare(SQL.forget).run(lease.clientId, lease.key, lease.token).changes === 1) return true;
+          return prepare(SQL.release).run(lease.clientId, lease.key, lease.token).changes === 1;
+        }),
+      ),
+
+    park: (lease, { retryAfterMs }) =>
+      locked(() =>
+        immediate(() => prepare(SQL.park).run(now() + retryAfterMs, lease.clientId, lease.key, lease.token).changes === 1),
+      ),
+
+    sweep: (limit) =>
+      locked(() => {
+        const at = now();
+        return (prepare(SQL.sweep).all(at, at, limit) as RawRow[]).map(toRow);
+      }),
+
+    reap: (batchSize) => locked(() => immediate(() => prepare(SQL.reap).run(now(), batchSize).changes)),
+
+    transaction: <T>(work: (tx: Tx) => Promise<T>) => locked(() => immediate(() => work(tx))),
+
+    close: () =>
+      locked(() => {
+        db.close();
+      }),
+  };
+}

@@ -1,0 +1,152 @@
+/**
+ * Background loops: the recovery worker (resumes started rows whose owner is gone) and the
+ * reaper (deletes finished keys past their retention window).
+ *
+ * Both are safe to run in every server process at once: the worker's takeover is the store's
+ * conditional UPDATE, so two workers (or a worker and a client retry) never run one row together.
+ *
+ * @module
+ */
+import type { IdempotencyHandler, ResumeOutcome } from './handler.js';
+import type { ServerMetrics } from './metrics.js';
+import type { KeyStore } from './store/types.js';
+
+/** A loop with an explicit single pass for tests. */
+export interface BackgroundLoop<Result> {
+  /** Starts running a pass every interval (the first after one interval). Idempotent. */
+  start(): void;
+  /** Stops the loop and waits for a pass in progress to end. */
+  stop(): Promise<void>;
+  /** Runs one pass now (serialised with the timer's passes). */
+  runOnce(): Promise<Result>;
+}
+
+/** Options of {@link createRecoveryWorker}. */
+export interface RecoveryWorkerOptions {
+  readonly store: KeyStore;
+  /** The handler whose operations the rows belong to. */
+  readonly handler: IdempotencyHandler;
+  /**
+   * Time between sweeps.
+   * @default 1000
+   */
+  readonly intervalMs?: number;
+  /**
+   * Rows resumed per sweep, one after another.
+   * @default 50
+   */
+  readonly batchSize?: number;
+}
+
+/** What one recovery pass did, by outcome. */
+export type RecoveryPass = Readonly<Record<ResumeOutcome, number>>;
+
+/** Options of {@link createReaper}. */
+export interface ReaperOptions {
+  readonly store: KeyStore;
+  /** Counts `keys_reaped`; usually the handler's metrics. */
+  readonly metrics?: ServerMetrics;
+  /**
+   * Time between passes.
+   * @default 60000
+   */
+  readonly intervalMs?: number;
+  /**
+   * Rows deleted per statement; a pass repeats batches until one comes back short.
+   * @default 500
+   */
+  readonly batchSize?: number;
+  /**
+   * Batches per pass at most, so one pass never holds the write lock for long in total.
+   * @default 100
+   */
+  readonly maxBatches?: number;
+}
+
+function createLoop<Result>(intervalMs: number, pass: () => Promise<Result>): BackgroundLoop<Result> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let running = false;
+  let current: Promise<unknown> = Promise.resolve();
+  const runOnce = (): Promise<Result> => {
+    const next = current.then(pass, pass);
+    current = next.catch(() => undefined);
+    return next;
+  };
+  const schedule = (): void => {
+    timer = setTimeout(() => {
+      // A failed pass (store down) is retried at the next tick; the rows stay where they were.
+      void runOnce()
+        .catch(() => undefined)
+        .then(() => {
+          if (running) schedule();
+        });
+    }, intervalMs);
+    timer.unref?.();
+  };
+  return {
+    start() {
+      if (running) return;
+      running = true;
+      schedule();
+    },
+    async stop() {
+      running = false;
+      if (timer !== undefined) clearTimeout(timer);
+      await current;
+    },
+    runOnce,
+  };
+}
+
+/**
+ * Creates the recovery worker: each pass sweeps started rows with no live lease that are due
+ * (parked rows wait out their backoff), takes each over and resumes it from its recovery point.
+ *
+ * @example
+ * ```ts
+ * const worker = createRecoveryWorker({ store, handler, intervalMs: 1000 });
+ * worker.start();
+ * // on shutdown
+ * await worker.stop();
+ * ```
+ */
+export function createRecoveryWorker(options: RecoveryWorkerOptions): BackgroundLoop<RecoveryPass> {
+  const { store, handler } = options;
+  const batchSize = options.batchSize ?? 50;
+  return createLoop(options.intervalMs ?? 1000, async () => {
+    const pass: Record<ResumeOutcome, number> = { finished: 0, pending: 0, transient: 0, lost: 0, busy: 0, unresumable: 0 };
+    for (const row of await store.sweep(batchSize)) {
+      const outcome = await handler.resume(row);
+      pass[outcome] += 1;
+      if (outcome === 'finished') handler.metrics.add('recoveries');
+    }
+    return pass;
+  });
+}
+
+/**
+ * Creates the reaper: each pass deletes finished keys past their retention window in batches
+ * (short write transactions, so requests are never blocked behind one huge DELETE).
+ *
+ * @example
+ * ```ts
+ * const reaper = createReaper({ store, metrics: handler.metrics, intervalMs: 60_000 });
+ * reaper.start();
+ * const removed = await reaper.runOnce();
+ * ```
+ */
+export function createReaper(options: ReaperOptions): BackgroundLoop<number> {
+  const { store, metrics } = options;
+  const batchSize = options.batchSize ?? 500;
+  const maxBatches = options.maxBatches ?? 100;
+  return createLoop(options.intervalMs ?? 60_000, async () => {
+    let removed = 0;
+    for (let batch = 0; batch < maxBatches; batch += 1) {
+      const n = await store.reap(batchSize);
+      removed += n;
+      metrics?.add('keys_reaped', n);
+      if (n < batchSize) break;
+    }
+    return removed;
+  });
+}
