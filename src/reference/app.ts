@@ -1,0 +1,225 @@
+/**
+ * The reference payments server as one web-standard `fetch(Request) => Promise<Response>`,
+ * built on the server library: the payment operation behind `createIdempotencyHandler`, the
+ * read routes and inbox, `/healthz`, `/metrics`, the recovery worker and the reaper.
+ *
+ * Runtime-neutral: the Node adapter (`oncely serve`) adds the socket, logging, the SIGKILL of
+ * the crash faults and static files; tests call `app.fetch(new Request(...))` directly.
+ *
+ * @module
+ */
+import { createIdempotencyHandler, type IdempotencyHandler } from '../server/handler.js';
+import { createServerMetrics, type ServerMetrics } from '../server/metrics.js';
+import { ProblemType, problem } from '../server/problems.js';
+import type { KeyStore } from '../server/store/types.js';
+import type { IdempotentOperation } from '../server/types.js';
+import { createRecoveryWorker, createReaper, type BackgroundLoop, type RecoveryPass } from '../server/worker.js';
+import { type Clients, createClients } from './clients.js';
+import { FaultKind, type Faults, createFaults } from './faults.js';
+import { jsonResponse, notFound } from './http.js';
+import { createInbox } from './inbox.js';
+import { createPaymentOperation } from './payments.js';
+import { createRail } from './rails.js';
+import { createRiskSystem } from './risk.js';
+import { createRoutes } from './routes.js';
+import { referenceSchema } from './schema.js';
+
+/** Options of {@link createReferenceApp}. */
+export interface ReferenceAppOptions {
+  /** The key store; the app's own tables are created in it too. The app closes it in `close()`. */
+  readonly store: KeyStore;
+  /**
+   * Bearer token → client id, or a ready {@link Clients}.
+   * @default the demo callers: test_acme → acme, test_globex → globex
+   */
+  readonly clients?: Readonly<Record<string, string>> | Clients | undefined;
+  /**
+   * A fault spec (see `faults.ts`) or a ready {@link Faults}.
+   * @default no faults
+   */
+  readonly faults?: string | Faults | undefined;
+  /**
+   * What a `crash-after` fault does once its point committed. Required when the spec has one;
+   * `oncely serve` passes a SIGKILL of its own process.
+   */
+  readonly crash?: ((point: string) => void) | undefined;
+  /**
+   * Lease of an owner between commits, ms.
+   * @default 10000
+   */
+  readonly leaseMs?: number | undefined;
+  /**
+   * Key retention, ms.
+   * @default 86400000
+   */
+  readonly ttlMs?: number | undefined;
+  /**
+   * Request body cap, bytes.
+   * @default 65536
+   */
+  readonly maxBodyBytes?: number | undefined;
+  /**
+   * Recovery worker interval, ms (the worker runs only after `start()`).
+   * @default 1000
+   */
+  readonly recoveryIntervalMs?: number | undefined;
+  /**
+   * Reaper interval, ms (runs only after `start()`).
+   * @default 60000
+   */
+  readonly reaperIntervalMs?: number | undefined;
+  /**
+   * Parked-row backoff (outcome unknown): `min(maxMs, baseMs · 2^attempts)`.
+   * @default { baseMs: 1000, maxMs: 60000 }
+   */
+  readonly parkBackoff?: { readonly baseMs: number; readonly maxMs: number } | undefined;
+  /** Answers a GET that no API route matched (static files), or `undefined` for `404`. */
+  readonly assets?: ((request: Request) => Promise<Response | undefined>) | undefined;
+}
+
+/** The app built by {@link createReferenceApp}. */
+export interface ReferenceApp {
+  /** Answers one request. Waits for the migration on first use. */
+  fetch(request: Request): Promise<Response>;
+  /** Resolves once the tables exist (rejects when the store cannot be migrated). */
+  readonly ready: Promise<void>;
+  readonly handler: IdempotencyHandler;
+  readonly worker: BackgroundLoop<RecoveryPass>;
+  readonly reaper: BackgroundLoop<number>;
+  readonly metrics: ServerMetrics;
+  readonly clients: Clients;
+  readonly faults: Faults;
+  /** Starts the recovery worker and the reaper. */
+  start(): void;
+  /** Requests being answered right now. */
+  inFlight(): number;
+  /**
+   * Shuts down: new requests get `503` from now on, in-flight requests get up to `graceMs` to
+   * finish (an unfinished one keeps its recovery point and is resumed after its lease), the
+   * loops stop and the store is closed. Resolves to the requests still unfinished at the end.
+   */
+  close(graceMs?: number): Promise<number>;
+}
+
+function isClients(value: ReferenceAppOptions['clients']): value is Clients {
+  return value !== undefined && typeof value.authenticate === 'function';
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Creates the reference payments app.
+ *
+ * @example
+ * ```ts
+ * const app = createReferenceApp({ store: sqliteKeyStore({ path: ':memory:' }), leaseMs: 300 });
+ * const response = await app.fetch(new Request('http://local/v1/payments', {
+ *   method: 'POST',
+ *   headers: { authorization: 'Bearer test_acme', 'idempotency-key': 'inv-7', 'content-type': 'application/json' },
+ *   body: JSON.stringify({ amount: 1250, currency: 'EUR', reference: 'inv-7' }),
+ * }));
+ * await app.close();
+ * ```
+ */
+export function createReferenceApp(options: ReferenceAppOptions): ReferenceApp {
+  const { store } = options;
+  const clients = isClients(options.clients) ? options.clients : createClients(options.clients);
+  const faults = typeof options.faults === 'object' ? options.faults : createFaults({ spec: options.faults });
+  const crash = options.crash;
+  if (crash === undefined && faults.rules.some((rule) => rule.kind === FaultKind.CrashAfter)) {
+    throw new TypeError('createReferenceApp: a crash-after fault needs the `crash` option (what "crash" means here)');
+  }
+  const maxBodyBytes = options.maxBodyBytes ?? 65_536;
+  const metrics = createServerMetrics();
+  const risk = createRiskSystem({ store, faults });
+  const rail = createRail({ store, faults });
+  const inbox = createInbox({ store });
+  const handler = createIdempotencyHandler({
+    store,
+    // The handler holds operations of different inputs side by side; each parses its own input,
+    // so widening the input type to `unknown` here is sound.
+    operations: [createPaymentOperation({ risk, rail }) as unknown as IdempotentOperation<unknown>],
+    authenticate: (request) => clients.authenticate(request.headers.get('authorization')) ?? null,
+    leaseMs: options.leaseMs ?? 10_000,
+    ttlMs: options.ttlMs ?? 86_400_000,
+    maxBodyBytes,
+    metrics,
+    hooks: {
+      afterCommit(point) {
+        if (crash !== undefined && faults.fires(FaultKind.CrashAfter, point)) crash(point);
+      },
+    },
+    ...(options.parkBackoff === undefined ? {} : { parkBackoff: options.parkBackoff }),
+  });
+  const routes = createRoutes({ store, rail, inbox, maxBodyBytes });
+  const worker = createRecoveryWorker({ store, handler, intervalMs: options.recoveryIntervalMs ?? 1000 });
+  const reaper = createReaper({ store, metrics, intervalMs: options.reaperIntervalMs ?? 60_000 });
+  const ready = store.migrate(referenceSchema);
+  // A failed migration surfaces through `ready` and every request; never as an unhandled rejection.
+  ready.catch(() => undefined);
+
+  let draining = false;
+  let active = 0;
+
+  async function route(request: Request): Promise<Response> {
+    const url = new URL(request.url);
+    const method = request.method.toUpperCase();
+    if (method === 'GET' && url.pathname === '/healthz') {
+      // A real round trip: a store that cannot answer makes this throw, and the caller sees 503.
+      await store.transaction((tx) => tx.get('SELECT 1 AS ok'));
+      return jsonResponse(200, { status: 'ok', store: store.dialect });
+    }
+    if (method === 'GET' && url.pathname === '/metrics') {
+      return new Response(metrics.render(), { headers: { 'content-type': 'text/plain; version=0.0.4' } });
+    }
+    if (url.pathname.startsWith('/v1/')) {
+      const keyed = await handler.handle(request);
+      if (keyed !== undefined) return keyed;
+      const clientId = clients.authenticate(request.headers.get('authorization'));
+      if (clientId === undefined) return problem(ProblemType.Unauthorized, 'send Authorization: Bearer <token>', { 'www-authenticate': 'Bearer' });
+      return (await routes(request, url, clientId)) ?? notFound(`no route for ${method} ${url.pathname}`);
+    }
+    if ((method === 'GET' || method === 'HEAD') && options.assets) return (await options.assets(request)) ?? notFound('no such file');
+    return notFound(`no route for ${method} ${url.pathname}`);
+  }
+
+  return {
+    ready,
+    handler,
+    worker,
+    reaper,
+    metrics,
+    clients,
+    faults,
+    async fetch(request) {
+      if (draining) {
+        return problem(ProblemType.UpstreamUnavailable, 'the server is shutting down; retry with the same key', { 'retry-after': '1' });
+      }
+      active += 1;
+      try {
+        await ready;
+        return await route(request);
+      } catch {
+        // The store is down (or the migration failed): fail closed, nothing was executed unrecorded.
+        return problem(ProblemType.UpstreamUnavailable, 'the store is unavailable', { 'retry-after': '1' });
+      } finally {
+        active -= 1;
+      }
+    },
+    start() {
+      worker.start();
+      reaper.start();
+    },
+    inFlight: () => active,
+    async close(graceMs = 10_000) {
+      draining = true;
+      const deadline = Date.now() + graceMs;
+      while (active > 0 && Date.now() < deadline) await sleep(20);
+      await Promise.all([worker.stop(), reaper.stop()]);
+      const unfinished = active;
+      await ready.catch(() => undefined);
+      await store.close();
+      return unfinished;
+    },
+  };
+}
