@@ -1,0 +1,250 @@
+/**
+ * The KeyStore contract: every backend (SQLite, PostgreSQL) runs this one suite.
+ *
+ * Dialect-neutral on purpose: it uses only the KeyStore API and `$n` SQL that both dialects
+ * accept, and every test works on its own random client id, so it can share a database with
+ * other tests (a long-lived PostgreSQL) without cleaning up.
+ *
+ * Usage: `runKeyStoreContract('sqlite', async () => sqliteKeyStore({ path: ':memory:' }))`.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AdmitInput, KeyStore, Lease, StoredResponse } from '../../src/server/store/types.js';
+
+const SCHEMA = {
+  sqlite: 'CREATE TABLE IF NOT EXISTS contract_effects (client_id TEXT NOT NULL, key TEXT NOT NULL, n INTEGER NOT NULL)',
+  postgres: 'CREATE TABLE IF NOT EXISTS contract_effects (client_id TEXT NOT NULL, key TEXT NOT NULL, n INTEGER NOT NULL)',
+};
+
+const RESPONSE: StoredResponse = { status: 201, headers: { 'content-type': 'application/json' }, body: '{"id":"pay_1","amount":5}' };
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Runs the KeyStore contract against `factory`, which returns a fresh (unmigrated or migrated)
+ * store; the suite migrates it with its own table and closes it after each test.
+ */
+export function runKeyStoreContract(name: string, factory: () => Promise<KeyStore>): void {
+  describe(`KeyStore contract: ${name}`, () => {
+    let store: KeyStore;
+    let clientId: string;
+    afterEach(async () => {
+      await store?.close();
+    });
+
+    async function open(): Promise<KeyStore> {
+      store = await factory();
+      await store.migrate(SCHEMA);
+      clientId = `c${randomUUID().slice(0, 8)}`;
+      return store;
+    }
+    const input = (key: string, over: Partial<AdmitInput> = {}): AdmitInput => ({
+      clientId,
+      key,
+      requestHash: 'a'.repeat(64),
+      endpoint: 'POST /v1/payments',
+      requestBody: '{"amount":5}',
+      leaseMs: 10_000,
+      ttlMs: 86_400_000,
+      ...over,
+    });
+    const effects = async (key: string): Promise<number> => {
+      const row = await store.transaction((tx) =>
+        tx.get<{ n: number | string }>('SELECT COUNT(*) AS n FROM contract_effects WHERE client_id = $1 AND key = $2', [clientId, key]),
+      );
+      return Number(row?.n ?? 0);
+    };
+    const effect = (key: string) => async (tx: Parameters<Parameters<KeyStore['transaction']>[0]>[0]) =>
+      tx.run('INSERT INTO contract_effects (client_id, key, n) VALUES ($1, $2, $3)', [clientId, key, 1]);
+    const expireLease = async (key: string, leaseMs = 40): Promise<Lease> => {
+      const admitted = await store.admit(input(key, { leaseMs }));
+      if (!admitted.owned) throw new Error('expected to own the key');
+      await sleep(leaseMs + 30);
+      return admitted.lease;
+    };
+
+    it('gives the first admission ownership of a started row with a live lease', async () => {
+      await open();
+      const result = await store.admit(input('k1'));
+      expect(result.owned).toBe(true);
+      expect(result.row).toMatchObject({ clientId, key: 'k1', state: 'started', recoveryPoint: null, response: null, attempts: 0 });
+      expect(result.row.requestBody).toBe('{"amount":5}');
+      expect(result.row.leaseRemainingMs).toBeGreaterThan(5_000);
+      expect(result.row.expiresAt - result.row.createdAt).toBe(86_400_000);
+    });
+
+    it('returns the existing row, unchanged, to a second admission of the same key', async () => {
+      await open();
+      await store.admit(input('k1'));
+      const second = await store.admit(input('k1', { requestHash: 'b'.repeat(64), requestBody: '{}' }));
+      expect(second.owned).toBe(false);
+      expect(second.row.requestHash).toBe('a'.repeat(64));
+      expect(second.row.requestBody).toBe('{"amount":5}');
+    });
+
+    it('gives exactly one of 100 concurrent admissions of one key ownership', async () => {
+      await open();
+      const results = await Promise.all(Array.from({ length: 100 }, () => store.admit(input('race'))));
+      expect(results.filter((r) => r.owned)).toHaveLength(1);
+      expect(results.filter((r) => !r.owned)).toHaveLength(99);
+    });
+
+    it('scopes keys per client: the same key of two clients is two owned rows', async () => {
+      await open();
+      const mine = await store.admit(input('shared'));
+      const theirs = await store.admit(input('shared', { clientId: `${clientId}x` }));
+      expect([mine.owned, theirs.owned]).toEqual([true, true]);
+    });
+
+    it('commits work, recovery point and data together in commitPhase', async () => {
+      await open();
+      const admitted = await store.admit(input('k1'));
+      if (!admitted.owned) throw new Error('not owned');
+      const result = await store.commitPhase(
+        admitted.lease,
+        { recoveryPoint: 'H1_DONE', data: { a: 1 }, dataFrom: (changed) => ({ changed }), leaseMs: 10_000 },
+        effect('k1'),
+      );
+      expect(result).toEqual({ ok: true, value: 1 });
+      const row = await store.load(clientId, 'k1');
+      expect(row?.recoveryPoint).toBe('H1_DONE');
+      expect(row?.data).toEqual({ a: 1, changed: 1 });
+      expect(await effects('k1')).toBe(1);
+    });
+
+    it('commits nothing of a phase whose work throws', async () => {
+      await open();
+      const admitted = await store.admit(input('k1'));
+      if (!admitted.owned) throw new Error('not owned');
+      const failing = store.commitPhase(admitted.lease, { recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, async (tx) => {
+        await effect('k1')(tx);
+        throw new Error('step failed');
+      });
+      await expect(failing).rejects.toThrow('step failed');
+      expect((await store.load(clientId, 'k1'))?.recoveryPoint).toBeNull();
+      expect(await effects('k1')).toBe(0);
+    });
+
+    it('refuses takeover while the lease is live and once the row is finished', async () => {
+      await open();
+      const admitted = await store.admit(input('k1'));
+      if (!admitted.owned) throw new Error('not owned');
+      expect(await store.takeOver(clientId, 'k1', 10_000)).toBeNull();
+      await store.finish(admitted.lease, RESPONSE);
+      expect(await store.takeOver(clientId, 'k1', 10_000)).toBeNull();
+    });
+
+    it('fences the old owner after a takeover: its commitPhase and finish return ok:false and change nothing', async () => {
+      await open();
+      const old = await expireLease('k1');
+      const fresh = await store.takeOver(clientId, 'k1', 10_000);
+      expect(fresh).not.toBeNull();
+      expect(fresh?.token).not.toBe(old.token);
+      expect(await store.takeOver(clientId, 'k1', 10_000)).toBeNull();
+
+      expect(await store.commitPhase(old, { recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, effect('k1'))).toEqual({ ok: false });
+      expect(await store.finish(old, RESPONSE, effect('k1'))).toEqual({ ok: false });
+      expect(await store.release(old, { forget: true })).toBe(false);
+      expect(await store.park(old, { retryAfterMs: 1000 })).toBe(false);
+      const row = await store.load(clientId, 'k1');
+      expect(row).toMatchObject({ state: 'started', recoveryPoint: null, response: null, attempts: 0 });
+      expect(await effects('k1')).toBe(0);
+
+      expect((await store.commitPhase(fresh!, { recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, effect('k1'))).ok).toBe(true);
+      expect(await effects('k1')).toBe(1);
+    });
+
+    it('finishes with the response (given or computed by the work), clears the lease, keeps the data', async () => {
+      await open();
+      const admitted = await store.admit(input('k1'));
+      if (!admitted.owned) throw new Error('not owned');
+      await store.commitPhase(admitted.lease, { recoveryPoint: 'H1_DONE', data: { charge: 'ch_1' }, leaseMs: 10_000 });
+      const done = await store.finish(admitted.lease, (changed) => ({ ...RESPONSE, body: `{"changed":${changed}}` }), effect('k1'));
+      expect(done).toEqual({ ok: true, value: 1 });
+      const row = await store.load(clientId, 'k1');
+      expect(row).toMatchObject({ state: 'finished', leaseRemainingMs: null, data: { charge: 'ch_1' } });
+      expect(row?.response).toEqual({ ...RESPONSE, body: '{"changed":1}' });
+      expect(await store.commitPhase(admitted.lease, { recoveryPoint: 'H2_DONE', leaseMs: 1 })).toEqual({ ok: false });
+    });
+
+    it('forgets a released row with no recovery point, so the key executes afresh', async () => {
+      await open();
+      const admitted = await store.admit(input('k1'));
+      if (!admitted.owned) throw new Error('not owned');
+      expect(await store.release(admitted.lease, { forget: true })).toBe(true);
+      expect(await store.load(clientId, 'k1')).toBeUndefined();
+      expect((await store.admit(input('k1'))).owned).toBe(true);
+    });
+
+    it('keeps a released row that has a recovery point, without a lease, ready for takeover', async () => {
+      await open();
+      const admitted = await store.admit(input('k1'));
+      if (!admitted.owned) throw new Error('not owned');
+      await store.commitPhase(admitted.lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
+      expect(await store.release(admitted.lease, { forget: true })).toBe(true);
+      const row = await store.load(clientId, 'k1');
+      expect(row).toMatchObject({ state: 'started', recoveryPoint: 'EXT1_SENT', leaseRemainingMs: null });
+      expect(await store.takeOver(clientId, 'k1', 10_000)).not.toBeNull();
+    });
+
+    it('parks a row: lease cleared, attempt counted, held from sweeps until due, open to takeover', async () => {
+      await open();
+      const admitted = await store.admit(input('k1'));
+      if (!admitted.owned) throw new Error('not owned');
+      expect(await store.park(admitted.lease, { retryAfterMs: 150 })).toBe(true);
+      const row = await store.load(clientId, 'k1');
+      expect(row).toMatchObject({ attempts: 1, leaseRemainingMs: null });
+      const mine = async () => (await store.sweep(1000)).filter((r) => r.clientId === clientId).map((r) => r.key);
+      expect(await mine()).toEqual([]);
+      await sleep(200);
+      expect(await mine()).toEqual(['k1']);
+      expect(await store.takeOver(clientId, 'k1', 10_000)).not.toBeNull();
+      expect(await mine()).toEqual([]);
+    });
+
+    it('sweeps started rows with an expired lease, oldest first, never live or finished ones', async () => {
+      await open();
+      await expireLease('old');
+      await expireLease('newer');
+      await store.admit(input('live'));
+      const finished = await store.admit(input('done', { leaseMs: 1 }));
+      if (finished.owned) await store.finish(finished.lease, RESPONSE);
+      await sleep(5);
+      const swept = (await store.sweep(1000)).filter((r) => r.clientId === clientId).map((r) => r.key);
+      expect(swept).toEqual(['old', 'newer']);
+      expect((await store.sweep(1)).length).toBe(1);
+    });
+
+    it('reaps finished keys past their expiry in batches, and keeps started and unexpired ones', async () => {
+      await open();
+      for (const key of ['f1', 'f2', 'f3']) {
+        const admitted = await store.admit(input(key, { ttlMs: 1 }));
+        if (admitted.owned) await store.finish(admitted.lease, RESPONSE);
+      }
+      await store.admit(input('started-expired', { ttlMs: 1 }));
+      const kept = await store.admit(input('fresh'));
+      if (kept.owned) await store.finish(kept.lease, RESPONSE);
+      await sleep(10);
+      expect(await store.reap(2)).toBe(2);
+      while ((await store.reap(100)) > 0);
+      for (const key of ['f1', 'f2', 'f3']) expect(await store.load(clientId, key)).toBeUndefined();
+      expect((await store.load(clientId, 'started-expired'))?.state).toBe('started');
+      expect((await store.load(clientId, 'fresh'))?.state).toBe('finished');
+    });
+
+    it('runs application transactions with $n placeholders and rolls them back on a throw', async () => {
+      await open();
+      await store.transaction(effect('t1'));
+      await expect(
+        store.transaction(async (tx) => {
+          await effect('t2')(tx);
+          throw new Error('abort');
+        }),
+      ).rejects.toThrow('abort');
+      const rows = await store.transaction((tx) =>
+        tx.all<{ key: string }>('SELECT key FROM contract_effects WHERE client_id = $1 ORDER BY key', [clientId]),
+      );
+      expect(rows.map((r) => r.key)).toEqual(['t1']);
+    });
+  });
+}
