@@ -1,0 +1,317 @@
+/**
+ * The IndexedDB journal for browsers: a pending checkout survives a reload or a closed tab and
+ * is resumed with the same key and bytes.
+ *
+ * Storage is one idb-keyval custom store. Each value is a {@link Row}; one extra entry under
+ * the array key `['meta']` holds the schema version and an insertion counter (array keys sort
+ * after every string key, so a key range over strings never sees it). Every method is one
+ * IndexedDB transaction, and `readwrite` transactions on one store run one at a time across
+ * tabs, which is what makes `put` and the lease-record claim atomic.
+ *
+ * @module
+ */
+import { createStore, type UseStore } from 'idb-keyval';
+import { JournalError } from '../errors.js';
+import { OperationState, type Journal, type NewOperation, type OperationRecord, type PutOutcome } from './types.js';
+import { webLockClaims, type LockRequester } from './web-locks.js';
+
+/** Options of {@link indexedDbJournal}. */
+export interface IndexedDbJournalOptions {
+  /**
+   * The IndexedDB database name; give each app (or each user of a shared device) its own.
+   *
+   * @default 'oncely'
+   * @example
+   * ```ts
+   * indexedDbJournal({ dbName: 'checkout-journal' });
+   * ```
+   */
+  readonly dbName?: string;
+  /**
+   * How claims are held across tabs: the Web Locks API (`navigator.locks`, the default where
+   * present), or `null` for lease records written in the store (the fallback elsewhere).
+   *
+   * @default navigator.locks when present, else null
+   * @example
+   * ```ts
+   * indexedDbJournal({ locks: null }); // force lease records
+   * ```
+   */
+  readonly locks?: LockRequester | null;
+}
+
+/** A {@link Journal} backed by IndexedDB. */
+export interface IndexedDbJournal extends Journal {
+  readonly kind: 'indexeddb';
+  readonly dbName: string;
+}
+
+/** What is stored under each operation key. */
+interface Row {
+  readonly record: OperationRecord;
+  /** Insertion order, the tie-break of `list()` for equal `createdAt`. */
+  readonly seq: number;
+  /** Lease-record claim (unused when Web Locks hold the claims). */
+  readonly claimOwner: string | null;
+  readonly claimedUntil: number | null;
+}
+
+interface Meta {
+  readonly schema: number;
+  readonly seq: number;
+}
+
+const STORE = 'operations';
+const SCHEMA = 1;
+const META_KEY = ['meta'];
+/** Every string key: strings sort before arrays in IndexedDB's key order. */
+const OPERATIONS = (): IDBKeyRange => IDBKeyRange.upperBound([], true);
+
+/**
+ * Creates a journal in IndexedDB (idb-keyval custom store). The database is opened on first
+ * use; where IndexedDB is missing or the database belongs to something else, calls reject with
+ * a `JournalError`.
+ *
+ * @example
+ * ```ts
+ * import { createClient, indexedDbJournal } from 'oncely/browser';
+ *
+ * const client = createClient({ baseUrl: '/api', journal: indexedDbJournal({ dbName: 'checkout' }) });
+ * await client.resume(); // after a reload: finishes the payment the last tab left pending
+ * ```
+ */
+export function indexedDbJournal(options: IndexedDbJournalOptions = {}): IndexedDbJournal {
+  const dbName = options.dbName ?? 'oncely';
+  const locks = options.locks !== undefined ? options.locks : (globalThis.navigator?.locks ?? null);
+  const webLocks = locks ? webLockClaims(locks, dbName) : undefined;
+  let useStore: UseStore | undefined;
+  let closed = false;
+
+  const fail = (message: string, hint: string, cause?: unknown): JournalError =>
+    new JournalError(message, { path: dbName, hint, cause });
+
+  // One IndexedDB transaction; resolves with what `work` reported once the transaction has
+  // committed, so a resolved write is on disk (as far as the browser promises).
+  const raw = <T>(mode: IDBTransactionMode, work: (store: IDBObjectStore, finish: (value: T) => void) => void): Promise<T> => {
+    useStore ??= createStore(dbName, STORE);
+    return useStore(mode, (store) => new Promise<T>((resolve, reject) => {
+      let value: T | undefined;
+      const tx = store.transaction;
+      tx.oncomplete = () => resolve(value as T);
+      tx.onabort = () => reject(tx.error ?? new DOMException('transaction aborted', 'AbortError'));
+      work(store, (result) => {
+        value = result;
+      });
+    }));
+  };
+
+  // Checked once per journal: a database written by a newer oncely may store rows differently.
+  let verified: Promise<void> | undefined;
+  const verify = (): Promise<void> =>
+    raw<Meta | undefined>('readonly', (store, finish) => {
+      const request = store.get(META_KEY);
+      request.onsuccess = () => finish(request.result as Meta | undefined);
+    }).then((meta) => {
+      if (meta && meta.schema > SCHEMA) {
+        throw fail(`the IndexedDB journal has schema version ${meta.schema}, newer than the ${SCHEMA} this oncely knows`, 'upgrade oncely, or give this app another dbName');
+      }
+    });
+
+  const transact = async <T>(mode: IDBTransactionMode, work: (store: IDBObjectStore, finish: (value: T) => void) => void): Promise<T> => {
+    if (closed) throw fail('the IndexedDB journal is closed', 'create a new journal with indexedDbJournal()');
+    if (typeof indexedDB === 'undefined') {
+      throw fail('IndexedDB is not available here', 'use sqliteJournal() in Node, or memoryJournal() if losing operations on exit is acceptable');
+    }
+    try {
+      verified ??= verify().catch((error: unknown) => {
+        verified = undefined;
+        throw error;
+      });
+      await verified;
+      return await raw(mode, work);
+    } catch (error) {
+      throw toJournalError(error);
+    }
+  };
+
+  const toJournalError = (error: unknown): JournalError => {
+    if (error instanceof JournalError) return error;
+    const name = error instanceof Error || error instanceof DOMException ? error.name : '';
+    if (name === 'NotFoundError') {
+      return fail(`the IndexedDB database has no "${STORE}" store: it is not an oncely journal`, 'give the journal its own dbName', error);
+    }
+    if (name === 'QuotaExceededError') return fail('the browser refused to store more data', 'free storage for this site, then retry', error);
+    return fail(`the IndexedDB journal failed (${String(error)})`, 'see the cause; nothing was deleted', error);
+  };
+
+  // Reads the meta entry first: requests on one store complete in the order they were made.
+  const withMeta = (store: IDBObjectStore, next: (meta: Meta) => void): void => {
+    const request = store.get(META_KEY);
+    request.onsuccess = () => next((request.result as Meta | undefined) ?? { schema: SCHEMA, seq: 0 });
+  };
+
+  const newRow = (operation: NewOperation, seq: number, now: number): Row => ({
+    record: {
+      key: operation.key,
+      method: operation.method,
+      url: operation.url,
+      headers: { ...operation.headers },
+      body: operation.body,
+      fingerprint: operation.fingerprint,
+      state: OperationState.Pending,
+      createdAt: operation.createdAt ?? now,
+      updatedAt: now,
+      attempts: 0,
+      lastStatus: null,
+      result: null,
+    },
+    seq,
+    claimOwner: null,
+    claimedUntil: null,
+  });
+
+  const insertAll = (operations: readonly NewOperation[]): Promise<PutOutcome[]> =>
+    transact<PutOutcome[]>('readwrite', (store, finish) => {
+      const now = Date.now();
+      const outcomes: PutOutcome[] = [];
+      const inBatch = new Map<string, OperationRecord>();
+      withMeta(store, (meta) => {
+        let seq = meta.seq;
+        let index = 0;
+        // One request at a time, in order, so a key repeated within the batch sees the first.
+        const step = (): void => {
+          const operation = operations[index];
+          if (operation === undefined) {
+            store.put({ schema: SCHEMA, seq } satisfies Meta, META_KEY);
+            finish(outcomes);
+            return;
+          }
+          index += 1;
+          const seen = inBatch.get(operation.key);
+          if (seen) {
+            outcomes.push({ created: false, record: seen });
+            step();
+            return;
+          }
+          const request = store.get(operation.key);
+          request.onsuccess = () => {
+            const existing = request.result as Row | undefined;
+            if (existing) {
+              outcomes.push({ created: false, record: existing.record });
+            } else {
+              seq += 1;
+              const row = newRow(operation, seq, now);
+              store.put(row, operation.key);
+              inBatch.set(operation.key, row.record);
+              outcomes.push({ created: true, record: row.record });
+            }
+            step();
+          };
+        };
+        step();
+      });
+    });
+
+  // Read-modify-write of one row inside one readwrite transaction.
+  const modify = <T>(key: string, change: (row: Row | undefined) => { readonly row?: Row; readonly result: T }): Promise<T> =>
+    transact<T>('readwrite', (store, finish) => {
+      const request = store.get(key);
+      request.onsuccess = () => {
+        const outcome = change(request.result as Row | undefined);
+        if (outcome.row) store.put(outcome.row, key);
+        finish(outcome.result);
+      };
+    });
+
+  const read = (key: string): Promise<OperationRecord | undefined> =>
+    transact<OperationRecord | undefined>('readonly', (store, finish) => {
+      const request = store.get(key);
+      request.onsuccess = () => finish((request.result as Row | undefined)?.record);
+    });
+
+  const rows = (): Promise<Row[]> =>
+    transact<Row[]>('readonly', (store, finish) => {
+      const request = store.getAll(OPERATIONS());
+      request.onsuccess = () => finish(request.result as Row[]);
+    });
+
+  return {
+    kind: 'indexeddb',
+    dbName,
+    async put(operation) {
+      const [outcome] = await insertAll([operation]);
+      return outcome as PutOutcome;
+    },
+    putMany: insertAll,
+    get: read,
+    async update(key, patch) {
+      const record = await modify(key, (row) => {
+        if (!row) return { result: undefined };
+        const next: OperationRecord = { ...row.record, ...patch, updatedAt: Math.max(Date.now(), row.record.updatedAt) };
+        const settled = next.state !== OperationState.Pending;
+        return { row: { ...row, record: next, ...(settled ? { claimOwner: null, claimedUntil: null } : {}) }, result: next };
+      });
+      if (record && record.state !== OperationState.Pending) webLocks?.release(key);
+      return record;
+    },
+    async list(filter = {}) {
+      const all = (await rows())
+        .filter((row) => filter.state === undefined || row.record.state === filter.state)
+        .sort((a, b) => a.record.createdAt - b.record.createdAt || a.seq - b.seq)
+        .map((row) => row.record);
+      return filter.limit === undefined ? all : all.slice(0, filter.limit);
+    },
+    async claim(key, owner, ttlMs) {
+      if (webLocks) {
+        if (!(await webLocks.acquire(key, owner, ttlMs))) return false;
+        // Checked under the lock: another tab may have settled it before letting go.
+        const record = await read(key);
+        if (record?.state === OperationState.Pending) return true;
+        webLocks.release(key, owner);
+        return false;
+      }
+      return modify(key, (row) => {
+        const now = Date.now();
+        if (!row || row.record.state !== OperationState.Pending) return { result: false };
+        const free = row.claimedUntil === null || row.claimedUntil <= now || row.claimOwner === owner;
+        return free ? { row: { ...row, claimOwner: owner, claimedUntil: now + ttlMs }, result: true } : { result: false };
+      });
+    },
+    async release(key, owner) {
+      if (webLocks) {
+        webLocks.release(key, owner);
+        return;
+      }
+      await modify(key, (row) =>
+        row?.claimOwner === owner ? { row: { ...row, claimOwner: null, claimedUntil: null }, result: undefined } : { result: undefined },
+      );
+    },
+    async prune(olderThanMs) {
+      const cutoff = Date.now() - olderThanMs;
+      return transact<number>('readwrite', (store, finish) => {
+        let removed = 0;
+        const request = store.openCursor(OPERATIONS());
+        request.onsuccess = () => {
+          const cursor = request.result;
+          if (!cursor) {
+            finish(removed);
+            return;
+          }
+          const { record } = cursor.value as Row;
+          if (record.state !== OperationState.Pending && record.updatedAt < cutoff) {
+            cursor.delete();
+            removed += 1;
+          }
+          cursor.continue();
+        };
+      });
+    },
+    async close() {
+      if (closed) return;
+      const store = useStore;
+      webLocks?.releaseAll();
+      if (store) await store('readonly', (s) => s.transaction.db.close());
+      closed = true;
+    },
+  };
+}

@@ -1,0 +1,109 @@
+/**
+ * The SQLite journal's schema, its version history and the checks that refuse a file that is
+ * not ours. Kept apart from `sqlite.node.ts` so that the one place that knows every past
+ * layout is easy to audit.
+ *
+ * Version history (`PRAGMA user_version`):
+ *
+ * | version | change                                                                         |
+ * |---------|--------------------------------------------------------------------------------|
+ * | 1       | one row per operation; a single process resumed everything it found             |
+ * | 2       | `claim_owner` / `claimed_until` so processes sharing a file resume disjoint ops; |
+ * |         | partial index on pending rows, index on settled rows for pruning                |
+ *
+ * Every journal file carries `PRAGMA application_id` = {@link APPLICATION_ID}, so a SQLite
+ * database that belongs to something else is recognised and never written to.
+ *
+ * @module
+ * @internal
+ */
+import type Database from 'better-sqlite3';
+
+/** `"oncj"` as a big-endian 32-bit integer: marks a SQLite file as an oncely journal. */
+export const APPLICATION_ID = 0x6f6e636a;
+
+/** The schema version this code reads and writes. */
+export const SCHEMA_VERSION = 2;
+
+/** Version 1's layout, kept verbatim: the migration test builds its fixture from it. */
+export const SCHEMA_V1 = `
+  CREATE TABLE oncely_operations (
+    key          TEXT PRIMARY KEY NOT NULL,
+    method       TEXT NOT NULL,
+    url          TEXT NOT NULL,
+    headers      TEXT NOT NULL,
+    body         TEXT,
+    fingerprint  TEXT NOT NULL,
+    state        TEXT NOT NULL,
+    created_at   INTEGER NOT NULL,
+    updated_at   INTEGER NOT NULL,
+    attempts     INTEGER NOT NULL DEFAULT 0,
+    last_status  INTEGER,
+    result       TEXT
+  );
+  CREATE INDEX oncely_operations_state ON oncely_operations (state, created_at);
+`;
+
+/**
+ * Steps from version `n` to `n + 1`, indexed by `n`. Each runs inside the same immediate
+ * transaction as the `user_version` bump, so a crash mid-migration leaves the old version.
+ */
+const MIGRATIONS: Readonly<Record<number, string>> = {
+  1: `
+    ALTER TABLE oncely_operations ADD COLUMN claim_owner TEXT;
+    ALTER TABLE oncely_operations ADD COLUMN claimed_until INTEGER;
+    DROP INDEX oncely_operations_state;
+    CREATE INDEX oncely_operations_pending ON oncely_operations (created_at) WHERE state = 'pending';
+    CREATE INDEX oncely_operations_settled ON oncely_operations (updated_at) WHERE state <> 'pending';
+  `,
+};
+
+/** Why a file cannot be used as a journal; `sqlite.node.ts` turns it into a `JournalError`. */
+export interface SchemaProblem {
+  readonly kind: 'foreign' | 'newer';
+  readonly detail: string;
+}
+
+/**
+ * Brings the file to {@link SCHEMA_VERSION}: creates the schema in an empty file, migrates an
+ * older journal, and reports (without touching anything) a foreign or newer file. Runs under
+ * `BEGIN IMMEDIATE`, so two processes opening a fresh file at once create it once.
+ */
+export function prepareSchema(db: Database.Database): SchemaProblem | undefined {
+  let problem: SchemaProblem | undefined;
+  db.transaction(() => {
+    const version = db.pragma('user_version', { simple: true }) as number;
+    const applicationId = db.pragma('application_id', { simple: true }) as number;
+    const tables = db
+      .prepare<[], { name: string }>("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+      .all()
+      .map((row) => row.name);
+
+    if (applicationId === 0 && version === 0 && tables.length === 0) {
+      db.exec(SCHEMA_V1);
+      migrate(db, 1);
+      db.pragma(`application_id = ${APPLICATION_ID}`);
+      return;
+    }
+    if (applicationId !== APPLICATION_ID || !tables.includes('oncely_operations')) {
+      const found = tables.length === 0 ? 'no tables' : `tables ${tables.slice(0, 5).join(', ')}`;
+      problem = { kind: 'foreign', detail: `it is a SQLite database of another application (${found})` };
+      return;
+    }
+    if (version > SCHEMA_VERSION) {
+      problem = { kind: 'newer', detail: `its schema version ${version} is newer than the ${SCHEMA_VERSION} this oncely knows` };
+      return;
+    }
+    migrate(db, version);
+  }).immediate();
+  return problem;
+}
+
+function migrate(db: Database.Database, from: number): void {
+  for (let version = from; version < SCHEMA_VERSION; version += 1) {
+    const step = MIGRATIONS[version];
+    if (step === undefined) throw new Error(`no migration from journal schema version ${version}`);
+    db.exec(step);
+  }
+  db.pragma(`user_version = ${SCHEMA_VERSION}`);
+}

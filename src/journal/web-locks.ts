@@ -1,0 +1,75 @@
+/**
+ * Claims held as Web Locks (`navigator.locks`): one exclusive lock per operation, shared by every
+ * tab and worker of the origin. A lock dies with the tab that holds it, so a closed tab can
+ * never strand a claim; the `ttlMs` of a claim still bounds it, to keep the contract of
+ * `Journal.claim()` identical to the lease-record backends.
+ *
+ * @module
+ * @internal
+ */
+/** The part of the Web Locks API the journal uses (`navigator.locks` satisfies it). */
+export type LockRequester = Pick<LockManager, 'request'>;
+
+interface Held {
+  readonly owner: string;
+  readonly release: () => void;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+/** Per-journal bookkeeping of the locks this tab holds. */
+export interface WebLockClaims {
+  /** Takes the lock for `key` unless another holder (here or in another tab) has it. */
+  acquire(key: string, owner: string, ttlMs: number): Promise<boolean>;
+  /** Gives the lock back when `owner` holds it (`owner` undefined: whoever holds it). */
+  release(key: string, owner?: string): void;
+  /** Gives every lock back. */
+  releaseAll(): void;
+}
+
+/** Creates the claim bookkeeping for one journal; lock names are scoped by `scope`. */
+export function webLockClaims(locks: LockRequester, scope: string): WebLockClaims {
+  const held = new Map<string, Held>();
+
+  const drop = (key: string): void => {
+    const entry = held.get(key);
+    if (!entry) return;
+    held.delete(key);
+    clearTimeout(entry.timer);
+    entry.release();
+  };
+
+  const arm = (key: string, ttlMs: number): ReturnType<typeof setTimeout> => setTimeout(() => drop(key), ttlMs);
+
+  return {
+    async acquire(key, owner, ttlMs) {
+      const mine = held.get(key);
+      if (mine) {
+        if (mine.owner !== owner) return false;
+        clearTimeout(mine.timer);
+        mine.timer = arm(key, ttlMs);
+        return true;
+      }
+      const release = await new Promise<(() => void) | null>((resolve, reject) => {
+        locks
+          .request(`oncely-journal:${scope}:${key}`, { ifAvailable: true }, (lock) => {
+            if (!lock) {
+              resolve(null);
+              return undefined;
+            }
+            // The lock is held until this promise settles, i.e. until `release` is called.
+            return new Promise<void>((settle) => resolve(() => settle()));
+          })
+          .catch(reject);
+      });
+      if (!release) return false;
+      held.set(key, { owner, release, timer: arm(key, ttlMs) });
+      return true;
+    },
+    release(key, owner) {
+      if (owner === undefined || held.get(key)?.owner === owner) drop(key);
+    },
+    releaseAll() {
+      for (const key of [...held.keys()]) drop(key);
+    },
+  };
+}

@@ -1,0 +1,251 @@
+/**
+ * The Journal contract: every backend (memory, SQLite, IndexedDB) runs this one suite.
+ *
+ * `runJournalContract('sqlite', () => fixture)` registers a `describe` block. A fixture opens
+ * handles on one fresh store; a persistent backend can open several handles on the same store
+ * (a reopen after close, or two processes/tabs at once), which unlocks the durability and
+ * sharing specifications.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { OperationState, type Journal, type NewOperation, type StoredResult } from '../../src/journal/types.js';
+
+/** One fresh, empty store per test. */
+export interface JournalFixture {
+  /** Opens a handle on this fixture's store; a second call opens a second handle on the same store. */
+  open(): Journal;
+  /** Removes whatever the fixture created (files, databases). */
+  cleanup?(): Promise<void> | void;
+}
+
+export interface ContractOptions {
+  /** Whether `open()` can be called again for the same store (reopen, two handles). */
+  readonly persistent: boolean;
+}
+
+let counter = 0;
+/** A distinct operation each call, with a body carrying non-ASCII text. */
+export function operation(overrides: Partial<NewOperation> = {}): NewOperation {
+  counter += 1;
+  return {
+    key: `0193b8a0-0000-7000-8000-${String(counter).padStart(12, '0')}`,
+    method: 'POST',
+    url: 'http://127.0.0.1:8787/v1/payments',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ amount: 1250 + counter, currency: 'EUR', reference: `inv-${counter} — Zürich 💶` }),
+    fingerprint: `sha256:${counter}`,
+    ...overrides,
+  };
+}
+
+const result: StoredResult = {
+  status: 201,
+  headers: { 'content-type': 'application/json', 'idempotency-replayed': 'false' },
+  body: '{"id":"pay_1","status":"succeeded"}',
+  replayed: false,
+};
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+export function runJournalContract(name: string, makeFixture: () => JournalFixture, options: ContractOptions): void {
+  describe(`Journal contract: ${name}`, () => {
+    let fixture: JournalFixture;
+    const opened: Journal[] = [];
+    const open = (): Journal => {
+      fixture ??= makeFixture();
+      const journal = fixture.open();
+      opened.push(journal);
+      return journal;
+    };
+
+    afterEach(async () => {
+      for (const journal of opened.splice(0)) await journal.close().catch(() => undefined);
+      await fixture?.cleanup?.();
+      fixture = undefined as unknown as JournalFixture;
+    });
+
+    it('stores a new operation as pending with no attempts and returns it as created', async () => {
+      const journal = open();
+      const op = operation({ createdAt: 1_700_000_000_000 });
+      const { created, record } = await journal.put(op);
+      expect(created).toBe(true);
+      expect(record).toMatchObject({ ...op, state: OperationState.Pending, attempts: 0, lastStatus: null, result: null });
+      expect(record.createdAt).toBe(1_700_000_000_000);
+      expect(await journal.get(op.key)).toEqual(record);
+    });
+
+    it('keeps the exact body text and headers, including a null body and non-ASCII characters', async () => {
+      const journal = open();
+      const withBody = operation({ headers: { 'content-type': 'application/json', 'x-trace': 'a b' } });
+      const withoutBody = operation({ method: 'DELETE', body: null, headers: {} });
+      await journal.put(withBody);
+      await journal.put(withoutBody);
+      expect((await journal.get(withBody.key))?.body).toBe(withBody.body);
+      expect((await journal.get(withBody.key))?.headers).toEqual({ 'content-type': 'application/json', 'x-trace': 'a b' });
+      expect((await journal.get(withoutBody.key))?.body).toBeNull();
+    });
+
+    it('never overwrites an existing record when a key is put again', async () => {
+      const journal = open();
+      const first = operation();
+      await journal.put(first);
+      await journal.update(first.key, { attempts: 2 });
+      const again = await journal.put({ ...first, body: '{"amount":1}', fingerprint: 'sha256:other' });
+      expect(again.created).toBe(false);
+      expect(again.record.body).toBe(first.body);
+      expect(again.record.attempts).toBe(2);
+      expect((await journal.list()).length).toBe(1);
+    });
+
+    it('puts many operations at once, in order, reporting existing and repeated keys as not created', async () => {
+      const journal = open();
+      const existing = operation();
+      await journal.put(existing);
+      const fresh = [operation(), operation(), operation()];
+      const outcomes = await journal.putMany([fresh[0]!, existing, fresh[1]!, fresh[0]!, fresh[2]!]);
+      expect(outcomes.map((o) => o.created)).toEqual([true, false, true, false, true]);
+      expect(outcomes.map((o) => o.record.key)).toEqual([fresh[0]!.key, existing.key, fresh[1]!.key, fresh[0]!.key, fresh[2]!.key]);
+      expect((await journal.list()).map((r) => r.key)).toEqual([existing.key, ...fresh.map((o) => o.key)]);
+      expect(await journal.putMany([])).toEqual([]);
+    });
+
+    it('returns undefined for an unknown key, from get and from update', async () => {
+      const journal = open();
+      expect(await journal.get('0193b8a0-0000-7000-8000-ffffffffffff')).toBeUndefined();
+      expect(await journal.update('0193b8a0-0000-7000-8000-ffffffffffff', { attempts: 1 })).toBeUndefined();
+    });
+
+    it('applies a patch field by field, setting null explicitly and leaving absent fields alone', async () => {
+      const journal = open();
+      const op = operation();
+      const { record: before } = await journal.put(op);
+      const afterAttempt = await journal.update(op.key, { attempts: 1, lastStatus: 503 });
+      expect(afterAttempt).toMatchObject({ state: OperationState.Pending, attempts: 1, lastStatus: 503, result: null, body: op.body });
+      expect(afterAttempt!.updatedAt).toBeGreaterThanOrEqual(before.updatedAt);
+      const cleared = await journal.update(op.key, { lastStatus: null });
+      expect(cleared).toMatchObject({ attempts: 1, lastStatus: null });
+      const settled = await journal.update(op.key, { state: OperationState.Succeeded, attempts: 2, lastStatus: 201, result });
+      expect(settled).toMatchObject({ state: OperationState.Succeeded, attempts: 2, lastStatus: 201, result });
+      expect(await journal.get(op.key)).toEqual(settled);
+      expect(settled!.createdAt).toBe(before.createdAt);
+    });
+
+    it('lists oldest first, in insertion order for equal times, filtered by state and limited', async () => {
+      const journal = open();
+      const late = operation({ createdAt: 3000 });
+      const early = operation({ createdAt: 1000 });
+      const tieA = operation({ createdAt: 2000 });
+      const tieB = operation({ createdAt: 2000 });
+      for (const op of [late, early, tieA, tieB]) await journal.put(op);
+      await journal.update(tieA.key, { state: OperationState.Failed, lastStatus: 422 });
+      expect((await journal.list()).map((r) => r.key)).toEqual([early.key, tieA.key, tieB.key, late.key]);
+      expect((await journal.list({ state: OperationState.Pending })).map((r) => r.key)).toEqual([early.key, tieB.key, late.key]);
+      expect((await journal.list({ state: OperationState.Failed })).map((r) => r.key)).toEqual([tieA.key]);
+      expect((await journal.list({ state: OperationState.Pending, limit: 2 })).map((r) => r.key)).toEqual([early.key, tieB.key]);
+      expect(await journal.list({ state: OperationState.Succeeded })).toEqual([]);
+    });
+
+    it('lets one owner claim a pending operation and refuses others until the claim is released', async () => {
+      const journal = open();
+      const op = operation();
+      await journal.put(op);
+      expect(await journal.claim(op.key, 'process-a', 60_000)).toBe(true);
+      expect(await journal.claim(op.key, 'process-b', 60_000)).toBe(false);
+      expect(await journal.claim(op.key, 'process-a', 60_000)).toBe(true);
+      await journal.release(op.key, 'process-b');
+      expect(await journal.claim(op.key, 'process-b', 60_000)).toBe(false);
+      await journal.release(op.key, 'process-a');
+      expect(await journal.claim(op.key, 'process-b', 60_000)).toBe(true);
+    });
+
+    it('hands a claim to another owner once it has run out', async () => {
+      const journal = open();
+      const op = operation();
+      await journal.put(op);
+      expect(await journal.claim(op.key, 'crashed', 20)).toBe(true);
+      expect(await journal.claim(op.key, 'survivor', 60_000)).toBe(false);
+      await sleep(60);
+      expect(await journal.claim(op.key, 'survivor', 60_000)).toBe(true);
+      expect(await journal.claim(op.key, 'crashed', 60_000)).toBe(false);
+    });
+
+    it('never claims an unknown or settled operation', async () => {
+      const journal = open();
+      const op = operation();
+      await journal.put(op);
+      expect(await journal.claim('0193b8a0-0000-7000-8000-ffffffffffff', 'a', 60_000)).toBe(false);
+      expect(await journal.claim(op.key, 'a', 60_000)).toBe(true);
+      await journal.update(op.key, { state: OperationState.Succeeded, lastStatus: 201, result });
+      expect(await journal.claim(op.key, 'a', 60_000)).toBe(false);
+      expect(await journal.claim(op.key, 'b', 60_000)).toBe(false);
+    });
+
+    it('prunes only settled records older than the retention and reports how many', async () => {
+      const journal = open();
+      const [oldDone, oldFailed, oldPending, freshDone] = [operation(), operation(), operation(), operation()];
+      await journal.putMany([oldDone!, oldFailed!, oldPending!, freshDone!]);
+      await journal.update(oldDone!.key, { state: OperationState.Succeeded, result });
+      await journal.update(oldFailed!.key, { state: OperationState.Failed, lastStatus: 422 });
+      await sleep(80);
+      await journal.update(freshDone!.key, { state: OperationState.Succeeded, result });
+      expect(await journal.prune(40)).toBe(2);
+      expect((await journal.list()).map((r) => r.key).sort()).toEqual([oldPending!.key, freshDone!.key].sort());
+      expect(await journal.prune(60_000)).toBe(0);
+    });
+
+    it('rejects every call after close', async () => {
+      const journal = open();
+      const op = operation();
+      await journal.put(op);
+      await journal.close();
+      await expect(journal.get(op.key)).rejects.toThrow();
+      await expect(journal.put(operation())).rejects.toThrow();
+      await expect(journal.list()).rejects.toThrow();
+    });
+
+    if (options.persistent) {
+      it('keeps every record, byte for byte, across close and reopen', async () => {
+        const first = open();
+        const ops = [operation(), operation({ body: null, method: 'DELETE' }), operation()];
+        await first.putMany(ops);
+        await first.update(ops[2]!.key, { state: OperationState.Succeeded, attempts: 1, lastStatus: 201, result });
+        const before = await first.list();
+        await first.close();
+        const second = open();
+        expect(await second.list()).toEqual(before);
+        expect((await second.get(ops[0]!.key))?.body).toBe(ops[0]!.body);
+      });
+
+      it('shares one store between two handles: a put by one is seen by the other and never overwritten', async () => {
+        const a = open();
+        const b = open();
+        const op = operation();
+        expect((await a.put(op)).created).toBe(true);
+        expect((await b.put({ ...op, body: '{}' })).created).toBe(false);
+        expect((await b.get(op.key))?.body).toBe(op.body);
+      });
+
+      it('gives each operation to exactly one of two handles claiming concurrently', async () => {
+        const a = open();
+        const b = open();
+        const ops = Array.from({ length: 30 }, () => operation());
+        await a.putMany(ops);
+        const wins = await Promise.all(
+          ops.flatMap((op) => [a.claim(op.key, 'tab-a', 60_000).then((ok) => (ok ? 'a' : '')), b.claim(op.key, 'tab-b', 60_000).then((ok) => (ok ? 'b' : ''))]),
+        );
+        const perOp = ops.map((_, i) => wins[2 * i]! + wins[2 * i + 1]!);
+        expect(perOp.every((winner) => winner === 'a' || winner === 'b')).toBe(true);
+      });
+
+      it('lets a second handle take over an operation whose claim ran out', async () => {
+        const a = open();
+        const b = open();
+        const op = operation();
+        await a.put(op);
+        expect(await a.claim(op.key, 'tab-a', 20)).toBe(true);
+        expect(await b.claim(op.key, 'tab-b', 60_000)).toBe(false);
+        await sleep(60);
+        expect(await b.claim(op.key, 'tab-b', 60_000)).toBe(true);
+      });
+    }
+  });
+}
