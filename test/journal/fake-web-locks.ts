@@ -7,7 +7,7 @@ import type { LockRequester } from '../../src/journal/web-locks.js';
 
 export function fakeWebLocks(): LockRequester & { held(): number } {
   const held = new Set<string>();
-  const request = (async (name: string, options: LockOptions, callback: LockGrantedCallback) => {
+  const request = (async (name: string, options: LockOptions, callback: LockGrantedCallback<unknown>) => {
     if (!options.ifAvailable) throw new Error('fakeWebLocks supports ifAvailable requests only');
     if (held.has(name)) return callback(null);
     held.add(name);
