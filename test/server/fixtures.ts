@@ -52,7 +52,7 @@ function externalStep(system: number, sys: FakeExternal, name: string) {
       const mode = sys.script.shift() ?? 'ok';
       if (mode === 'unavailable') return { outcome: 'unavailable', retryAfterMs: 2000 };
       if (mode === 'timeout-before-apply') return { outcome: 'unknown' };
-      if (ctx.input.amount > 1_000_000) {
+      if (name === 'charge' && ctx.input.amount > 1_000_000) {
         const body = JSON.stringify(problemBody(ProblemType.Declined, 'amount above the limit'));
         return { outcome: 'refused', response: { status: 402, headers: { 'content-type': 'application/problem+json' }, body } };
       }

@@ -1,10 +1,17 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from './fixtures.js';
+import type { KeyStore } from '../../src/server/index.js';
+import { sqliteKeyStore } from '../../src/server/index.js';
 
 let app: TestApp;
 afterEach(async () => {
   await app.store.close();
 });
+
+const keyRows = async (): Promise<number> => {
+  const row = await app.store.transaction((tx) => tx.get<{ n: number }>('SELECT COUNT(*) AS n FROM oncely_keys'));
+  return Number(row?.n);
+};
 
 describe('createIdempotencyHandler: the response matrix', () => {
   it('executes a first request once and echoes the Idempotency-Key', async () => {
@@ -15,22 +22,32 @@ describe('createIdempotencyHandler: the response matrix', () => {
     expect(response.headers.get('idempotency-replay')).toBeNull();
     expect(await app.count('ledger')).toBe(1);
     expect(app.rail.applied.size).toBe(1);
+    expect(app.handler.metrics.snapshot().requests.executed).toBe(1);
   });
 
-  it('replays a finished key byte-identically with Idempotency-Replay: true', async () => {
+  it('replays a finished key byte-identically with its stored headers and Idempotency-Replay: true', async () => {
     app = await createTestApp();
     const first = await app.post({ amount: 1250 });
     const firstBody = await first.text();
     const again = await app.post({ amount: 1250 });
     expect(again.status).toBe(201);
     expect(again.headers.get('idempotency-replay')).toBe('true');
+    expect(again.headers.get('idempotency-key')).toBe('key-1');
     expect(again.headers.get('content-type')).toBe('application/json');
     expect(await again.text()).toBe(firstBody);
     expect(await app.count('ledger')).toBe(1);
     expect(app.rail.calls).toBe(1);
+    expect(app.handler.metrics.snapshot().requests.replayed).toBe(1);
   });
 
-  it('answers 409 with Retry-After while the same key is in flight', async () => {
+  it('treats a re-ordered, re-spaced JSON body as the same request', async () => {
+    app = await createTestApp();
+    await app.post(undefined, { raw: '{"amount":7,"note":"x"}' });
+    const again = await app.post(undefined, { raw: '{ "note": "x",  "amount": 7 }' });
+    expect(again.headers.get('idempotency-replay')).toBe('true');
+  });
+
+  it('answers 409 with Retry-After equal to the remaining lease while the key is in flight', async () => {
     app = await createTestApp({ leaseMs: 5000 });
     let open!: () => void;
     app.rail.gate = new Promise((resolve) => (open = resolve));
@@ -39,23 +56,205 @@ describe('createIdempotencyHandler: the response matrix', () => {
     const second = await app.post({ amount: 10 });
     expect(second.status).toBe(409);
     expect(second.headers.get('content-type')).toBe('application/problem+json');
-    expect(Number(second.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-    expect(Number(second.headers.get('retry-after'))).toBeLessThanOrEqual(5);
+    expect(second.headers.get('retry-after')).toBe('5');
+    expect(second.headers.get('idempotency-key')).toBe('key-1');
     expect((await second.json()).type).toBe('https://oncely.dev/problems/key-in-flight');
     open();
     expect((await first).status).toBe(201);
     expect(await app.count('ledger')).toBe(1);
   });
 
-  it('answers 422 to the same key with another body, and keeps the original intact', async () => {
+  it('answers 422 to the same key with another body or path, and keeps the original intact', async () => {
     app = await createTestApp();
-    const original = await app.post({ amount: 10 });
-    const originalBody = await original.text();
-    const reused = await app.post({ amount: 11 });
-    expect(reused.status).toBe(422);
-    expect((await reused.json()).type).toBe('https://oncely.dev/problems/key-reused');
+    const originalBody = await (await app.post({ amount: 10 })).text();
+    const otherBody = await app.post({ amount: 11 });
+    expect(otherBody.status).toBe(422);
+    expect((await otherBody.json()).type).toBe('https://oncely.dev/problems/key-reused');
+    expect((await app.post({ amount: 10 }, { path: '/v1/payments?currency=USD' })).status).toBe(422);
     const replay = await app.post({ amount: 10 });
     expect(await replay.text()).toBe(originalBody);
     expect(await app.count('ledger')).toBe(1);
+    expect(app.handler.metrics.snapshot().requests.mismatch).toBe(2);
+  });
+
+  it('answers 422 (not 409) to a mismatched body while the original is still in flight', async () => {
+    app = await createTestApp();
+    let open!: () => void;
+    app.rail.gate = new Promise((resolve) => (open = resolve));
+    const first = app.post({ amount: 10 });
+    while (app.rail.calls === 0) await new Promise((r) => setTimeout(r, 5));
+    expect((await app.post({ amount: 99 })).status).toBe(422);
+    open();
+    expect((await first).status).toBe(201);
+  });
+
+  it.each([
+    ['missing', null],
+    ['empty', ''],
+    ['256 characters', 'k'.repeat(256)],
+    ['a space', 'a b'],
+    ['a tab', 'a\tb'],
+    ['an unterminated quote', '"abc'],
+    ['a non-ASCII character', 'caf\u00e9'],
+    ['SQL text', "1' OR '1'='1"],
+    ['two headers', 'a, b'],
+    ['an empty sf-string', '""'],
+  ])('answers 400 to a key with %s and stores nothing', async (_what, key) => {
+    app = await createTestApp();
+    const response = await app.post({ amount: 10 }, { key });
+    expect(response.status).toBe(400);
+    expect((await response.json()).type).toBe('https://oncely.dev/problems/invalid-key');
+    expect(await keyRows()).toBe(0);
+    expect(app.risk.calls).toBe(0);
+  });
+
+  it('accepts an RFC 8941 sf-string key as the same key unquoted', async () => {
+    app = await createTestApp();
+    await app.post({ amount: 10 }, { key: 'abc-1' });
+    const quoted = await app.post({ amount: 10 }, { key: '"abc-1"' });
+    expect(quoted.headers.get('idempotency-replay')).toBe('true');
+  });
+
+  it('answers 400 to an invalid body without consuming the key', async () => {
+    app = await createTestApp();
+    const notJson = await app.post(undefined, { raw: '{"amount":' });
+    const invalid = await app.post({ amount: -1 });
+    expect([notJson.status, invalid.status]).toEqual([400, 400]);
+    expect((await invalid.json()).type).toBe('https://oncely.dev/problems/invalid-request');
+    expect(await keyRows()).toBe(0);
+    const valid = await app.post({ amount: 5 });
+    expect(valid.status).toBe(201);
+    expect(valid.headers.get('idempotency-replay')).toBeNull();
+  });
+
+  it('answers 413 to a body over the cap, by Content-Length or by counting a streamed body', async () => {
+    app = await createTestApp({ maxBodyBytes: 100 });
+    const big = JSON.stringify({ amount: 5, pad: 'x'.repeat(200) });
+    expect((await app.post(undefined, { raw: big })).status).toBe(413);
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let i = 0; i < 10; i += 1) controller.enqueue(new TextEncoder().encode('x'.repeat(50)));
+        controller.close();
+      },
+    });
+    const chunked = await app.handler.handle(
+      new Request('http://oncely.test/v1/payments', {
+        method: 'POST',
+        headers: { authorization: 'Bearer test_acme', 'idempotency-key': 'k-stream' },
+        body: stream,
+        duplex: 'half',
+      } as RequestInit),
+    );
+    expect(chunked?.status).toBe(413);
+    expect((await chunked?.json()).type).toBe('https://oncely.dev/problems/too-large');
+    expect(await keyRows()).toBe(0);
+  });
+
+  it('answers 401 with WWW-Authenticate: Bearer to a missing or unknown token, storing nothing', async () => {
+    app = await createTestApp();
+    const missing = await app.post({ amount: 5 }, { token: null });
+    const unknown = await app.post({ amount: 5 }, { token: 'nope' });
+    expect([missing.status, unknown.status]).toEqual([401, 401]);
+    expect(missing.headers.get('www-authenticate')).toBe('Bearer');
+    expect((await unknown.json()).type).toBe('https://oncely.dev/problems/unauthorized');
+    expect(await keyRows()).toBe(0);
+  });
+
+  it('scopes keys per caller: the same key from two callers runs two operations', async () => {
+    app = await createTestApp();
+    const acme = await app.post({ amount: 5 }, { key: 'same', token: 'test_acme' });
+    const globex = await app.post({ amount: 5 }, { key: 'same', token: 'test_globex' });
+    expect([acme.status, globex.status]).toEqual([201, 201]);
+    expect(globex.headers.get('idempotency-replay')).toBeNull();
+    expect(await app.count('ledger')).toBe(2);
+    expect(app.rail.applied.size).toBe(2);
+  });
+
+  it('stores a final refusal (402) and replays it byte-identically', async () => {
+    app = await createTestApp();
+    const declined = await app.post({ amount: 2_000_000 });
+    const body = await declined.text();
+    expect(declined.status).toBe(402);
+    expect(JSON.parse(body).type).toBe('https://oncely.dev/problems/declined');
+    const replay = await app.post({ amount: 2_000_000 });
+    expect(replay.status).toBe(402);
+    expect(replay.headers.get('idempotency-replay')).toBe('true');
+    expect(await replay.text()).toBe(body);
+    expect(await app.count('ledger')).toBe(0);
+    expect(app.rail.calls).toBe(1);
+  });
+
+  it('answers 503 with Retry-After when the upstream is unavailable, and a retry executes', async () => {
+    app = await createTestApp();
+    app.rail.script.push('unavailable');
+    const first = await app.post({ amount: 5 });
+    expect(first.status).toBe(503);
+    expect(first.headers.get('retry-after')).toBe('2');
+    expect((await first.json()).type).toBe('https://oncely.dev/problems/upstream-unavailable');
+    const retry = await app.post({ amount: 5 });
+    expect(retry.status).toBe(201);
+    expect(retry.headers.get('idempotency-replay')).toBeNull();
+    expect(app.rail.applied.size).toBe(1);
+    expect(await app.count('step_runs', 'step = $1', ['H1_DONE'])).toBe(1);
+    expect(app.handler.metrics.snapshot().requests.transient).toBe(1);
+  });
+
+  it('resolves to undefined for a request no operation matches', async () => {
+    app = await createTestApp();
+    expect(await app.handler.handle(new Request('http://oncely.test/v1/payments'))).toBeUndefined();
+    expect(await app.handler.handle(new Request('http://oncely.test/v1/other', { method: 'POST' }))).toBeUndefined();
+  });
+});
+
+describe('createIdempotencyHandler: fail closed', () => {
+  const failing = (inner: KeyStore, method: keyof KeyStore, times: number): KeyStore => {
+    let left = times;
+    return new Proxy(inner, {
+      get(target, property, receiver) {
+        const value = Reflect.get(target, property, receiver) as unknown;
+        if (property !== method || typeof value !== 'function') return value;
+        return (...args: unknown[]) => {
+          if (left > 0) {
+            left -= 1;
+            return Promise.reject(new Error('SQLITE_BUSY: database is locked'));
+          }
+          return (value as (...a: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+  };
+
+  it('answers 503 and runs nothing when the store cannot admit', async () => {
+    app = await createTestApp({ store: failing(sqliteKeyStore({ path: ':memory:' }), 'admit', 1) });
+    const response = await app.post({ amount: 5 });
+    expect(response.status).toBe(503);
+    expect(response.headers.get('retry-after')).toBe('1');
+    expect(app.risk.calls + app.rail.calls).toBe(0);
+    expect((await app.post({ amount: 5 })).status).toBe(201);
+  });
+
+  it('answers 503 when a phase cannot commit, and a retry completes the operation once', async () => {
+    app = await createTestApp({ store: failing(sqliteKeyStore({ path: ':memory:' }), 'commitPhase', 1) });
+    expect((await app.post({ amount: 5 })).status).toBe(503);
+    expect(await keyRows()).toBe(0);
+    expect((await app.post({ amount: 5 })).status).toBe(201);
+    expect(await app.count('ledger')).toBe(1);
+    expect(await app.count('step_runs', 'step = $1', ['H1_DONE'])).toBe(1);
+  });
+});
+
+describe('createIdempotencyHandler under concurrency', () => {
+  it('executes 100 identical concurrent requests once; every other answer is 409 or the replay', async () => {
+    app = await createTestApp();
+    const responses = await Promise.all(Array.from({ length: 100 }, () => app.post({ amount: 42 }, { key: 'hot' })));
+    const executed = responses.filter((r) => r.status === 201 && r.headers.get('idempotency-replay') === null);
+    const others = responses.filter((r) => !executed.includes(r));
+    expect(executed).toHaveLength(1);
+    for (const r of others) {
+      expect(r.status === 409 ? r.headers.get('retry-after') : r.headers.get('idempotency-replay')).toBeTruthy();
+    }
+    expect(await app.count('ledger')).toBe(1);
+    expect(app.rail.applied.size).toBe(1);
+    expect(app.risk.calls).toBe(1);
   });
 });
