@@ -11,7 +11,9 @@ import { pathToFileURL } from 'node:url';
 /** A command: resolves to the process exit code. */
 export type Command = (argv: readonly string[]) => Promise<number>;
 
-const commands: Record<string, { readonly summary: string; readonly load: () => Promise<Command> }> = {};
+const commands: Record<string, { readonly summary: string; readonly load: () => Promise<Command> }> = {
+  serve: { summary: 'run the reference payments server', load: async () => (await import('./serve.js')).serve },
+};
 
 function usage(): string {
   const lines = Object.entries(commands).map(([name, { summary }]) => `  ${name.padEnd(8)} ${summary}`);

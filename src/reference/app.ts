@@ -83,6 +83,7 @@ export interface ReferenceApp {
   fetch(request: Request): Promise<Response>;
   /** Resolves once the tables exist (rejects when the store cannot be migrated). */
   readonly ready: Promise<void>;
+  readonly store: KeyStore;
   readonly handler: IdempotencyHandler;
   readonly worker: BackgroundLoop<RecoveryPass>;
   readonly reaper: BackgroundLoop<number>;
@@ -185,6 +186,7 @@ export function createReferenceApp(options: ReferenceAppOptions): ReferenceApp {
 
   return {
     ready,
+    store,
     handler,
     worker,
     reaper,

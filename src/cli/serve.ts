@@ -1,0 +1,193 @@
+/**
+ * `oncely serve`: the reference payments server over HTTP (`@hono/node-server`).
+ *
+ * stdout: the first line is `oncely listening on http://HOST:PORT` (tests and the demo parse it),
+ * then one pino JSON line per request and per lifecycle event. stderr: startup errors only.
+ *
+ * SIGTERM/SIGINT: new requests get `503` at once; requests in flight get `--grace` to finish (one
+ * still running after that keeps its recovery point and is resumed by the next server after its
+ * lease); the recovery worker and reaper stop, the store closes, exit code 0.
+ *
+ * @module
+ */
+import { readFile } from 'node:fs/promises';
+import { serve as listen } from '@hono/node-server';
+import { pino } from 'pino';
+import { createReferenceApp, type ReferenceApp } from '../reference/app.js';
+import { createClients, parseClients } from '../reference/clients.js';
+import { createFaults } from '../reference/faults.js';
+import { createStaticFiles } from '../reference/static-files.node.js';
+import type { KeyStore } from '../server/store/types.js';
+import { sqliteKeyStore } from '../server/store/sqlite.node.js';
+import { type CommandSpec, parseCommandArgs, reportParseFailure, usageError } from './args.js';
+
+const spec = {
+  name: 'serve',
+  description:
+    'Run the reference payments server: POST /v1/payments made idempotent, the simulated risk check and rail, ' +
+    'the inbox, ledger and metrics. Durations take a unit: 300ms, 10s, 5m, 24h, 7d.',
+  options: {
+    port: { type: 'string', value: 'N', help: 'TCP port; 0 picks a free one (default 8787)' },
+    host: { type: 'string', value: 'HOST', help: 'interface to bind (default 127.0.0.1)' },
+    db: { type: 'string', value: 'PATH|URL', help: 'SQLite file, or postgres://… (default oncely-server.db)' },
+    clients: { type: 'string', value: 'FILE', help: 'JSON {"<token>": "<client_id>"} (default: demo callers)' },
+    'key-ttl': { type: 'string', value: 'DURATION', help: 'how long finished keys are kept (default 24h)' },
+    lease: { type: 'string', value: 'DURATION', help: 'owner lease between phase commits (default 10s)' },
+    faults: { type: 'string', value: 'SPEC', help: 'fault injection, e.g. crash-after:EXT2_SENT:0.2 (default $ONCELY_FAULTS)' },
+    static: { type: 'string', value: 'DIR', help: 'serve static files from DIR on the same origin' },
+    'recovery-interval': { type: 'string', value: 'DURATION', help: 'recovery worker sweep interval; 0 disables it (default 1s)' },
+    'reaper-interval': { type: 'string', value: 'DURATION', help: 'reaper pass interval; 0 disables it (default 60s)' },
+    grace: { type: 'string', value: 'DURATION', help: 'how long shutdown waits for requests in flight (default 10s)' },
+    quiet: { type: 'boolean', help: 'no per-request log lines' },
+  },
+} as const satisfies CommandSpec<Record<string, { type: 'string' | 'boolean'; help: string; value?: string }>>;
+
+const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/**
+ * Parses a duration such as `300ms`, `10s`, `1.5m`, `24h`, `7d` (or a bare `0`) into milliseconds.
+ *
+ * @example
+ * ```ts
+ * parseDuration('24h'); // 86400000
+ * parseDuration('10');  // undefined: a unit is required
+ * ```
+ */
+export function parseDuration(text: string): number | undefined {
+  if (text.trim() === '0') return 0;
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text.trim());
+  if (!match) return undefined;
+  return Math.round(Number(match[1]) * (UNITS[match[2] ?? ''] ?? Number.NaN));
+}
+
+async function openStore(db: string, options: { readonly ttlMs: number }): Promise<KeyStore> {
+  if (!/^postgres(ql)?:\/\//.test(db)) return sqliteKeyStore({ path: db });
+  let module: typeof import('../server/store/postgres.node.js');
+  try {
+    // Loaded only for a postgres:// URL, so an SQLite-only server never loads `pg`.
+    module = await import('../server/store/postgres.node.js');
+  } catch (error) {
+    throw new Error(`--db ${db.replace(/\/\/[^@/]*@/, '//***@')}: the PostgreSQL key store is not available in this build (${String(error)})`);
+  }
+  return module.postgresKeyStore({ connectionString: db, ttlMs: options.ttlMs });
+}
+
+/**
+ * Runs `oncely serve`. Resolves with the exit code once the server has shut down.
+ *
+ * @example
+ * ```ts
+ * process.exitCode = await serve(['--port', '0', '--db', '/tmp/oncely.db', '--lease', '300ms']);
+ * ```
+ */
+export async function serve(argv: readonly string[]): Promise<number> {
+  const parsed = parseCommandArgs(argv, spec);
+  if (!parsed.ok) return reportParseFailure(parsed);
+  const values = parsed.values;
+  const fail = (problem: string): number => reportParseFailure(usageError(spec, problem));
+
+  const port = Number(values.port ?? 8787);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) return fail(`--port must be 0-65535, got ${JSON.stringify(values.port)}`);
+  const durations: Record<string, number> = {};
+  for (const [name, fallback] of [
+    ['key-ttl', '24h'],
+    ['lease', '10s'],
+    ['recovery-interval', '1s'],
+    ['reaper-interval', '60s'],
+    ['grace', '10s'],
+  ] as const) {
+    const raw = values[name] ?? fallback;
+    const ms = parseDuration(raw);
+    if (ms === undefined) return fail(`--${name} must be a duration such as 300ms, 10s, 24h; got ${JSON.stringify(raw)}`);
+    durations[name] = ms;
+  }
+  const leaseMs = durations['lease']!;
+  const ttlMs = durations['key-ttl']!;
+  if (leaseMs < 100) return fail('--lease must be at least 100ms');
+  if (ttlMs < leaseMs) return fail('--key-ttl must be at least the lease');
+
+  let app: ReferenceApp;
+  try {
+    const faults = createFaults({ spec: values.faults ?? process.env['ONCELY_FAULTS'] ?? '' });
+    const clients = values.clients === undefined ? createClients() : createClients(parseClients(JSON.parse(await readFile(values.clients, 'utf8'))));
+    const store = await openStore(values.db ?? 'oncely-server.db', { ttlMs });
+    app = createReferenceApp({
+      store,
+      clients,
+      faults,
+      leaseMs,
+      ttlMs,
+      // A crash fault is a real crash: no cleanup, no flush, exactly what a power cut leaves behind.
+      crash: () => process.kill(process.pid, 'SIGKILL'),
+      recoveryIntervalMs: durations['recovery-interval'] || 1000,
+      reaperIntervalMs: durations['reaper-interval'] || 60_000,
+      assets: values.static === undefined ? undefined : createStaticFiles(values.static),
+    });
+    await app.ready;
+  } catch (error) {
+    console.error(`oncely serve: ${error instanceof Error ? error.message : String(error)}`);
+    return 1;
+  }
+
+  const log = pino({ base: { pid: process.pid }, messageKey: 'msg' });
+  const quiet = values.quiet === true;
+  const fetch = async (request: Request): Promise<Response> => {
+    const started = performance.now();
+    const response = await app.fetch(request);
+    if (!quiet) {
+      log.info({
+        method: request.method,
+        path: new URL(request.url).pathname,
+        status: response.status,
+        ms: Math.round((performance.now() - started) * 10) / 10,
+        key: request.headers.get('idempotency-key') ?? undefined,
+        replay: response.headers.get('idempotency-replay') === 'true' || undefined,
+      });
+    }
+    return response;
+  };
+
+  const server = await new Promise<ReturnType<typeof listen>>((resolve, reject) => {
+    const started = listen({ fetch, port, hostname: values.host ?? '127.0.0.1' }, (info) => {
+      const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
+      process.stdout.write(`oncely listening on http://${host}:${info.port}\n`);
+      resolve(started);
+    });
+    started.once('error', reject);
+  }).catch((error: unknown) => {
+    console.error(`oncely serve: cannot listen: ${error instanceof Error ? error.message : String(error)}`);
+    return undefined;
+  });
+  if (server === undefined) {
+    await app.close(0);
+    return 1;
+  }
+  log.info({
+    event: 'started',
+    store: app.store.dialect,
+    db: (values.db ?? 'oncely-server.db').replace(/\/\/[^@/]*@/, '//***@'),
+    leaseMs,
+    ttlMs,
+    faults: app.faults.rules.length > 0 ? app.faults.rules.map((rule) => `${rule.kind}:${rule.target}:${rule.value}`) : undefined,
+    clients: app.clients.ids,
+    msg: app.clients.demo
+      ? 'demo callers: token test_acme → client acme, token test_globex → client globex (use --clients FILE for real ones)'
+      : 'callers loaded from --clients',
+  });
+  if (durations['recovery-interval']! > 0) app.worker.start();
+  if (durations['reaper-interval']! > 0) app.reaper.start();
+
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+    process.once('SIGINT', () => resolve('SIGINT'));
+  });
+  log.info({ event: 'draining', signal, inFlight: app.inFlight() });
+  const unfinished = await app.close(durations['grace']!);
+  await new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    // Idle keep-alive sockets would hold close() open; requests were already answered above.
+    if ('closeAllConnections' in server) server.closeAllConnections();
+  });
+  log.info({ event: 'stopped', unfinished });
+  return 0;
+}
