@@ -59,6 +59,7 @@ export function journalErrorFrom(error: unknown, path: string, busyTimeoutMs: nu
     case 'EPERM':
     case 'EROFS':
     case 'ENOTDIR':
+    case 'EEXIST':
       return new JournalError(`the journal file cannot be opened for writing (${detail})`, {
         path,
         hint: 'check that its directory exists and that this user may write the file and its -wal/-shm siblings',
