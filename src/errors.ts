@@ -208,7 +208,7 @@ export class HttpError extends OncelyError {
 }
 
 /**
- * A pending operation is older than the key retention (`keyTtl`): the server may have forgotten
+ * A pending operation is older than the key retention (`keyTtlMs`): the server may have forgotten
  * its key, so resending it could apply it twice. It is never resent; reconcile it by hand.
  *
  * @example

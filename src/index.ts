@@ -9,6 +9,32 @@
 export { DEFAULT_NAMESPACE, MAX_KEY_LENGTH, deriveKey, isValidKey, newKey, parseKeyHeader, type ParsedKey } from './keys.js';
 export { canonicalJson, fingerprint, type FingerprintBody, type FingerprintOptions } from './fingerprint.js';
 export { memoryJournal } from './journal/memory.js';
+export { buildClient, createClient, type Client, type ResumeOptions } from './client/create-client.js';
+export type { Operation, SendOptions } from './client/operation.js';
+export {
+  DEFAULT_RETRY,
+  type ClientHooks,
+  type ClientOptions,
+  type ResolvedRetryOptions,
+  type RetryOptions,
+} from './client/options.js';
+export type { RequestOptions } from './client/request.js';
+export type {
+  AttemptEvent,
+  OperationResult,
+  PendingOperation,
+  ResumeOutcome,
+  RetryEvent,
+  SettledEvent,
+} from './client/results.js';
+export {
+  backoffDelay,
+  decide,
+  parseRetryAfter,
+  type AttemptOutcome,
+  type DecideOptions,
+  type RetryDecision,
+} from './client/retry-policy.js';
 export {
   ErrorCode,
   ExpiredOperationError,

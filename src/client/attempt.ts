@@ -1,0 +1,68 @@
+/**
+ * One HTTP attempt: the journaled bytes, the key and the credentials go out through ky with
+ * its own retry and error throwing turned off, and whatever happens comes back as a value
+ * the retry policy can judge.
+ *
+ * @module
+ */
+import ky from 'ky';
+import { headersToRecord } from './results.js';
+
+/** What one attempt sends. */
+export interface AttemptRequest {
+  readonly method: string;
+  readonly url: string;
+  /** Every header to send, idempotency key and credentials included. */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string | null;
+  readonly timeoutMs: number;
+  readonly signal: AbortSignal;
+  readonly fetch: ((request: Request) => Promise<Response>) | undefined;
+}
+
+/** The server answered: the outcome plus what it said. */
+export interface ResponseReport {
+  readonly outcome: { readonly kind: 'response'; readonly status: number; readonly retryAfter: string | null };
+  readonly headers: Record<string, string>;
+  readonly body: string;
+}
+
+/** No answer arrived. */
+export interface NetworkReport {
+  readonly outcome: { readonly kind: 'network'; readonly error: unknown };
+}
+
+/** What one attempt produced. */
+export type AttemptReport = ResponseReport | NetworkReport;
+
+/**
+ * Sends one attempt. Never throws for HTTP statuses, network errors or timeouts: those are
+ * outcomes. It throws only when `signal` is aborted, with the signal's reason.
+ */
+export async function sendAttempt(request: AttemptRequest): Promise<AttemptReport> {
+  const { fetch: customFetch } = request;
+  try {
+    const response = await ky(request.url, {
+      method: request.method,
+      headers: request.headers,
+      ...(request.body === null ? {} : { body: request.body }),
+      retry: 0,
+      throwHttpErrors: false,
+      timeout: request.timeoutMs === 0 ? false : request.timeoutMs,
+      signal: request.signal,
+      ...(customFetch
+        ? { fetch: (input: string | URL | Request, init?: RequestInit) => customFetch(input instanceof Request ? input : new Request(input, init)) }
+        : {}),
+    });
+    // Reading the body is part of the attempt: a connection cut mid-body is an unknown outcome.
+    const body = await response.text();
+    return {
+      outcome: { kind: 'response', status: response.status, retryAfter: response.headers.get('retry-after') },
+      headers: headersToRecord(response.headers),
+      body,
+    };
+  } catch (error) {
+    if (request.signal.aborted) throw request.signal.reason;
+    return { outcome: { kind: 'network', error } };
+  }
+}

@@ -1,0 +1,192 @@
+/**
+ * The client: keyed requests whose every attempt, in this process or after a restart, sends
+ * the same key and bytes.
+ *
+ * @module
+ */
+import { ErrorCode, ExpiredOperationError, KeyReusedError, OncelyError, isOncelyError, type OperationRef } from '../errors.js';
+import { OperationState, isExpired, type Journal } from '../journal/types.js';
+import { newKey } from '../keys.js';
+import { abortAll, clientCredentials, createOperation, type Engine, type Operation } from './operation.js';
+import { normalizeOptions, type ClientOptions } from './options.js';
+import { prepareRequest, type RequestOptions } from './request.js';
+import type { OperationResult, PendingOperation, ResumeOutcome } from './results.js';
+
+/** Options of {@link Client.resume}. */
+export interface ResumeOptions {
+  /** Stops waiting; unfinished operations stay pending. */
+  readonly signal?: AbortSignal;
+  /**
+   * How many operations are sent at once.
+   * @default 4
+   */
+  readonly concurrency?: number;
+}
+
+/**
+ * A client whose keyed requests take effect once. Create it with `createClient`.
+ *
+ * @example
+ * ```ts
+ * const client = createClient({ baseUrl: 'http://127.0.0.1:8787', journal: memoryJournal() });
+ * const r = await client.post<{ id: string }>('v1/payments', { json: { amount: 1250, currency: 'EUR', reference: 'inv-7' } });
+ * console.log(r.status, r.data.id, r.key);
+ * ```
+ */
+export interface Client {
+  /** The journal operations are kept in. */
+  readonly journal: Journal;
+  /** `prepare('POST', path, options)` then `send()`. */
+  post<T = unknown>(path: string, options?: RequestOptions): Promise<OperationResult<T>>;
+  /** `prepare('PUT', path, options)` then `send()`. */
+  put<T = unknown>(path: string, options?: RequestOptions): Promise<OperationResult<T>>;
+  /** `prepare('PATCH', path, options)` then `send()`. */
+  patch<T = unknown>(path: string, options?: RequestOptions): Promise<OperationResult<T>>;
+  /** `prepare('DELETE', path, options)` then `send()`. */
+  delete<T = unknown>(path: string, options?: RequestOptions): Promise<OperationResult<T>>;
+  /**
+   * Mints (or derives, or validates) the key and journals the operation, durably, before
+   * anything is sent. Preparing a key already in the journal with the same request returns a
+   * handle to that operation; with a different request it throws {@link KeyReusedError}.
+   */
+  prepare(method: string, path: string, options?: RequestOptions): Promise<Operation>;
+  /** Unsettled operations in the journal, oldest first; `expired` ones will not be resent. */
+  pending(): Promise<PendingOperation[]>;
+  /**
+   * Sends every pending operation again with its journaled key and bytes (and this client's
+   * current credentials). Each one is claimed first, so processes sharing a journal never send
+   * the same operation at once; expired ones are reported, not sent.
+   */
+  resume(options?: ResumeOptions): Promise<ResumeOutcome[]>;
+  /** Stops operations in flight (they stay pending) and closes a journal the client created. */
+  close(): Promise<void>;
+}
+
+/**
+ * Builds a client. The platform entries pass their durable default journal; the neutral
+ * entry passes `undefined`, so a missing `journal` option is an error there.
+ *
+ * @param defaultJournal creates the journal used when `options.journal` is absent; the client then owns it and closes it in `close()`
+ *
+ * @example
+ * ```ts
+ * export function createClient(options: ClientOptions): Client {
+ *   return buildClient(options, () => sqliteJournal());
+ * }
+ * ```
+ */
+export function buildClient(options: ClientOptions, defaultJournal: (() => Journal) | undefined): Client {
+  const ownsJournal = options.journal === undefined;
+  const resolved = normalizeOptions(options, defaultJournal, newKey);
+  const { journal } = resolved;
+  let closed = false;
+  const engine: Engine = {
+    options: resolved,
+    inflight: new Map(),
+    assertOpen: () => {
+      if (closed) throw new OncelyError(ErrorCode.Config, 'this oncely client is closed');
+    },
+  };
+  resolved.signal?.addEventListener('abort', () => void abortAll(engine, resolved.signal?.reason), { once: true });
+
+  const prepare = async (method: string, path: string, requestOptions: RequestOptions = {}): Promise<Operation> => {
+    engine.assertOpen();
+    const { operation, credentials } = await prepareRequest(resolved, method, path, requestOptions);
+    const { created, record } = await journal.put(operation);
+    const ref: OperationRef = { method: record.method, url: record.url, key: record.key };
+    if (!created && (record.fingerprint !== operation.fingerprint || record.method !== operation.method)) {
+      throw new KeyReusedError({ method: operation.method, url: operation.url, key: operation.key });
+    }
+    return createOperation(engine, ref, { ...clientCredentials(resolved), ...credentials }, requestOptions.signal);
+  };
+
+  const call =
+    (method: string) =>
+    async <T>(path: string, requestOptions: RequestOptions = {}): Promise<OperationResult<T>> =>
+      (await prepare(method, path, requestOptions)).send<T>();
+
+  const resumeOne = async (key: string, signal: AbortSignal | undefined): Promise<ResumeOutcome> => {
+    const record = await journal.get(key);
+    if (record === undefined || record.state !== OperationState.Pending) return { key, state: 'skipped' };
+    const ref: OperationRef = { method: record.method, url: record.url, key };
+    if (isExpired(record, resolved.keyTtlMs)) {
+      return { key, state: 'expired', error: new ExpiredOperationError(ref, record.createdAt, resolved.keyTtlMs) };
+    }
+    // Claimed here, not only inside send(), so that an operation another process is sending
+    // is skipped rather than waited for.
+    if (!engine.inflight.has(key) && !(await journal.claim(key, resolved.ownerId, resolved.claimTtlMs))) {
+      return { key, state: 'skipped' };
+    }
+    try {
+      const result = await createOperation(engine, ref, clientCredentials(resolved), signal).send(signal ? { signal } : {});
+      return { key, state: 'succeeded', result };
+    } catch (error) {
+      if (!isOncelyError(error)) throw error;
+      const unsettled = error.code === ErrorCode.OperationPending || error.code === ErrorCode.Aborted;
+      return { key, state: unsettled ? 'pending' : error.code === ErrorCode.ExpiredOperation ? 'expired' : 'failed', error };
+    }
+  };
+
+  return {
+    journal,
+    post: call('POST'),
+    put: call('PUT'),
+    patch: call('PATCH'),
+    delete: call('DELETE'),
+    prepare,
+    async pending() {
+      engine.assertOpen();
+      const now = Date.now();
+      const records = await journal.list({ state: OperationState.Pending });
+      return records.map((record) => ({
+        method: record.method,
+        url: record.url,
+        key: record.key,
+        state: isExpired(record, resolved.keyTtlMs, now) ? 'expired' : 'pending',
+        createdAt: record.createdAt,
+        attempts: record.attempts,
+        lastStatus: record.lastStatus,
+      }));
+    },
+    async resume(resumeOptions = {}) {
+      engine.assertOpen();
+      const keys = (await journal.list({ state: OperationState.Pending })).map((record) => record.key);
+      const outcomes: ResumeOutcome[] = new Array<ResumeOutcome>(keys.length);
+      let next = 0;
+      const worker = async (): Promise<void> => {
+        while (next < keys.length) {
+          const index = next++;
+          outcomes[index] = await resumeOne(keys[index] as string, resumeOptions.signal);
+        }
+      };
+      const width = Math.max(1, Math.min(resumeOptions.concurrency ?? 4, keys.length));
+      await Promise.all(Array.from({ length: width }, worker));
+      return outcomes;
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await abortAll(engine, new Error('client closed'));
+      if (ownsJournal) await journal.close();
+    },
+  };
+}
+
+/**
+ * Creates a client. In this neutral entry `journal` is required: pass `memoryJournal()` (pending
+ * operations are lost on exit), or import `createClient` from `oncely/node` (SQLite) or
+ * `oncely/browser` (IndexedDB), whose default journal is durable.
+ *
+ * @example
+ * ```ts
+ * const client = createClient({
+ *   baseUrl: 'http://127.0.0.1:8787',
+ *   headers: { authorization: 'Bearer test_acme' }, // never journaled
+ *   journal: memoryJournal(),
+ * });
+ * const r = await client.post('v1/payments', { json: { amount: 1250, currency: 'EUR', reference: 'inv-7' } });
+ * ```
+ */
+export function createClient(options: ClientOptions): Client {
+  return buildClient(options, undefined);
+}

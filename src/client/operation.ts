@@ -1,0 +1,262 @@
+/**
+ * The lifecycle of one logical operation, from its journal record to a settled result.
+ *
+ * ```
+ * prepare: journal.put(record)                       ← durable before anything is sent
+ * send:    join the key's in-flight chain, or start one:
+ *            get record ── settled? → stored result / typed error (no request)
+ *                       └─ expired? → ExpiredOperationError (no request)
+ *            loop (p-retry):
+ *              claim(key) ── refused → re-read (settled elsewhere?) or wait like a 409
+ *              attempt: journaled bytes + key + credentials  → update(attempts, lastStatus)
+ *              decide:  settle → update(state, result) → result | HttpError…
+ *                       retry  → wait delayMs (claim kept alive meanwhile)
+ *                       fail   → OperationPendingError, record stays pending
+ *            release claim
+ * ```
+ *
+ * Every `send()` of a key within one client joins the same chain, so a double click sends
+ * one request at a time with one key; claims extend that to processes sharing a journal.
+ *
+ * @module
+ */
+import pRetry, { AbortError } from 'p-retry';
+import { ExpiredOperationError, JournalError, OperationAbortedError, type OperationRef } from '../errors.js';
+import { CREDENTIAL_HEADERS, OperationState, isExpired, type OperationRecord, type StoredResult } from '../journal/types.js';
+import { sendAttempt, type AttemptReport, type ResponseReport } from './attempt.js';
+import type { ResolvedOptions } from './options.js';
+import { capText, finalError, isReplay, toResult, type OperationResult } from './results.js';
+import { decide, type AttemptOutcome } from './retry-policy.js';
+
+/** Options of {@link Operation.send}. */
+export interface SendOptions {
+  /** Stops waiting for this call; the operation stays pending. */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * One logical operation, journaled and ready to send. `send()` may be called any number of
+ * times: concurrent calls share one attempt chain, and calls after it settled return the
+ * stored result (or throw the stored typed error) without a request.
+ *
+ * @example
+ * ```ts
+ * const op = await client.prepare('POST', 'v1/payments', { json }); // key minted and journaled
+ * payButton.onclick = () => op.send();                             // a double click: one payment
+ * ```
+ */
+export interface Operation {
+  readonly key: string;
+  readonly method: string;
+  readonly url: string;
+  /** Sends (or joins the send in flight, or returns the settled result). */
+  send<T = unknown>(options?: SendOptions): Promise<OperationResult<T>>;
+}
+
+interface Chain {
+  readonly ref: OperationRef;
+  readonly controller: AbortController;
+  readonly promise: Promise<OperationResult>;
+  waiters: number;
+}
+
+/** What a client shares with its operations (internal). */
+export interface Engine {
+  readonly options: ResolvedOptions;
+  /** Chains in flight by key: one per key per client. */
+  readonly inflight: Map<string, Chain>;
+  /** Throws once the client is closed. */
+  readonly assertOpen: () => void;
+}
+
+/** Thrown inside the p-retry loop to ask for a retry after `delayMs`. */
+class RetryLater extends Error {
+  constructor(readonly delayMs: number) {
+    super(`retry in ${delayMs} ms`);
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** The result (or typed error) of a record that is already settled. */
+function fromSettled(ref: OperationRef, record: OperationRecord): OperationResult {
+  if (record.result === null) {
+    throw new JournalError(`${ref.method} ${ref.url} (Idempotency-Key ${ref.key}) is ${record.state} but has no stored result`, {
+      hint: 'the journal record is incomplete; inspect it with `oncely pending`',
+    });
+  }
+  if (record.state === OperationState.Succeeded) return toResult(ref.key, record.result, record.attempts);
+  throw finalError(ref, record.result);
+}
+
+async function loadRecord(options: ResolvedOptions, ref: OperationRef): Promise<OperationRecord> {
+  const record = await options.journal.get(ref.key);
+  if (record === undefined) {
+    throw new JournalError(`${ref.method} ${ref.url} (Idempotency-Key ${ref.key}) is not in the journal`, {
+      hint: 'it was pruned or the journal was replaced; prepare the operation again',
+    });
+  }
+  return record;
+}
+
+async function runChain(
+  options: ResolvedOptions,
+  ref: OperationRef,
+  credentials: Readonly<Record<string, string>>,
+  signal: AbortSignal,
+): Promise<OperationResult> {
+  const { journal, retry, ownerId, claimTtlMs, hooks } = options;
+  const record = await loadRecord(options, ref);
+  if (record.state !== OperationState.Pending) return fromSettled(ref, record);
+  if (isExpired(record, options.keyTtlMs)) throw new ExpiredOperationError(ref, record.createdAt, options.keyTtlMs);
+
+  const headers = { ...record.headers, ...credentials, 'idempotency-key': ref.key };
+  const started = Date.now();
+  let attempts = record.attempts;
+  // Claims are refreshed at every attempt; this keeps them alive through long Retry-After waits.
+  // A failed refresh only lets another process take over, which the server's dedupe absorbs.
+  const keepAlive = setInterval(() => void journal.claim(ref.key, ownerId, claimTtlMs).catch(() => undefined), Math.max(50, claimTtlMs / 3));
+  (keepAlive as { unref?: () => void }).unref?.();
+
+  const settle = async (report: ResponseReport): Promise<OperationResult> => {
+    const { status } = report.outcome;
+    const stored: StoredResult = {
+      status,
+      headers: report.headers,
+      body: capText(report.body, options.maxBodyBytes),
+      replayed: isReplay(report.headers),
+    };
+    const succeeded = status >= 200 && status < 300;
+    const state = succeeded ? OperationState.Succeeded : OperationState.Failed;
+    await journal.update(ref.key, { state, result: stored });
+    hooks.onSettled?.({ ...ref, state, status, replayed: stored.replayed, attempts });
+    if (succeeded) return toResult(ref.key, stored, attempts, report.body);
+    throw new AbortError(finalError(ref, stored, report.body));
+  };
+
+  const attempt = async (attemptNumber: number): Promise<OperationResult> => {
+    let outcome: AttemptOutcome;
+    let report: AttemptReport | undefined;
+    if (await journal.claim(ref.key, ownerId, claimTtlMs)) {
+      hooks.onAttempt?.({ ...ref, attempt: attemptNumber });
+      report = await sendAttempt({ method: record.method, url: record.url, headers, body: record.body, timeoutMs: options.timeoutMs, signal, fetch: options.fetch });
+      outcome = report.outcome;
+      attempts += 1;
+      const lastStatus = outcome.kind === 'response' ? { lastStatus: outcome.status } : {};
+      await journal.update(ref.key, { attempts, ...lastStatus });
+    } else {
+      const current = await loadRecord(options, ref);
+      if (current.state !== OperationState.Pending) return fromSettled(ref, current);
+      outcome = { kind: 'claimed-elsewhere' };
+    }
+    const now = Date.now();
+    const decision = decide(outcome, attemptNumber, { retry, ref, elapsedMs: now - started, totalAttempts: attempts, now, random: Math.random });
+    if (decision.action === 'fail') throw new AbortError(decision.error);
+    if (decision.action === 'settle' && report !== undefined && 'body' in report) return settle(report);
+    const delayMs = decision.action === 'retry' ? decision.delayMs : 0;
+    const status = outcome.kind === 'response' ? outcome.status : undefined;
+    hooks.onRetry?.({ ...ref, attempt: attemptNumber, delayMs, status, error: outcome.kind === 'network' ? outcome.error : undefined });
+    throw new RetryLater(delayMs);
+  };
+
+  try {
+    return await pRetry(attempt, {
+      // decide() enforces the limit and the budget; p-retry's own limit is only a backstop.
+      retries: retry.limit,
+      minTimeout: 0,
+      signal,
+      shouldRetry: ({ error }) => error instanceof RetryLater,
+      onFailedAttempt: async ({ error }) => {
+        if (error instanceof RetryLater) await sleep(error.delayMs, signal);
+      },
+    });
+  } finally {
+    clearInterval(keepAlive);
+    await journal.release(ref.key, ownerId).catch(() => undefined);
+  }
+}
+
+/** Waits for `chain` unless `signal` aborts first; the last waiter to leave stops the chain. */
+function join(chain: Chain, signal: AbortSignal | undefined): Promise<OperationResult> {
+  chain.waiters += 1;
+  return new Promise((resolve, reject) => {
+    let done = false;
+    const leave = (): boolean => {
+      if (done) return false;
+      done = true;
+      chain.waiters -= 1;
+      signal?.removeEventListener('abort', onAbort);
+      return true;
+    };
+    const onAbort = (): void => {
+      if (!leave()) return;
+      reject(new OperationAbortedError(chain.ref, { cause: signal?.reason }));
+      if (chain.waiters === 0) chain.controller.abort(new OperationAbortedError(chain.ref));
+    };
+    chain.promise.then(
+      (result) => leave() && resolve(result),
+      (error: unknown) => leave() && reject(error),
+    );
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** Credential headers from the client's current options (for operations resumed from the journal). */
+export function clientCredentials(options: ResolvedOptions): Record<string, string> {
+  return Object.fromEntries(Object.entries(options.headers).filter(([name]) => CREDENTIAL_HEADERS.has(name)));
+}
+
+/** Creates the handle of a journaled operation (internal). */
+export function createOperation(
+  engine: Engine,
+  ref: OperationRef,
+  credentials: Readonly<Record<string, string>>,
+  defaultSignal: AbortSignal | undefined,
+): Operation {
+  return {
+    key: ref.key,
+    method: ref.method,
+    url: ref.url,
+    send<T>(sendOptions: SendOptions = {}): Promise<OperationResult<T>> {
+      engine.assertOpen();
+      let chain = engine.inflight.get(ref.key);
+      if (chain === undefined) {
+        const controller = new AbortController();
+        const clientSignal = engine.options.signal;
+        if (clientSignal?.aborted) controller.abort(new OperationAbortedError(ref, { cause: clientSignal.reason }));
+        const started: Chain = {
+          ref,
+          controller,
+          waiters: 0,
+          promise: runChain(engine.options, ref, credentials, controller.signal).finally(() => {
+            if (engine.inflight.get(ref.key) === started) engine.inflight.delete(ref.key);
+          }),
+        };
+        engine.inflight.set(ref.key, started);
+        chain = started;
+      }
+      return join(chain, sendOptions.signal ?? defaultSignal) as Promise<OperationResult<T>>;
+    },
+  };
+}
+
+/** Aborts every chain in flight (client signal, `close()`); their operations stay pending. */
+export function abortAll(engine: Engine, cause: unknown): Promise<unknown> {
+  const chains = [...engine.inflight.values()];
+  for (const chain of chains) chain.controller.abort(new OperationAbortedError(chain.ref, { cause }));
+  return Promise.allSettled(chains.map((chain) => chain.promise));
+}

@@ -1,0 +1,233 @@
+/**
+ * The client's options, and their normalisation into one fully-resolved shape so the rest of
+ * the client never sees `undefined` (ky's `normalizeRetryOptions` habit).
+ *
+ * @module
+ */
+import { OncelyError, ErrorCode } from '../errors.js';
+import type { Journal } from '../journal/types.js';
+import { DEFAULT_NAMESPACE } from '../keys.js';
+import type { AttemptEvent, RetryEvent, SettledEvent } from './results.js';
+
+/** How attempts are retried. Every field is optional; see each `@default`. */
+export interface RetryOptions {
+  /**
+   * Retries after the first attempt (so `limit: 5` means at most 6 attempts). Final answers
+   * (`2xx`, `4xx` other than `409`/`429`) are never retried whatever the limit.
+   * @default 5
+   */
+  readonly limit?: number;
+  /**
+   * Delay before the first computed retry, in milliseconds; later ones grow by `factor`.
+   * @default 300
+   */
+  readonly backoffMs?: number;
+  /**
+   * Growth factor of the computed backoff.
+   * @default 2
+   */
+  readonly factor?: number;
+  /**
+   * Upper bound of one computed backoff, in milliseconds.
+   * @default 10_000
+   */
+  readonly maxBackoffMs?: number;
+  /**
+   * Full jitter on computed backoff (a uniform delay in `[0, backoff]`), so that many clients
+   * failing together do not retry together. Never applied to a server-given `Retry-After`.
+   * @default true
+   */
+  readonly jitter?: boolean;
+  /**
+   * Longest `Retry-After` honoured, in milliseconds; a longer one is waited for this long.
+   * @default 30_000
+   */
+  readonly maxRetryAfterMs?: number;
+  /**
+   * Total time budget of one `send()`, in milliseconds: no retry is scheduled that would
+   * start after it. When it runs out on an unknown outcome, the operation stays pending.
+   * @default 60_000
+   */
+  readonly budgetMs?: number;
+}
+
+/** Hooks, called in order as an operation progresses. A hook that throws stops the operation (it stays pending). */
+export interface ClientHooks {
+  /** Before each attempt is sent. */
+  readonly onAttempt?: (event: AttemptEvent) => void;
+  /** After an attempt whose outcome will be retried, before the wait. */
+  readonly onRetry?: (event: RetryEvent) => void;
+  /** Once, when an operation settles as `succeeded` or `failed`. */
+  readonly onSettled?: (event: SettledEvent) => void;
+}
+
+/**
+ * Options of `createClient`.
+ *
+ * @example
+ * ```ts
+ * const client = createClient({
+ *   baseUrl: 'http://127.0.0.1:8787',
+ *   headers: { authorization: 'Bearer test_acme' },
+ *   journal: memoryJournal(),
+ *   retry: { limit: 3, budgetMs: 10_000 },
+ * });
+ * ```
+ */
+export interface ClientOptions extends ClientHooks {
+  /** Base URL that request paths are resolved against (`new URL(path, baseUrl)`). */
+  readonly baseUrl: string;
+  /**
+   * Headers sent with every request. Credentials (`authorization`, `cookie`,
+   * `proxy-authorization`) are sent but never journaled; `resume()` re-adds the current ones.
+   * @default {}
+   */
+  readonly headers?: Readonly<Record<string, string>>;
+  /**
+   * Where operations are kept from before their first attempt until they settle. Required in
+   * the neutral `oncely` entry; `oncely/node` and `oncely/browser` default to a durable journal.
+   */
+  readonly journal?: Journal;
+  /** Retry behaviour. */
+  readonly retry?: RetryOptions;
+  /**
+   * How long the server keeps keys, in milliseconds. A pending operation older than this is
+   * `expired`: never resent, surfaced for reconciliation.
+   * @default 86_400_000 (24 h)
+   */
+  readonly keyTtlMs?: number;
+  /**
+   * The UUID namespace `naturalKey` is derived in (`deriveKey(namespace, ...naturalKey)`).
+   * @default DEFAULT_NAMESPACE
+   */
+  readonly namespace?: string;
+  /** Aborts every operation of this client (they stay pending). */
+  readonly signal?: AbortSignal;
+  /**
+   * Timeout of one attempt, in milliseconds; a timed-out attempt is an unknown outcome.
+   * @default 30_000
+   */
+  readonly timeoutMs?: number;
+  /**
+   * Largest request body journaled and sent, in UTF-8 bytes; a larger one is refused before
+   * anything is journaled. Matches the server's default cap. Stored response bodies are cut
+   * to the same size.
+   * @default 65_536
+   */
+  readonly maxBodyBytes?: number;
+  /**
+   * How long a claim on a pending operation lasts before another process may take it over, in
+   * milliseconds. It is refreshed while the operation is being sent.
+   * @default 30_000
+   */
+  readonly claimTtlMs?: number;
+  /**
+   * Identifies this client in journal claims.
+   * @default a fresh UUIDv7 per client
+   */
+  readonly ownerId?: string;
+  /**
+   * The `fetch` ky uses, e.g. a server core called in-process.
+   * @default globalThis.fetch
+   */
+  readonly fetch?: (request: Request) => Promise<Response>;
+}
+
+/** {@link RetryOptions} with every default applied. */
+export type ResolvedRetryOptions = { readonly [K in keyof RetryOptions]-?: Exclude<RetryOptions[K], undefined> };
+
+/** {@link ClientOptions} with every default applied (internal). */
+export interface ResolvedOptions {
+  readonly baseUrl: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly journal: Journal;
+  readonly retry: ResolvedRetryOptions;
+  readonly keyTtlMs: number;
+  readonly namespace: string;
+  readonly signal: AbortSignal | undefined;
+  readonly timeoutMs: number;
+  readonly maxBodyBytes: number;
+  readonly claimTtlMs: number;
+  readonly ownerId: string;
+  readonly fetch: ((request: Request) => Promise<Response>) | undefined;
+  readonly hooks: ClientHooks;
+}
+
+/** The retry defaults (see {@link RetryOptions}). */
+export const DEFAULT_RETRY: ResolvedRetryOptions = {
+  limit: 5,
+  backoffMs: 300,
+  factor: 2,
+  maxBackoffMs: 10_000,
+  jitter: true,
+  maxRetryAfterMs: 30_000,
+  budgetMs: 60_000,
+};
+
+const nonNegative = (name: string, value: number): number => {
+  if (!Number.isFinite(value) || value < 0) {
+    throw new OncelyError(ErrorCode.Config, `createClient: ${name} must be a finite number ≥ 0, got ${String(value)}`);
+  }
+  return value;
+};
+
+/** Merges `retry` over {@link DEFAULT_RETRY} and validates it. */
+export function normalizeRetryOptions(retry: RetryOptions = {}): ResolvedRetryOptions {
+  const merged = { ...DEFAULT_RETRY, ...Object.fromEntries(Object.entries(retry).filter(([, v]) => v !== undefined)) };
+  return {
+    limit: Math.floor(nonNegative('retry.limit', merged.limit)),
+    backoffMs: nonNegative('retry.backoffMs', merged.backoffMs),
+    factor: Math.max(1, nonNegative('retry.factor', merged.factor)),
+    maxBackoffMs: nonNegative('retry.maxBackoffMs', merged.maxBackoffMs),
+    jitter: merged.jitter,
+    maxRetryAfterMs: nonNegative('retry.maxRetryAfterMs', merged.maxRetryAfterMs),
+    budgetMs: nonNegative('retry.budgetMs', merged.budgetMs),
+  };
+}
+
+/**
+ * Resolves the options once. `journal` falls back to `defaultJournal` (the platform entries'
+ * durable journal); without either, the neutral entry refuses rather than silently keeping
+ * pending payments in memory.
+ */
+export function normalizeOptions(
+  options: ClientOptions,
+  defaultJournal: (() => Journal) | undefined,
+  mintOwnerId: () => string,
+): ResolvedOptions {
+  let baseUrl: string;
+  try {
+    baseUrl = new URL(options.baseUrl).href;
+  } catch (cause) {
+    throw new OncelyError(ErrorCode.Config, `createClient: baseUrl ${JSON.stringify(options.baseUrl)} is not an absolute URL`, { cause });
+  }
+  const journal = options.journal ?? defaultJournal?.();
+  if (journal === undefined) {
+    throw new OncelyError(
+      ErrorCode.Config,
+      "createClient: no journal. Pass `journal: memoryJournal()` (pending operations are lost on exit), or import createClient from 'oncely/node' (SQLite) or 'oncely/browser' (IndexedDB) for a durable default",
+    );
+  }
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(options.headers ?? {})) headers[name.toLowerCase()] = value;
+  const hooks: ClientHooks = {
+    ...(options.onAttempt ? { onAttempt: options.onAttempt } : {}),
+    ...(options.onRetry ? { onRetry: options.onRetry } : {}),
+    ...(options.onSettled ? { onSettled: options.onSettled } : {}),
+  };
+  return {
+    baseUrl,
+    headers,
+    journal,
+    retry: normalizeRetryOptions(options.retry),
+    keyTtlMs: nonNegative('keyTtlMs', options.keyTtlMs ?? 86_400_000),
+    namespace: options.namespace ?? DEFAULT_NAMESPACE,
+    signal: options.signal,
+    timeoutMs: nonNegative('timeoutMs', options.timeoutMs ?? 30_000),
+    maxBodyBytes: nonNegative('maxBodyBytes', options.maxBodyBytes ?? 65_536),
+    claimTtlMs: nonNegative('claimTtlMs', options.claimTtlMs ?? 30_000),
+    ownerId: options.ownerId ?? mintOwnerId(),
+    fetch: options.fetch,
+    hooks,
+  };
+}

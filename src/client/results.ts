@@ -1,0 +1,167 @@
+/**
+ * What the client hands back: results, hook events, pending and resume reports, and the
+ * mapping from a final response to its typed error.
+ *
+ * @module
+ */
+import { HttpError, InvalidKeyError, KeyReusedError, type OncelyError, type OperationRef } from '../errors.js';
+import type { StoredResult } from '../journal/types.js';
+
+/**
+ * A settled, successful (`2xx`) operation.
+ *
+ * @example
+ * ```ts
+ * const r: OperationResult<{ id: string }> = await client.post('v1/payments', { json });
+ * console.log(r.status, r.data.id, r.key, r.replayed, r.attempts);
+ * ```
+ */
+export interface OperationResult<T = unknown> {
+  readonly status: number;
+  /** The body parsed as JSON when the response is JSON, else its text; `null` when empty. */
+  readonly data: T;
+  /** Response headers, lower-case names. */
+  readonly headers: Readonly<Record<string, string>>;
+  /** The idempotency key the operation was sent with. */
+  readonly key: string;
+  /** `true` when the server answered from its stored result (`Idempotency-Replay` / `Idempotent-Replayed`). */
+  readonly replayed: boolean;
+  /** Attempts made, across processes. */
+  readonly attempts: number;
+}
+
+/** Passed to `onAttempt` before each attempt. */
+export interface AttemptEvent extends OperationRef {
+  /** 1-based attempt number within this send. */
+  readonly attempt: number;
+}
+
+/** Passed to `onRetry` before waiting for the next attempt. */
+export interface RetryEvent extends OperationRef {
+  /** The attempt that will be retried (1-based within this send). */
+  readonly attempt: number;
+  /** How long the client waits before the next attempt. */
+  readonly delayMs: number;
+  /** The status that caused the retry, or `undefined` after a network error or timeout. */
+  readonly status: number | undefined;
+  /** The network error or timeout, when there was no response. */
+  readonly error: unknown;
+}
+
+/** Passed to `onSettled` once the operation has a final answer. */
+export interface SettledEvent extends OperationRef {
+  readonly state: 'succeeded' | 'failed';
+  readonly status: number;
+  readonly replayed: boolean;
+  readonly attempts: number;
+}
+
+/**
+ * An unsettled operation in the journal, as `client.pending()` lists it. `expired` is derived:
+ * the operation is older than `keyTtlMs` and will not be resent.
+ *
+ * @example
+ * ```ts
+ * for (const op of await client.pending()) console.log(op.key, op.state, op.attempts);
+ * ```
+ */
+export interface PendingOperation extends OperationRef {
+  readonly state: 'pending' | 'expired';
+  /** Epoch milliseconds when it was journaled. */
+  readonly createdAt: number;
+  readonly attempts: number;
+  readonly lastStatus: number | null;
+}
+
+/**
+ * What `client.resume()` did with one pending operation.
+ *
+ * - `succeeded`: sent (or found settled) with a `2xx`; `result` holds it.
+ * - `failed`: a final non-2xx; `error` is the typed error (`HttpError`, `KeyReusedError`…).
+ * - `pending`: still unknown (`OperationPendingError`) or aborted; it stays resumable.
+ * - `expired`: older than `keyTtlMs`, not resent (`ExpiredOperationError`).
+ * - `skipped`: another process or tab holds its claim.
+ *
+ * @example
+ * ```ts
+ * for (const outcome of await client.resume()) {
+ *   if (outcome.state === 'succeeded') console.log(outcome.key, outcome.result.status);
+ *   else if (outcome.state !== 'skipped') console.warn(outcome.key, outcome.error.message);
+ * }
+ * ```
+ */
+export type ResumeOutcome =
+  | { readonly key: string; readonly state: 'succeeded'; readonly result: OperationResult }
+  | { readonly key: string; readonly state: 'failed' | 'pending' | 'expired'; readonly error: OncelyError }
+  | { readonly key: string; readonly state: 'skipped' };
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** Copies response headers into a plain record with lower-case names. */
+export function headersToRecord(headers: Headers): Record<string, string> {
+  const record: Record<string, string> = {};
+  headers.forEach((value, name) => {
+    record[name.toLowerCase()] = value;
+  });
+  return record;
+}
+
+/** Whether the response carries either replay marker of PROTOCOL.md. */
+export function isReplay(headers: Readonly<Record<string, string>>): boolean {
+  const marker = headers['idempotency-replay'] ?? headers['idempotent-replayed'];
+  return marker?.trim().toLowerCase() === 'true';
+}
+
+/** Parses a body the way results expose it: JSON when declared and parsable, text otherwise. */
+export function parseData(body: string, headers: Readonly<Record<string, string>>): unknown {
+  if (body === '') return null;
+  const type = headers['content-type']?.split(';')[0]?.trim().toLowerCase() ?? '';
+  if (type === 'application/json' || type.endsWith('+json')) {
+    try {
+      return JSON.parse(body);
+    } catch {
+      // A body cut to the storage cap no longer parses; the text is still worth showing.
+      return body;
+    }
+  }
+  return body;
+}
+
+/** Cuts `text` to at most `maxBytes` UTF-8 bytes. */
+export function capText(text: string, maxBytes: number): string {
+  const bytes = encoder.encode(text);
+  return bytes.length <= maxBytes ? text : decoder.decode(bytes.subarray(0, maxBytes));
+}
+
+/** Builds the result of a settled `2xx` from what was stored (or just received). */
+export function toResult<T>(key: string, stored: StoredResult, attempts: number, body: string = stored.body): OperationResult<T> {
+  return {
+    status: stored.status,
+    data: parseData(body, stored.headers) as T,
+    headers: stored.headers,
+    key,
+    replayed: stored.replayed,
+    attempts,
+  };
+}
+
+function problemType(stored: StoredResult): string | undefined {
+  try {
+    const parsed: unknown = JSON.parse(stored.body);
+    if (typeof parsed === 'object' && parsed !== null && 'type' in parsed && typeof parsed.type === 'string') return parsed.type;
+  } catch {
+    // Not problem+json: the status alone decides.
+  }
+  return undefined;
+}
+
+/**
+ * The typed error for a final non-2xx answer: `422` → {@link KeyReusedError}; `400` whose
+ * problem type is `invalid-key` → {@link InvalidKeyError}; anything else → {@link HttpError}.
+ */
+export function finalError(ref: OperationRef, stored: StoredResult, body: string = stored.body): OncelyError {
+  if (stored.status === 422) return new KeyReusedError(ref, 422);
+  if (stored.status === 400 && problemType(stored)?.endsWith('/invalid-key') === true) return new InvalidKeyError(ref, 400);
+  return new HttpError(ref, { status: stored.status, headers: stored.headers, body, replayed: stored.replayed });
+}
