@@ -1,0 +1,180 @@
+/**
+ * The PostgreSQL store's own behaviour (what the shared KeyStore contract does not cover:
+ * cross-partition uniqueness, partition reaping, concurrent migrations, the database clock),
+ * run by `postgres.test.ts` (a server when available) and `postgres-pglite.test.ts` (PGlite).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PgBackend } from '../../support/pg.js';
+import type { AdmitInput, KeyStore, StoredResponse } from '../../../src/server/store/types.js';
+
+const input = (key: string, over: Partial<AdmitInput> = {}): AdmitInput => ({
+  clientId: 'acme',
+  key,
+  requestHash: 'a'.repeat(64),
+  endpoint: 'POST /v1/payments',
+  requestBody: '{"amount":1}',
+  leaseMs: 10_000,
+  ttlMs: 86_400_000,
+  ...over,
+});
+
+const created: StoredResponse = { status: 201, headers: { 'content-type': 'application/json' }, body: '{"id":"pay_1"}' };
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>): void {
+  describe(name, () => {
+    let backend: PgBackend;
+    let store: KeyStore & { readonly schema: string };
+    const count = async (key: string): Promise<number> =>
+      (await backend.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${store.schema}.oncely_keys WHERE key = $1`, [key]))[0]!.n;
+
+    beforeAll(async () => {
+      backend = await open();
+      store = await backend.store();
+    });
+    afterAll(() => backend?.close());
+
+    it('gives exactly one of 100 concurrent admissions of a key the ownership, and stores one row', async () => {
+      const results = await Promise.all(Array.from({ length: 100 }, () => store.admit(input('race-1'))));
+      expect(results.filter((r) => r.owned)).toHaveLength(1);
+      expect(results.every((r) => r.row.requestHash === 'a'.repeat(64))).toBe(true);
+      expect(await count('race-1')).toBe(1);
+    });
+
+    it('keeps one owner when concurrent admissions of a key would land in different partitions', async () => {
+      // One-second partitions, and retentions from 0.5 s to 50 s: the 100 candidate rows fall
+      // into many partitions, where the primary key alone could not see each other.
+      const small = await backend.store({ partitionMs: 1000, ttlMs: 60_000 });
+      const results = await Promise.all(
+        Array.from({ length: 100 }, (_, i) => small.admit(input('boundary-1', { ttlMs: 500 + i * 500 }))),
+      );
+      expect(results.filter((r) => r.owned)).toHaveLength(1);
+      const rows = await backend.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${small.schema}.oncely_keys`);
+      expect(rows[0]!.n).toBe(1);
+    });
+
+    it('reports lease and timestamps from the database clock', async () => {
+      const { row } = await store.admit(input('clock-1', { leaseMs: 10_000, ttlMs: 3_600_000 }));
+      expect(row.leaseRemainingMs).toBeGreaterThan(9_000);
+      expect(row.leaseRemainingMs).toBeLessThanOrEqual(10_000);
+      expect(row.expiresAt - row.createdAt).toBe(3_600_000);
+      const loaded = await store.load('acme', 'clock-1');
+      expect(loaded?.createdAt).toBe(row.createdAt);
+    });
+
+    it('refuses a takeover while the lease is fresh and grants exactly one once it has expired', async () => {
+      await store.admit(input('take-1', { leaseMs: 100 }));
+      expect(await store.takeOver('acme', 'take-1', 10_000)).toBeNull();
+      await sleep(150);
+      const winners = (await Promise.all(Array.from({ length: 20 }, () => store.takeOver('acme', 'take-1', 10_000)))).filter(Boolean);
+      expect(winners).toHaveLength(1);
+    });
+
+    it('commits nothing for an owner whose lease was taken over (fencing)', async () => {
+      const first = await store.admit(input('fence-1', { leaseMs: 50 }));
+      if (!first.owned) throw new Error('not owned');
+      await sleep(100);
+      const second = await store.takeOver('acme', 'fence-1', 10_000);
+      expect(second).not.toBeNull();
+      const stale = await store.commitPhase(first.lease, { recoveryPoint: 'H1_DONE', data: { by: 'stale' }, leaseMs: 10_000 });
+      expect(stale.ok).toBe(false);
+      expect(await store.finish(first.lease, created)).toEqual({ ok: false });
+      const fresh = await store.commitPhase(second!, { recoveryPoint: 'H1_DONE', data: { by: 'fresh' }, leaseMs: 10_000 });
+      expect(fresh.ok).toBe(true);
+      expect((await store.load('acme', 'fence-1'))?.data).toEqual({ by: 'fresh' });
+    });
+
+    it('commits a phase with its work atomically, and neither when the work throws', async () => {
+      await store.transaction((tx) => tx.run(`CREATE TABLE IF NOT EXISTS ${store.schema}.work_log (note text)`));
+      const admitted = await store.admit(input('phase-1'));
+      if (!admitted.owned) throw new Error('not owned');
+      await expect(
+        store.commitPhase(admitted.lease, { recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, async (tx) => {
+          await tx.run(`INSERT INTO ${store.schema}.work_log (note) VALUES ($1)`, ['lost']);
+          throw new Error('boom');
+        }),
+      ).rejects.toThrow('boom');
+      expect((await store.load('acme', 'phase-1'))?.recoveryPoint).toBeNull();
+      const done = await store.commitPhase(
+        admitted.lease,
+        { recoveryPoint: 'H1_DONE', data: { a: 1 }, dataFrom: (n) => ({ rows: n }), leaseMs: 10_000 },
+        (tx) => tx.run(`INSERT INTO ${store.schema}.work_log (note) VALUES ($1)`, ['kept']),
+      );
+      expect(done).toEqual({ ok: true, value: 1 });
+      const notes = await backend.query<{ note: string }>(`SELECT note FROM ${store.schema}.work_log`);
+      expect(notes.map((n) => n.note)).toEqual(['kept']);
+      expect((await store.load('acme', 'phase-1'))?.data).toEqual({ a: 1, rows: 1 });
+    });
+
+    it('stores the final response verbatim and clears the lease on finish', async () => {
+      const admitted = await store.admit(input('finish-1'));
+      if (!admitted.owned) throw new Error('not owned');
+      expect((await store.finish(admitted.lease, () => created, async () => 'x')).ok).toBe(true);
+      const row = await store.load('acme', 'finish-1');
+      expect(row).toMatchObject({ state: 'finished', response: created, leaseRemainingMs: null });
+      const again = await store.admit(input('finish-1'));
+      expect(again.owned).toBe(false);
+      expect(again.row.response).toEqual(created);
+    });
+
+    it('forgets a released row with no recovery point and keeps one with progress', async () => {
+      const bare = await store.admit(input('release-1'));
+      if (!bare.owned) throw new Error('not owned');
+      expect(await store.release(bare.lease, { forget: true })).toBe(true);
+      expect(await store.load('acme', 'release-1')).toBeUndefined();
+      const progressed = await store.admit(input('release-2'));
+      if (!progressed.owned) throw new Error('not owned');
+      await store.commitPhase(progressed.lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
+      expect(await store.release(progressed.lease, { forget: true })).toBe(true);
+      expect(await store.load('acme', 'release-2')).toMatchObject({ recoveryPoint: 'EXT1_SENT', leaseRemainingMs: null });
+    });
+
+    it('hides a parked row from sweeps until its retry time but lets a client retry take it over', async () => {
+      const sweeper = await backend.store();
+      const admitted = await sweeper.admit(input('park-1'));
+      if (!admitted.owned) throw new Error('not owned');
+      expect(await sweeper.sweep(10)).toHaveLength(0);
+      expect(await sweeper.park(admitted.lease, { retryAfterMs: 300 })).toBe(true);
+      expect(await sweeper.sweep(10)).toHaveLength(0);
+      await sleep(350);
+      const swept = await sweeper.sweep(10);
+      expect(swept.map((r) => [r.key, r.attempts])).toEqual([['park-1', 1]]);
+      expect(await sweeper.takeOver('acme', 'park-1', 10_000)).not.toBeNull();
+      expect(await sweeper.sweep(10)).toHaveLength(0);
+    });
+
+    it('reaps keys past their retention by dropping their partition, keeping younger and in-flight keys', async () => {
+      const reaped = await backend.store({ partitionMs: 1000, ttlMs: 60_000 });
+      const old = await reaped.admit(input('old-finished', { ttlMs: 100 }));
+      const inflight = await reaped.admit(input('old-started', { ttlMs: 100 }));
+      const young = await reaped.admit(input('young', { ttlMs: 60_000 }));
+      if (!old.owned || !inflight.owned || !young.owned) throw new Error('not owned');
+      await reaped.finish(old.lease, created);
+      await reaped.finish(young.lease, created);
+      const partitionOf = async (key: string) =>
+        (await backend.query<{ p: string }>(`SELECT tableoid::regclass::text AS p FROM ${reaped.schema}.oncely_keys WHERE key = $1`, [key]))[0]!.p;
+      const oldPartition = await partitionOf('old-finished');
+      await sleep(1200); // the old keys' one-second partition is now wholly past its range
+      expect(await reaped.reap(1000)).toBe(1);
+      expect(await reaped.load('acme', 'old-finished')).toBeUndefined();
+      expect(await reaped.load('acme', 'young')).toMatchObject({ state: 'finished', response: created });
+      const kept = await reaped.load('acme', 'old-started');
+      expect(kept).toMatchObject({ state: 'started' });
+      expect((await backend.query<{ r: string | null }>(`SELECT to_regclass($1)::text AS r`, [oldPartition]))[0]!.r).toBeNull();
+      // The in-flight key's owner still holds it.
+      expect((await reaped.finish(inflight.lease, created)).ok).toBe(true);
+    });
+
+    it('applies migrations once when several instances start at the same time', async () => {
+      const schema = backend.newSchema();
+      const peers = Array.from({ length: 4 }, () => backend.open(schema));
+      await Promise.all(peers.map((peer) => peer.migrate({ sqlite: '', postgres: 'CREATE TABLE IF NOT EXISTS payments_probe (id text PRIMARY KEY)' })));
+      const versions = await backend.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${schema}.oncely_schema_version`);
+      expect(versions[0]!.n).toBe(1);
+      const probe = await backend.query<{ r: string | null }>(`SELECT to_regclass($1)::text AS r`, [`${schema}.payments_probe`]);
+      expect(probe[0]!.r).toBe(`${schema}.payments_probe`);
+      const admitted = await peers[3]!.admit(input('after-migrate'));
+      expect(admitted.owned).toBe(true);
+    });
+  });
+}
