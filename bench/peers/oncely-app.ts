@@ -1,0 +1,119 @@
+/**
+ * oncely guarding the shared payment handler, through the server library — the same library
+ * the reference server is built on.
+ *
+ * The handler maps onto oncely's steps as its design asks: the charge is a **local** step (its
+ * row commits in the same transaction as the `H1_DONE` recovery point), and the slow rest of
+ * the work is an **external** step (`EXT1_SENT` before, `EXT1_DONE` after), so that no store
+ * transaction stays open while it runs. A crash in the middle resumes after the charge.
+ *
+ * @module
+ */
+import { createIdempotencyHandler } from '../../src/server/handler.js';
+import { sqliteKeyStore } from '../../src/server/store/sqlite.node.js';
+import type { KeyStore, StoredResponse } from '../../src/server/store/types.js';
+import type { IdempotentOperation } from '../../src/server/types.js';
+import { EXECUTIONS_DDL, newPayment, parsePayment, receiptWork, type PaymentInput, type WorkOptions } from './payment.js';
+
+/** Options of {@link createOncelyPeer}. */
+export interface OncelyPeerOptions {
+  /** A SQLite file path, or a `postgres://` URL. */
+  readonly db: string;
+  /** PostgreSQL schema, so runs never see each other's keys. */
+  readonly pgSchema?: string;
+  readonly work: WorkOptions;
+  readonly leaseMs: number;
+}
+
+/** A fetch-style app: `POST /pay` (guarded) and `GET /executions`. */
+export interface FetchApp {
+  fetch(request: Request): Promise<Response>;
+  close(): Promise<void>;
+}
+
+async function openStore(options: OncelyPeerOptions): Promise<KeyStore> {
+  if (!options.db.startsWith('postgres')) return sqliteKeyStore({ path: options.db });
+  // Loaded only when asked for, so the SQLite figures never need the PostgreSQL store's code.
+  const { postgresKeyStore } = await import('../../src/server/store/postgres.node.js');
+  return postgresKeyStore({ connectionString: options.db, ...(options.pgSchema ? { schema: options.pgSchema } : {}) });
+}
+
+function paymentOperation(work: WorkOptions): IdempotentOperation<PaymentInput> {
+  return {
+    method: 'POST',
+    path: '/pay',
+    parse: (body) => {
+      const input = parsePayment(body);
+      return typeof input === 'string' ? { ok: false, detail: input } : { ok: true, input };
+    },
+    steps: [
+      {
+        kind: 'local',
+        point: 'H1_DONE',
+        async run(ctx, tx) {
+          const payment = newPayment(ctx.input);
+          await tx.run('INSERT INTO bench_executions (id, reference, amount, created_at) VALUES ($1, $2, $3, $4)', [
+            payment.id,
+            payment.reference,
+            payment.amount,
+            payment.created_at,
+          ]);
+          return { payment };
+        },
+      },
+      {
+        kind: 'external',
+        system: 1,
+        sent: 'EXT1_SENT',
+        done: 'EXT1_DONE',
+        async call(ctx) {
+          await receiptWork(ctx.input, work);
+          return { outcome: 'done' };
+        },
+        // The receipt leaves nothing behind to find: a resumed attempt simply does it again.
+        probe: () => Promise.resolve({ outcome: 'absent' }),
+      },
+    ],
+    final: {
+      kind: 'final',
+      run: (ctx): Promise<StoredResponse> =>
+        Promise.resolve({ status: 201, headers: { 'content-type': 'application/json' }, body: JSON.stringify(ctx.data['payment']) }),
+    },
+  };
+}
+
+/**
+ * Builds the oncely peer over a SQLite file or PostgreSQL.
+ *
+ * @example
+ * ```ts
+ * const app = await createOncelyPeer({ db: '/tmp/oncely.db', work: { workMs: 0, holdMs: 0 }, leaseMs: 10_000 });
+ * serve({ fetch: app.fetch, port: 0 });
+ * ```
+ */
+export async function createOncelyPeer(options: OncelyPeerOptions): Promise<FetchApp> {
+  const store = await openStore(options);
+  await store.migrate({ sqlite: `${EXECUTIONS_DDL};`, postgres: `${EXECUTIONS_DDL};` });
+  const handler = createIdempotencyHandler({
+    store,
+    operations: [paymentOperation(options.work) as IdempotentOperation<unknown>],
+    authenticate: () => 'bench',
+    leaseMs: options.leaseMs,
+  });
+  return {
+    async fetch(request) {
+      const handled = await handler.handle(request);
+      if (handled) return handled;
+      if (request.method === 'GET' && new URL(request.url).pathname === '/executions') {
+        const row = await store.transaction((tx) =>
+          tx.get<{ executions: number | string; distinct_refs: number | string }>(
+            'SELECT count(*) AS executions, count(DISTINCT reference) AS distinct_refs FROM bench_executions',
+          ),
+        );
+        return Response.json({ executions: Number(row?.executions ?? 0), distinct: Number(row?.distinct_refs ?? 0) });
+      }
+      return new Response('not found', { status: 404 });
+    },
+    close: () => store.close(),
+  };
+}

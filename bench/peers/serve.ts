@@ -1,0 +1,98 @@
+/**
+ * Starts one peer's server on 127.0.0.1 and prints `peer NAME listening on http://HOST:PORT`.
+ *
+ * Usage: `node --import tsx bench/peers/serve.ts <peer>`, configured by environment:
+ * `BENCH_APP_DB` (the peers' app database), `BENCH_ONCELY_DB` (oncely's store: a SQLite path or
+ * a `postgres://` URL), `BENCH_PG_SCHEMA`, `BENCH_NS` (key prefix), `BENCH_WORK_MS`,
+ * `BENCH_HOLD_MS`, `BENCH_LEASE_MS` (oncely's lease, and Powertools' emulated Lambda timeout),
+ * `BENCH_REDIS_URL`.
+ *
+ * @module
+ */
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import type express from 'express';
+import { expressIdempotencyApp, nodeIdempotency, powertools, unguardedExpress, type PeerContext } from './express-peers.js';
+import { createOncelyPeer } from './oncely-app.js';
+import { openAppDb, parsePayment, runPayment } from './payment.js';
+
+/** Every server this entry can start. */
+export const PEERS = [
+  'oncely-sqlite',
+  'oncely-postgres',
+  'node-idempotency-memory',
+  'node-idempotency-redis',
+  'express-idempotency',
+  'powertools-redis',
+  'unguarded',
+  'unguarded-express',
+  'trivial',
+] as const;
+
+/** One of {@link PEERS}. */
+export type PeerName = (typeof PEERS)[number];
+
+const env = (name: string, fallback: string): string => process.env[name] ?? fallback;
+const peer = process.argv[2] as PeerName;
+if (!PEERS.includes(peer)) {
+  console.error(`usage: serve.ts <${PEERS.join('|')}>`);
+  process.exit(2);
+}
+const work = { workMs: Number(env('BENCH_WORK_MS', '0')), holdMs: Number(env('BENCH_HOLD_MS', '0')) };
+const leaseMs = Number(env('BENCH_LEASE_MS', '10000'));
+
+function announce(port: number): void {
+  console.log(`peer ${peer} listening on http://127.0.0.1:${port}`);
+}
+
+type FetchHandler = (request: Request) => Response | Promise<Response>;
+
+function serveFetch(fetch: FetchHandler): void {
+  const server = serve({ fetch, port: 0, hostname: '127.0.0.1' }, (info) => announce(info.port));
+  process.on('SIGTERM', () => server.close(() => process.exit(0)));
+}
+
+function serveExpress(app: express.Express): void {
+  const server: Server = createServer(app);
+  server.listen(0, '127.0.0.1', () => announce((server.address() as AddressInfo).port));
+  process.on('SIGTERM', () => server.close(() => process.exit(0)));
+}
+
+if (peer === 'oncely-sqlite' || peer === 'oncely-postgres') {
+  const pgSchema = process.env['BENCH_PG_SCHEMA'];
+  const app = await createOncelyPeer({ db: env('BENCH_ONCELY_DB', ':memory:'), work, leaseMs, ...(pgSchema ? { pgSchema } : {}) });
+  serveFetch((request) => app.fetch(request));
+} else if (peer === 'trivial') {
+  serveFetch(() => new Response('ok'));
+} else {
+  const db = openAppDb(env('BENCH_APP_DB', ':memory:'));
+  if (peer === 'unguarded') {
+    // The same payment work on the same HTTP stack as oncely (@hono/node-server), with no idempotency layer.
+    serveFetch(async (request) => {
+      if (request.method === 'GET') return Response.json(db.count());
+      const input = parsePayment(await request.json().catch(() => null));
+      if (typeof input === 'string') return Response.json({ error: input }, { status: 400 });
+      return Response.json(await runPayment(input, db, work), { status: 201 });
+    });
+  } else {
+    const ctx: PeerContext = {
+      db,
+      work,
+      namespace: env('BENCH_NS', `bench-${process.pid}`),
+      redisUrl: env('BENCH_REDIS_URL', 'redis://127.0.0.1:6379'),
+      inProgressMs: leaseMs,
+    };
+    const app =
+      peer === 'node-idempotency-memory'
+        ? await nodeIdempotency(ctx, 'memory')
+        : peer === 'node-idempotency-redis'
+          ? await nodeIdempotency(ctx, 'redis')
+          : peer === 'express-idempotency'
+            ? expressIdempotencyApp(ctx)
+            : peer === 'powertools-redis'
+              ? await powertools(ctx)
+              : unguardedExpress(ctx);
+    serveExpress(app);
+  }
+}
