@@ -13,6 +13,10 @@ export type Command = (argv: readonly string[]) => Promise<number>;
 
 const commands: Record<string, { readonly summary: string; readonly load: () => Promise<Command> }> = {
   serve: { summary: 'run the reference payments server', load: async () => (await import('./serve.js')).serve },
+  demo: { summary: 'run the exactly-once chaos demo and verify the ledger', load: async () => (await import('./demo.js')).demo },
+  upload: { summary: 'upload a CSV file, one idempotent POST per row', load: async () => (await import('./upload.js')).upload },
+  pending: { summary: 'list the pending operations of a journal', load: async () => (await import('./journal-commands.js')).pending },
+  resume: { summary: 'send the pending operations of a journal again', load: async () => (await import('./journal-commands.js')).resume },
 };
 
 function usage(): string {

@@ -1,0 +1,193 @@
+/**
+ * `oncely pending` and `oncely resume`: look into a journal and finish what a crashed process
+ * left behind.
+ *
+ * `pending` only reads the journal (no network, no credentials). `resume` sends every pending
+ * operation again with its journaled key and bytes, with the token given now: credentials are
+ * never journaled.
+ *
+ * @module
+ */
+import { createClient } from '../client/create-client.js';
+import { sqliteJournal } from '../journal/sqlite.node.js';
+import { OperationState, isExpired, type OperationRecord } from '../journal/types.js';
+import { parseCommandArgs, readInteger, reportParseFailure, usageError } from './args.js';
+
+const journalOption = { type: 'string', value: 'PATH', help: 'the journal file (default: $ONCELY_JOURNAL, else ~/.oncely/journal.db)' } as const;
+const jsonOption = { type: 'boolean', help: 'print JSON instead of a table' } as const;
+const ttlOption = { type: 'string', value: 'HOURS', help: "the server's key retention; older pending operations are expired (default 24)" } as const;
+
+const pendingSpec = {
+  name: 'pending',
+  description: 'List the operations of a journal that have no final outcome yet: key, state, age, attempts and last status.',
+  options: { journal: journalOption, 'key-ttl': ttlOption, json: jsonOption },
+} as const;
+
+const resumeSpec = {
+  name: 'resume',
+  description:
+    'Send every pending operation of a journal again, with its journaled key and body, until it settles. ' +
+    'Operations older than the key retention are reported, never resent.',
+  options: {
+    journal: journalOption,
+    token: { type: 'string', value: 'TOKEN', help: 'bearer token to send with (default: $ONCELY_TOKEN)' },
+    'key-ttl': ttlOption,
+    json: jsonOption,
+  },
+} as const;
+
+/** One line of `oncely pending`. */
+interface PendingRow {
+  readonly key: string;
+  readonly state: 'pending' | 'expired';
+  readonly ageMs: number;
+  readonly attempts: number;
+  readonly lastStatus: number | null;
+  readonly method: string;
+  readonly url: string;
+}
+
+/**
+ * Formats an age in milliseconds the way people read it: `42s`, `3m05s`, `2h07m`, `3d04h`.
+ *
+ * @example
+ * ```ts
+ * formatAge(185_000); // '3m05s'
+ * ```
+ */
+export function formatAge(ms: number): string {
+  const s = Math.max(0, Math.floor(ms / 1000));
+  const pad = (n: number): string => String(n).padStart(2, '0');
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${pad(s % 60)}s`;
+  if (s < 86_400) return `${Math.floor(s / 3600)}h${pad(Math.floor((s % 3600) / 60))}m`;
+  return `${Math.floor(s / 86_400)}d${pad(Math.floor((s % 86_400) / 3600))}h`;
+}
+
+function toRow(record: OperationRecord, keyTtlMs: number, now: number): PendingRow {
+  return {
+    key: record.key,
+    state: isExpired(record, keyTtlMs, now) ? 'expired' : 'pending',
+    ageMs: now - record.createdAt,
+    attempts: record.attempts,
+    lastStatus: record.lastStatus,
+    method: record.method,
+    url: record.url,
+  };
+}
+
+function table(rows: readonly PendingRow[]): string {
+  const header = ['KEY', 'STATE', 'AGE', 'ATTEMPTS', 'LAST', 'REQUEST'];
+  const cells = rows.map((row) => [
+    row.key,
+    row.state,
+    formatAge(row.ageMs),
+    String(row.attempts),
+    row.lastStatus === null ? '-' : String(row.lastStatus),
+    `${row.method} ${row.url}`,
+  ]);
+  const widths = header.map((title, i) => Math.max(title.length, ...cells.map((cell) => (cell[i] ?? '').length)));
+  const render = (cell: readonly string[]): string =>
+    cell.map((text, i) => (i === cell.length - 1 ? text : text.padEnd(widths[i] ?? 0))).join('  ');
+  return [render(header), ...cells.map(render)].join('\n');
+}
+
+function readTtl(raw: string | undefined): { ok: true; value: number } | { ok: false; problem: string } {
+  const hours = readInteger('key-ttl', raw, 24, 1, 24 * 365);
+  return hours.ok ? { ok: true, value: hours.value * 3_600_000 } : hours;
+}
+
+/**
+ * `oncely pending [--journal PATH] [--key-ttl HOURS] [--json]`: lists unsettled operations.
+ * Exit code 0 (also when there are none).
+ *
+ * @example
+ * ```ts
+ * process.exitCode = await pending(['--journal', './jobs.db']);
+ * ```
+ */
+export async function pending(argv: readonly string[]): Promise<number> {
+  const parsed = parseCommandArgs(argv, pendingSpec);
+  if (!parsed.ok) return reportParseFailure(parsed);
+  const ttl = readTtl(parsed.values['key-ttl']);
+  if (!ttl.ok) return reportParseFailure(usageError(pendingSpec, ttl.problem));
+  const journal = sqliteJournal(parsed.values.journal === undefined ? {} : { path: parsed.values.journal });
+  try {
+    const now = Date.now();
+    const rows = (await journal.list({ state: OperationState.Pending })).map((record) => toRow(record, ttl.value, now));
+    if (parsed.values.json === true) {
+      console.log(JSON.stringify(rows, null, 2));
+    } else if (rows.length === 0) {
+      console.log(`no pending operations in ${journal.path}`);
+    } else {
+      console.log(table(rows));
+      const expired = rows.filter((row) => row.state === 'expired').length;
+      console.log(
+        `\n${rows.length} pending operation${rows.length === 1 ? '' : 's'} in ${journal.path}` +
+          (expired > 0 ? ` (${expired} expired: reconcile them, \`oncely resume\` will not resend them)` : ''),
+      );
+    }
+    return 0;
+  } finally {
+    await journal.close();
+  }
+}
+
+/**
+ * `oncely resume [--journal PATH] [--token TOKEN] [--json]`: sends every pending operation
+ * again. Exit code 0 when every one of them settled (succeeded or failed), 1 when some are
+ * still pending, expired or held by another process.
+ *
+ * @example
+ * ```ts
+ * process.exitCode = await resume(['--journal', './jobs.db', '--token', 'test_acme']);
+ * ```
+ */
+export async function resume(argv: readonly string[]): Promise<number> {
+  const parsed = parseCommandArgs(argv, resumeSpec);
+  if (!parsed.ok) return reportParseFailure(parsed);
+  const ttl = readTtl(parsed.values['key-ttl']);
+  if (!ttl.ok) return reportParseFailure(usageError(resumeSpec, ttl.problem));
+  const token = parsed.values.token ?? process.env['ONCELY_TOKEN'];
+  const journal = sqliteJournal(parsed.values.journal === undefined ? {} : { path: parsed.values.journal });
+  try {
+    const first = (await journal.list({ state: OperationState.Pending, limit: 1 }))[0];
+    if (first === undefined) {
+      if (parsed.values.json === true) console.log('[]');
+      else console.log(`nothing to resume in ${journal.path}`);
+      return 0;
+    }
+    // Every record holds its absolute URL; the base URL only has to be a valid one.
+    const client = createClient({
+      baseUrl: new URL(first.url).origin,
+      headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+      journal,
+      keyTtlMs: ttl.value,
+    });
+    const outcomes = await client.resume();
+    const lines = outcomes.map((outcome) => {
+      switch (outcome.state) {
+        case 'succeeded':
+          return { key: outcome.key, state: outcome.state, status: outcome.result.status, replayed: outcome.result.replayed };
+        case 'skipped':
+          return { key: outcome.key, state: outcome.state, detail: 'another process holds its claim' };
+        default:
+          return { key: outcome.key, state: outcome.state, detail: outcome.error.message };
+      }
+    });
+    const unsettled = lines.filter((line) => line.state !== 'succeeded' && line.state !== 'failed').length;
+    if (parsed.values.json === true) {
+      console.log(JSON.stringify(lines, null, 2));
+    } else {
+      for (const line of lines) {
+        const what = 'status' in line ? `${line.status}${line.replayed ? ' (replayed)' : ''}` : line.detail;
+        console.log(`${line.key}  ${line.state.padEnd(9)}  ${what}`);
+      }
+      const settled = lines.length - unsettled;
+      console.log(`\nresumed ${lines.length}: ${settled} settled, ${unsettled} still without a final outcome`);
+    }
+    return unsettled === 0 ? 0 : 1;
+  } finally {
+    await journal.close();
+  }
+}

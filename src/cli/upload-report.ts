@@ -1,0 +1,153 @@
+/**
+ * The uploader's tally and final report: every valid row ends as executed, replayed, declined
+ * or pending (outcome unknown), every other row as invalid with its line and why.
+ *
+ * Counts are exact; the per-row lists are capped so a million bad rows cannot exhaust memory.
+ *
+ * @module
+ */
+
+/** Outcomes of a row. */
+export const RowOutcome = {
+  /** Sent and executed now (2xx, not a replay). */
+  Executed: 'executed',
+  /** Already settled: the journal or the server answered with the stored result. */
+  Replayed: 'replayed',
+  /** A final refusal (402 declined, 422 key reused with another body, 400…). */
+  Declined: 'declined',
+  /** No final outcome yet (retries exhausted on an unknown outcome, or stopped): resumable. */
+  Pending: 'pending',
+  /** Cannot be sent: the row is malformed. */
+  Invalid: 'invalid',
+} as const;
+
+/** One of {@link RowOutcome}'s values. */
+export type RowOutcome = (typeof RowOutcome)[keyof typeof RowOutcome];
+
+/** A row that did not simply succeed, as listed in the report. */
+export interface RowProblem {
+  readonly line: number;
+  readonly key?: string;
+  readonly status?: number;
+  readonly reason: string;
+}
+
+/** The report of one upload run (also written by `--report FILE`). */
+export interface UploadReport {
+  readonly file: string;
+  readonly url: string | null;
+  readonly dryRun: boolean;
+  /** Whether Ctrl-C (SIGINT) stopped the run before every row was sent. */
+  readonly interrupted: boolean;
+  readonly rows: number;
+  readonly valid: number;
+  readonly executed: number;
+  readonly replayed: number;
+  readonly declined: number;
+  readonly pending: number;
+  readonly invalid: number;
+  readonly elapsedMs: number;
+  readonly rowsPerSecond: number;
+  /** Up to {@link MAX_LISTED} rows per list; the counts above are always exact. */
+  readonly invalidRows: readonly RowProblem[];
+  readonly declinedRows: readonly RowProblem[];
+  readonly pendingRows: readonly RowProblem[];
+  /** Every valid row has a final outcome (executed, replayed or declined). */
+  readonly complete: boolean;
+}
+
+/** How many rows each list of the report keeps. */
+export const MAX_LISTED = 1000;
+
+/** Accumulates outcomes as rows finish; see {@link createTally}. */
+export interface Tally {
+  readonly counts: Record<Exclude<RowOutcome, 'invalid'> | 'invalid', number>;
+  record(outcome: RowOutcome, problem?: RowProblem): void;
+  report(base: { file: string; url: string | null; dryRun: boolean; interrupted: boolean; rows: number; elapsedMs: number }): UploadReport;
+}
+
+/**
+ * Creates an empty tally.
+ *
+ * @example
+ * ```ts
+ * const tally = createTally();
+ * tally.record('invalid', { line: 7, reason: 'amount "x" is not an integer' });
+ * ```
+ */
+export function createTally(): Tally {
+  const counts = { executed: 0, replayed: 0, declined: 0, pending: 0, invalid: 0 };
+  const lists: Record<'invalid' | 'declined' | 'pending', RowProblem[]> = { invalid: [], declined: [], pending: [] };
+  return {
+    counts,
+    record(outcome, problem) {
+      counts[outcome] += 1;
+      if (problem !== undefined && (outcome === 'invalid' || outcome === 'declined' || outcome === 'pending')) {
+        if (lists[outcome].length < MAX_LISTED) lists[outcome].push(problem);
+      }
+    },
+    report(base) {
+      // Rows not reached (an interrupted run) count as valid until read: they are unsent, not bad.
+      const valid = base.rows - counts.invalid;
+      const byLine = (a: RowProblem, b: RowProblem): number => a.line - b.line;
+      return {
+        ...base,
+        valid,
+        ...counts,
+        rowsPerSecond: base.elapsedMs > 0 ? Math.round((base.rows * 1000) / base.elapsedMs) : 0,
+        invalidRows: [...lists.invalid].sort(byLine),
+        declinedRows: [...lists.declined].sort(byLine),
+        pendingRows: [...lists.pending].sort(byLine),
+        complete: counts.pending === 0 && !base.interrupted,
+      };
+    },
+  };
+}
+
+function listing(title: string, rows: readonly RowProblem[], total: number): string[] {
+  if (total === 0) return [];
+  const lines = rows.map((row) => `  line ${row.line}: ${row.status === undefined ? '' : `${row.status} `}${row.reason}`);
+  if (total > rows.length) lines.push(`  … and ${total - rows.length} more`);
+  return ['', `${title}:`, ...lines];
+}
+
+/**
+ * Renders the report for a person.
+ *
+ * @example
+ * ```ts
+ * console.log(renderReport(tally.report({ file, url, dryRun: false, interrupted: false, rows, elapsedMs })));
+ * ```
+ */
+export function renderReport(report: UploadReport): string {
+  const head = report.dryRun
+    ? `dry run of ${report.file}: nothing was sent`
+    : `${report.interrupted ? 'stopped' : 'uploaded'} ${report.file} → ${report.url ?? ''} in ${(report.elapsedMs / 1000).toFixed(1)}s (${report.rowsPerSecond} rows/s)`;
+  const figures: Array<[string, number]> = report.dryRun
+    ? [
+        ['rows', report.rows],
+        ['valid', report.valid],
+        ['invalid', report.invalid],
+      ]
+    : [
+        ['rows', report.rows],
+        ['executed', report.executed],
+        ['replayed', report.replayed],
+        ['declined', report.declined],
+        ['pending', report.pending],
+        ['invalid', report.invalid],
+      ];
+  const verdict = report.dryRun
+    ? []
+    : report.complete
+      ? ['', 'every valid row has a final outcome']
+      : ['', `${report.valid - report.executed - report.replayed - report.declined} valid rows have no final outcome yet: run the same command again to resume`];
+  return [
+    head,
+    ...figures.map(([name, value]) => `  ${name.padEnd(9)} ${String(value).padStart(9)}`),
+    ...listing('invalid rows', report.invalidRows, report.invalid),
+    ...listing('declined rows', report.declinedRows, report.declined),
+    ...listing('pending rows (outcome unknown)', report.pendingRows, report.pending),
+    ...verdict,
+  ].join('\n');
+}

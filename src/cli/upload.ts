@@ -1,0 +1,321 @@
+/**
+ * `oncely upload FILE.csv`: one idempotent POST per row, keyed by the row's natural reference,
+ * resumable after a crash or Ctrl-C by running the same command again.
+ *
+ * ```
+ * pass 1  read the whole file: UTF-8? header? how many rows?   ── a bad file stops here, nothing sent
+ * pass 2  read again, 500 rows at a time:
+ *           map rows → invalid (reported with line) | {key, body}
+ *           journal.putMany(batch)  ── durable before any of them is sent
+ *           already settled in the journal → counted, not resent
+ *           otherwise → send through the client (≤ --concurrency at once; reading waits for a slot)
+ * ```
+ *
+ * Memory stays flat: only the current batch and the requests in flight are held.
+ *
+ * @module
+ */
+import { createReadStream } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { createClient } from '../client/create-client.js';
+import { isOncelyError } from '../errors.js';
+import { fingerprint } from '../fingerprint.js';
+import { sqliteJournal } from '../journal/sqlite.node.js';
+import { OperationState, type NewOperation } from '../journal/types.js';
+import { deriveKey } from '../keys.js';
+import { parseCommandArgs, readInteger, readList, reportParseFailure, usageError } from './args.js';
+import { CsvFileError, readCsvBatches, type CsvRecord } from './upload-csv.js';
+import { createProgress, type Progress } from './upload-progress.js';
+import { createTally, renderReport, type Tally, type UploadReport } from './upload-report.js';
+import { DEFAULT_KEY_COLUMNS, createRowMapper, isInvalidRow, type RowMapper, type RowUpload } from './upload-rows.js';
+
+const spec = {
+  name: 'upload',
+  positionals: 'FILE.csv',
+  description:
+    'POST every row of a CSV file exactly once. Each row\'s key is derived from its key columns, so running the same ' +
+    'command again after a crash or Ctrl-C resumes, and resubmitting a finished file changes nothing. ' +
+    'Exit code 0 only when every valid row has a final outcome.',
+  options: {
+    url: { type: 'string', value: 'URL', help: 'endpoint every row is POSTed to, e.g. http://127.0.0.1:8787/v1/payments' },
+    token: { type: 'string', value: 'TOKEN', help: 'bearer token (default: $ONCELY_TOKEN); never journaled' },
+    concurrency: { type: 'string', value: 'N', help: 'requests in flight at once (default 8)' },
+    journal: { type: 'string', value: 'PATH', help: 'journal file (default: $ONCELY_JOURNAL, else ~/.oncely/journal.db)' },
+    'key-columns': { type: 'string', value: 'a,b,c', help: `columns the key is derived from (default ${DEFAULT_KEY_COLUMNS.join(',')})` },
+    'body-columns': { type: 'string', value: 'x,y', help: 'columns sent as the JSON body (default: every other column)' },
+    namespace: { type: 'string', value: 'UUID', help: 'uuid5 namespace of the derived keys (default: oncely\'s)' },
+    'dry-run': { type: 'boolean', help: 'check the file and derive the keys; send and journal nothing' },
+    report: { type: 'string', value: 'FILE', help: 'also write the final report as JSON to FILE' },
+  },
+} as const;
+
+/** Rows journaled per transaction. */
+const BATCH_SIZE = 500;
+/** Read buffer: large enough that parsing, not I/O, sets the pace. */
+const CHUNK_BYTES = 256 * 1024;
+
+/** Settings of one run, resolved once from the arguments. */
+interface UploadSettings {
+  readonly file: string;
+  readonly url: string | undefined;
+  readonly token: string | undefined;
+  readonly concurrency: number;
+  readonly journalPath: string | undefined;
+  readonly keyColumns: readonly string[];
+  readonly bodyColumns: readonly string[] | undefined;
+  readonly namespace: string | undefined;
+  readonly dryRun: boolean;
+  readonly reportPath: string | undefined;
+}
+
+function chunks(file: string): AsyncIterable<Uint8Array> {
+  return createReadStream(file, { highWaterMark: CHUNK_BYTES });
+}
+
+/** Pass 1: proves the file is readable CSV with a usable header and counts its data rows. */
+async function inspect(settings: UploadSettings): Promise<{ rows: number } | { problem: string }> {
+  let header: CsvRecord | undefined;
+  let rows = 0;
+  try {
+    for await (const batch of readCsvBatches(chunks(settings.file))) {
+      for (const record of batch) {
+        if (header === undefined) {
+          header = record;
+          const made = createRowMapper(header, settings);
+          if (!made.ok) return { problem: made.problem };
+        } else {
+          rows += 1;
+        }
+      }
+    }
+  } catch (error) {
+    if (error instanceof CsvFileError) return { problem: error.message };
+    const code = (error as { code?: unknown }).code;
+    if (code === 'ENOENT' || code === 'EISDIR' || code === 'EACCES') return { problem: `cannot read ${settings.file} (${String(code)})` };
+    throw error;
+  }
+  if (header === undefined) return { problem: 'the file is empty: it needs a header line and at least one row' };
+  return { rows };
+}
+
+/** Pass 2, row by row: yields batches of valid rows and records invalid ones in the tally. */
+async function* validBatches(settings: UploadSettings, tally: Tally, stop: () => boolean): AsyncGenerator<RowUpload[]> {
+  let map: RowMapper | undefined;
+  let batch: RowUpload[] = [];
+  for await (const records of readCsvBatches(chunks(settings.file))) {
+    for (const record of records) {
+      if (map === undefined) {
+        const made = createRowMapper(record, settings);
+        if (!made.ok) throw new CsvFileError(made.problem, record.line);
+        map = made.map;
+        continue;
+      }
+      const row = map(record);
+      if (isInvalidRow(row)) {
+        tally.record('invalid', { line: row.line, reason: row.reason });
+      } else {
+        batch.push(row);
+        if (batch.length >= BATCH_SIZE) {
+          yield batch;
+          batch = [];
+        }
+      }
+    }
+    if (stop()) return;
+  }
+  if (batch.length > 0) yield batch;
+}
+
+function resolveSettings(argv: readonly string[]): { ok: true; settings: UploadSettings } | { ok: false; exitCode: 0 | 2; message: string } {
+  const parsed = parseCommandArgs(argv, spec);
+  if (!parsed.ok) return parsed;
+  const values = parsed.values;
+  const file = parsed.positionals[0];
+  if (file === undefined) return usageError(spec, 'give the CSV file to upload');
+  const dryRun = values['dry-run'] === true;
+  const token = values.token ?? process.env['ONCELY_TOKEN'];
+  if (!dryRun && values.url === undefined) return usageError(spec, '--url is required (the endpoint every row is POSTed to)');
+  if (values.url !== undefined && !URL.canParse(values.url)) return usageError(spec, `--url ${JSON.stringify(values.url)} is not an absolute URL`);
+  if (!dryRun && token === undefined) return usageError(spec, '--token (or $ONCELY_TOKEN) is required');
+  const concurrency = readInteger('concurrency', values.concurrency, 8, 1, 1024);
+  if (!concurrency.ok) return usageError(spec, concurrency.problem);
+  const namespace = values.namespace;
+  if (namespace !== undefined) {
+    try {
+      deriveKey(namespace, 'check');
+    } catch {
+      return usageError(spec, `--namespace must be a UUID, got ${JSON.stringify(namespace)}`);
+    }
+  }
+  const keyColumns = readList(values['key-columns'], DEFAULT_KEY_COLUMNS);
+  if (keyColumns.length === 0) return usageError(spec, '--key-columns needs at least one column');
+  const bodyColumns = values['body-columns'] === undefined ? undefined : readList(values['body-columns'], []);
+  return {
+    ok: true,
+    settings: {
+      file,
+      url: values.url,
+      token,
+      concurrency: concurrency.value,
+      journalPath: values.journal,
+      keyColumns,
+      bodyColumns,
+      namespace,
+      dryRun,
+      reportPath: values.report,
+    },
+  };
+}
+
+/**
+ * `oncely upload FILE.csv --url URL --token TOKEN [...]`. Exit codes: 0 every valid row has a
+ * final outcome; 1 some rows are still pending, or the file cannot be read (nothing sent);
+ * 2 usage error; 130 stopped by Ctrl-C (run it again to resume).
+ *
+ * @example
+ * ```ts
+ * process.exitCode = await upload(['payroll.csv', '--url', 'http://127.0.0.1:8787/v1/payments', '--token', 'test_acme']);
+ * ```
+ */
+export async function upload(argv: readonly string[]): Promise<number> {
+  const resolved = resolveSettings(argv);
+  if (!resolved.ok) return reportParseFailure(resolved);
+  const { settings } = resolved;
+  const started = Date.now();
+
+  const inspected = await inspect(settings);
+  if ('problem' in inspected) {
+    console.error(`oncely upload: ${settings.file}: ${inspected.problem}\nnothing was sent.`);
+    return 1;
+  }
+  const tally = createTally();
+  const progress = createProgress({ total: inspected.rows, stream: process.stderr, unit: 'rows' });
+  let interrupted = false;
+  const finish = async (): Promise<number> => {
+    const report: UploadReport = tally.report({
+      file: settings.file,
+      url: settings.dryRun ? null : (settings.url ?? null),
+      dryRun: settings.dryRun,
+      interrupted,
+      rows: inspected.rows,
+      elapsedMs: Date.now() - started,
+    });
+    console.log(renderReport(report));
+    if (settings.reportPath !== undefined) await writeFile(settings.reportPath, `${JSON.stringify(report, null, 2)}\n`);
+    if (interrupted) return 130;
+    return settings.dryRun || report.complete ? 0 : 1;
+  };
+
+  if (settings.dryRun) {
+    // Reading every batch derives every key and records the invalid rows; nothing is kept.
+    let read = 0;
+    for await (const batch of validBatches(settings, tally, () => false)) {
+      read += batch.length;
+      progress.update(read, tally.counts);
+    }
+    return finish();
+  }
+  await send(settings, tally, progress, (value) => {
+    interrupted = value;
+  });
+  return finish();
+}
+
+/** Pass 2 for real: journal in batches, send with bounded concurrency, stop cleanly on SIGINT. */
+async function send(
+  settings: UploadSettings,
+  tally: Tally,
+  progress: Progress,
+  setInterrupted: (value: boolean) => void,
+): Promise<void> {
+  const target = new URL(settings.url as string);
+  const path = target.pathname + target.search;
+  const journal = sqliteJournal(settings.journalPath === undefined ? {} : { path: settings.journalPath });
+  const abort = new AbortController();
+  const client = createClient({
+    baseUrl: target.origin,
+    headers: { authorization: `Bearer ${settings.token as string}` },
+    journal,
+    signal: abort.signal,
+    // A rerun after a kill waits at most this long for the dead process's claims to run out.
+    claimTtlMs: 5_000,
+  });
+  const onSigint = (): void => {
+    if (abort.signal.aborted) process.exit(130); // a second Ctrl-C: leave now, the journal is consistent
+    setInterrupted(true);
+    process.stderr.write('\nstopping: finishing the journal writes; run the same command again to resume\n');
+    abort.abort(new Error('stopped by Ctrl-C'));
+  };
+  process.on('SIGINT', onSigint);
+
+  let done = 0;
+  const counted = (): void => {
+    done += 1;
+    progress.update(done, tally.counts);
+  };
+  const inFlight = new Set<Promise<void>>();
+  const sendRow = async (row: RowUpload): Promise<void> => {
+    try {
+      const op = await client.prepare('POST', path, { key: row.key, body: row.body, headers: { 'content-type': 'application/json' } });
+      const result = await op.send();
+      tally.record(result.replayed ? 'replayed' : 'executed');
+    } catch (error) {
+      if (isOncelyError(error) && (error.code === 'OPERATION_PENDING' || error.code === 'ABORTED')) {
+        tally.record('pending', { line: row.line, key: row.key, reason: error.message });
+      } else {
+        const status = (error as { status?: unknown }).status;
+        tally.record('declined', {
+          line: row.line,
+          key: row.key,
+          ...(typeof status === 'number' ? { status } : {}),
+          reason: error instanceof Error ? error.message : String(error),
+        });
+      }
+    }
+    counted();
+  };
+
+  try {
+    for await (const batch of validBatches(settings, tally, () => abort.signal.aborted)) {
+      if (abort.signal.aborted) break;
+      const operations: NewOperation[] = await Promise.all(
+        batch.map(async (row) => ({
+          key: row.key,
+          method: 'POST',
+          url: target.href,
+          headers: { 'content-type': 'application/json' },
+          body: row.body,
+          fingerprint: await fingerprint('POST', path, row.body, { contentType: 'application/json' }),
+        })),
+      );
+      // Durable before any row of the batch is sent: a crash from here on loses nothing.
+      const outcomes = await journal.putMany(operations);
+      for (const [index, outcome] of outcomes.entries()) {
+        const row = batch[index] as RowUpload;
+        const { record } = outcome;
+        if (!outcome.created && record.fingerprint !== operations[index]?.fingerprint) {
+          tally.record('declined', { line: row.line, key: row.key, reason: 'the journal holds a different request under this row\'s key (the row changed since it was sent)' });
+          counted();
+        } else if (record.state === OperationState.Succeeded) {
+          tally.record('replayed');
+          counted();
+        } else if (record.state === OperationState.Failed) {
+          tally.record('declined', { line: row.line, key: row.key, ...(record.lastStatus === null ? {} : { status: record.lastStatus }), reason: 'declined on an earlier run' });
+          counted();
+        } else {
+          if (abort.signal.aborted) break;
+          const task = sendRow(row).finally(() => inFlight.delete(task));
+          inFlight.add(task);
+          // Backpressure: reading waits while every slot is busy, so memory stays flat.
+          while (inFlight.size >= settings.concurrency) await Promise.race(inFlight);
+        }
+      }
+    }
+    await Promise.all(inFlight);
+    progress.finish(done, tally.counts);
+  } finally {
+    process.off('SIGINT', onSigint);
+    await client.close();
+    await journal.close();
+  }
+}
