@@ -1,0 +1,148 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { createInProcess, payment, type InProcess } from './in-process.js';
+
+let t: InProcess;
+afterEach(async () => {
+  await t.app.close(0);
+});
+
+/** Keys a well-behaved Headers object can carry; control characters and two raw header lines are tested over HTTP. */
+export const MALFORMED_KEYS: ReadonlyArray<readonly [string, string]> = [
+  ['empty', ''],
+  ['256 characters', 'k'.repeat(256)],
+  ['1000 characters', 'k'.repeat(1000)],
+  ['a quoted 256-character key', `"${'k'.repeat(256)}"`],
+  ['an inner space', 'order 123'],
+  ['an inner tab', 'order\t123'],
+  ['a lone double quote', '"'],
+  ['an empty sf-string', '""'],
+  ['an unclosed sf-string', '"abc'],
+  ['a trailing quote only', 'abc"'],
+  ['single quotes', "'abc'"],
+  ['a quote in the middle', 'ab"c'],
+  ['a comma (two keys joined)', 'a,b'],
+  ['a semicolon', 'a;b'],
+  ['a backslash', 'a\\b'],
+  ['an asterisk', 'a*b'],
+  ['a hash', 'a#b'],
+  ['a question mark', 'a?b'],
+  ['a percent escape', 'a%20b'],
+  ['an ampersand', 'a&b'],
+  ['a pipe', 'a|b'],
+  ['braces', '{key}'],
+  ['brackets', '[key]'],
+  ['parentheses', '(key)'],
+  ['an exclamation mark', 'key!'],
+  ['a dollar sign', '$key'],
+  ['a caret', 'a^b'],
+  ['backticks', '`key`'],
+  ['angle brackets (markup)', '<script>alert(1)</script>'],
+  ['SQL text', "'; DROP TABLE oncely_keys; --"],
+  ['a SQL tautology', "1' OR '1'='1"],
+  ['a Latin-1 letter', 'clé'],
+  ['a no-break space', 'a\u00a0b'],
+  ['a Latin-1 control character (NEL)', 'a\u0085b'],
+  ['a sf-string with an inner space', '"a b"'],
+  ['a sf-string with an escaped quote', '"a\\"b"'],
+];
+
+describe('reference app in-process: keys and callers', () => {
+  it(`answers 400 to each of ${MALFORMED_KEYS.length} malformed keys and stores nothing`, async () => {
+    t = await createInProcess();
+    expect(MALFORMED_KEYS.length).toBeGreaterThanOrEqual(30);
+    for (const [name, key] of MALFORMED_KEYS) {
+      const response = await t.post(key, payment());
+      expect({ name, status: response.status }).toEqual({ name, status: 400 });
+    }
+    expect(await t.count('oncely_keys')).toBe(0);
+    expect(await t.count('payments')).toBe(0);
+    expect((await t.getJson<{ count: number }>('/v1/ledger')).count).toBe(0);
+    expect(await t.count('rail_charges')).toBe(0);
+  });
+
+  it('answers 400 to two Idempotency-Key headers and stores nothing', async () => {
+    t = await createInProcess();
+    const headers = new Headers();
+    headers.append('idempotency-key', 'key-a');
+    headers.append('idempotency-key', 'key-b');
+    const response = await t.post(null, payment(), { headers });
+    expect(response.status).toBe(400);
+    expect(await t.count('oncely_keys')).toBe(0);
+  });
+
+  it('accepts every character of the key alphabet, a 255-character key and an RFC 8941 sf-string', async () => {
+    t = await createInProcess();
+    for (const key of ['AZaz09_.:~@/+=-', 'k'.repeat(255)]) expect((await t.post(key, payment())).status).toBe(201);
+    const quoted = await t.post('"quoted-1"', payment());
+    expect(quoted.status).toBe(201);
+    expect(quoted.headers.get('idempotency-key')).toBe('quoted-1');
+    expect((await t.post('quoted-1', payment())).headers.get('idempotency-replay')).toBe('true');
+    const key = await t.getJson<Record<string, unknown>>(`/v1/idempotency-keys/${encodeURIComponent('AZaz09_.:~@/+=-')}`);
+    expect(key['state']).toBe('finished');
+    expect(await t.count('ledger_entries')).toBe(3);
+  });
+
+  it('runs another caller using the same key string as its own operation, each executed once', async () => {
+    t = await createInProcess();
+    const acme = await t.post('shared-key', payment(100));
+    const globex = await t.post('shared-key', payment(200), { token: 'test_globex' });
+    expect(acme.status).toBe(201);
+    expect(globex.status).toBe(201);
+    expect(globex.headers.get('idempotency-replay')).toBeNull();
+    const acmeId = ((await acme.json()) as { id: string }).id;
+    const globexId = ((await globex.json()) as { id: string }).id;
+    expect(acmeId).not.toBe(globexId);
+    expect((await t.getJson<{ count: number }>('/v1/ledger')).count).toBe(1);
+    expect((await t.getJson<{ count: number }>('/v1/ledger', 'test_globex')).count).toBe(1);
+    expect((await t.getJson<{ count: number }>('/v1/rail/charges', 'test_globex')).count).toBe(1);
+    // The derived keys differ across callers, so the rail saw two instructions, not a replay.
+    expect(await t.count('rail_charges')).toBe(2);
+  });
+
+  it("answers 404 to another caller's key and payment, exactly like a key or payment that does not exist", async () => {
+    t = await createInProcess();
+    const acme = await t.post('acme-only', payment());
+    const id = ((await acme.json()) as { id: string }).id;
+    const foreignKey = await t.get('/v1/idempotency-keys/acme-only', 'test_globex');
+    const missingKey = await t.get('/v1/idempotency-keys/never-used', 'test_globex');
+    expect(foreignKey.status).toBe(404);
+    expect(await foreignKey.text()).toBe(await missingKey.text());
+    expect((await t.get(`/v1/payments/${id}`, 'test_globex')).status).toBe(404);
+    expect((await t.get('/v1/payments/pay_missing', 'test_globex')).status).toBe(404);
+    expect((await t.get(`/v1/payments/${id}`)).status).toBe(200);
+    // The foreign lookups changed nothing and did not block globex from using the key itself.
+    expect((await t.post('acme-only', payment(), { token: 'test_globex' })).status).toBe(201);
+  });
+
+  it('reports a key with its state, recovery point, response status and retention window', async () => {
+    t = await createInProcess({ ttlMs: 3_600_000 });
+    await t.post('pay-1', payment());
+    const key = await t.getJson<Record<string, string | number>>('/v1/idempotency-keys/pay-1');
+    expect(key).toMatchObject({ key: 'pay-1', state: 'finished', response_status: 201 });
+    expect(Date.parse(String(key['expires_at'])) - Date.parse(String(key['created_at']))).toBe(3_600_000);
+  });
+
+  it('uses the caller map of --clients and refuses the demo tokens then', async () => {
+    t = await createInProcess({ clients: { tok_one: 'one' } });
+    expect((await t.post('pay-1', payment(), { token: 'tok_one' })).status).toBe(201);
+    expect((await t.post('pay-1', payment(), { token: 'test_acme' })).status).toBe(401);
+    expect(t.app.clients.ids).toEqual(['one']);
+  });
+
+  it('answers /healthz with the store dialect and /metrics in Prometheus text with request outcomes', async () => {
+    t = await createInProcess();
+    await t.post('pay-1', payment());
+    await t.post('pay-1', payment());
+    expect(await (await t.get('/healthz', null)).json()).toEqual({ status: 'ok', store: 'sqlite' });
+    const metrics = await (await t.get('/metrics', null)).text();
+    expect(metrics).toContain('oncely_requests_total{outcome="executed"} 1');
+    expect(metrics).toContain('oncely_requests_total{outcome="replayed"} 1');
+  });
+
+  it('answers 503 to every request once shutdown has begun', async () => {
+    t = await createInProcess();
+    const closing = t.app.close(0);
+    expect((await t.post('pay-1', payment())).status).toBe(503);
+    await closing;
+  });
+});
