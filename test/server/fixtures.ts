@@ -128,7 +128,7 @@ export async function createTestApp(
   const handler = createIdempotencyHandler({
     ...options,
     store,
-    operations: [paymentOperation(risk, rail) as IdempotentOperation<unknown>],
+    operations: [paymentOperation(risk, rail)],
     authenticate: (request) => TOKENS[(request.headers.get('authorization') ?? '').replace(/^Bearer /, '')] ?? null,
   });
   return {
