@@ -1,0 +1,22 @@
+/** Shared set-up of the client tests: a client against the msw fake with fast retries. */
+import { createClient, type Client, type ClientOptions } from '../../src/client/create-client.js';
+import { memoryJournal } from '../../src/journal/memory.js';
+import type { Journal } from '../../src/journal/types.js';
+import { BASE_URL } from '../support/protocol-server.js';
+
+export const TOKEN = 'Bearer test_acme';
+export const PAYMENT = { amount: 1250, currency: 'EUR', reference: 'inv-7' } as const;
+
+/**
+ * A client with a memory journal, a credential header and retries of about a millisecond
+ * (Retry-After capped at 20 ms), so retry paths run fast with real timers.
+ */
+export function testClient(overrides: Partial<ClientOptions> = {}): Client & { readonly journal: Journal } {
+  return createClient({
+    baseUrl: BASE_URL,
+    headers: { authorization: TOKEN, 'x-tenant': 'acme' },
+    journal: memoryJournal(),
+    ...overrides,
+    retry: { backoffMs: 1, jitter: false, maxRetryAfterMs: 20, ...overrides.retry },
+  });
+}
