@@ -1,0 +1,142 @@
+/**
+ * A tiny "query + transaction" runner over the two PostgreSQL engines the store accepts: a `pg`
+ * pool (production, many server instances) and an in-process PGlite (tests on machines without a
+ * server). The store's SQL is the same for both; only how a statement reaches the engine differs.
+ *
+ * @module
+ */
+import pg from 'pg';
+
+/** What a statement returned: its rows and how many rows it changed (or returned). */
+export interface QueryResult<T> {
+  readonly rows: T[];
+  readonly rowCount: number;
+}
+
+/**
+ * Runs one statement on a connection or inside a transaction. Without `params` the text may hold
+ * several statements (a DDL script) and the last one's result is returned.
+ */
+export type Query = <T = Record<string, unknown>>(sql: string, params?: readonly unknown[]) => Promise<QueryResult<T>>;
+
+/** One engine, as the store sees it. */
+export interface Runner {
+  readonly query: Query;
+  /** `BEGIN … COMMIT` on one connection; a throw rolls back and rethrows. */
+  transaction<T>(work: (query: Query) => Promise<T>): Promise<T>;
+  /** Ends the pool when the store created it; an injected pool or PGlite belongs to its owner. */
+  close(): Promise<void>;
+}
+
+/**
+ * The part of a PGlite instance the store uses (structural, so `@electric-sql/pglite` stays a
+ * development dependency of this package).
+ */
+export interface PgliteLike extends PgliteQueryable {
+  transaction<T>(work: (tx: PgliteQueryable) => Promise<T>): Promise<T>;
+}
+
+/** A PGlite instance or transaction: `query` runs one statement, `exec` a script. */
+export interface PgliteQueryable {
+  query<T>(sql: string, params?: unknown[]): Promise<PgliteResults<T>>;
+  exec(sql: string): Promise<Array<PgliteResults<unknown>>>;
+}
+
+/** PGlite's result shape (the fields the store reads). */
+export interface PgliteResults<T> {
+  rows: T[];
+  affectedRows?: number;
+}
+
+/** Options of {@link createPgRunner}. */
+export interface PgRunnerOptions {
+  readonly connectionString?: string | undefined;
+  readonly pool?: pg.Pool | undefined;
+  /** PostgreSQL schema the pool's sessions look in first (`search_path`). */
+  readonly schema: string;
+  readonly connectTimeoutMs: number;
+  readonly statementTimeoutMs: number;
+  readonly max: number;
+}
+
+/**
+ * A runner over a `pg` pool: its own (from a connection string) or one the caller passes in.
+ *
+ * Fail closed: `connectionTimeoutMillis` makes every call reject within `connectTimeoutMs` when
+ * the server is unreachable, and the pool opens fresh connections once it is back, so the store
+ * recovers with no restart. Idle connections killed by a server restart surface as pool `error`
+ * events; without a listener Node would crash the whole process on them.
+ */
+export function createPgRunner(options: PgRunnerOptions): Runner {
+  const owned = options.pool === undefined;
+  const pool =
+    options.pool ??
+    new pg.Pool({
+      connectionString: options.connectionString,
+      max: options.max,
+      connectionTimeoutMillis: options.connectTimeoutMs,
+      // Set per session at connect time: no extra round trip per checkout.
+      options: `-c search_path=${options.schema},public -c statement_timeout=${options.statementTimeoutMs}`,
+    });
+  if (owned) pool.on('error', () => undefined);
+  else pool.on('connect', (client) => void client.query(`SET search_path = ${options.schema}, public`).catch(() => undefined));
+
+  const over =
+    (client: pg.Pool | pg.PoolClient): Query =>
+    async <T>(sql: string, params?: readonly unknown[]) => {
+      // Without values pg uses the simple protocol, which runs scripts and answers one result each.
+      const results: pg.QueryResult | pg.QueryResult[] = await client.query(sql, params as unknown[] | undefined);
+      const result = Array.isArray(results) ? results[results.length - 1]! : results;
+      return { rows: result.rows as T[], rowCount: result.rowCount ?? result.rows.length };
+    };
+
+  return {
+    query: over(pool),
+    async transaction<T>(work: (query: Query) => Promise<T>): Promise<T> {
+      const client = await pool.connect();
+      let broken: Error | undefined;
+      try {
+        await client.query('BEGIN');
+        const result = await work(over(client));
+        await client.query('COMMIT');
+        return result;
+      } catch (error) {
+        // A failed ROLLBACK means the connection itself is gone: destroy it instead of pooling it.
+        await client.query('ROLLBACK').catch((rollbackError: Error) => {
+          broken = rollbackError;
+        });
+        throw error;
+      } finally {
+        client.release(broken);
+      }
+    },
+    close: async () => {
+      if (owned) await pool.end();
+    },
+  };
+}
+
+/**
+ * A runner over PGlite. PGlite is one single-user backend: its own transaction lock queues every
+ * other query until a transaction ends, so interleaved async work cannot leak into it. Several
+ * stores (schemas) may share one instance, so each transaction sets its own `search_path`: the
+ * app's unqualified SQL runs only inside transactions, the store's own SQL names its schema.
+ */
+export function createPgliteRunner(db: PgliteLike, schema: string): Runner {
+  const over =
+    (target: PgliteQueryable): Query =>
+    async <T>(sql: string, params?: readonly unknown[]) => {
+      const result = params === undefined ? (await target.exec(sql)).at(-1) : await target.query<T>(sql, [...params]);
+      const rows = (result?.rows ?? []) as T[];
+      return { rows, rowCount: result?.affectedRows ?? rows.length };
+    };
+  return {
+    query: over(db),
+    transaction: <T>(work: (query: Query) => Promise<T>) =>
+      db.transaction(async (tx) => {
+        await tx.query(`SET LOCAL search_path = ${schema}, public`);
+        return work(over(tx));
+      }),
+    close: async () => undefined,
+  };
+}

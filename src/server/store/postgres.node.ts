@@ -1,0 +1,327 @@
+/**
+ * The PostgreSQL KeyStore: the engine for many server instances on one database. The database
+ * arbitrates every race (admission, takeover, fencing) and is the only clock: lease expiry,
+ * `leaseRemainingMs`, `createdAt` and `expiresAt` all come from `now()`, so instances with skewed
+ * clocks still agree.
+ *
+ * The table, its daily partitions (reaped by dropping whole partitions) and why `(client_id, key)`
+ * stays unique across partitions are explained in `postgres-schema.node.ts`.
+ *
+ * Fail closed: when the database cannot be reached, every call rejects within `connectTimeoutMs`
+ * (the handler answers `503` + `Retry-After`), and the pool reconnects on its own when it returns.
+ *
+ * @module
+ */
+import type pg from 'pg';
+import { createPgRunner, createPgliteRunner, type PgliteLike, type Query, type Runner } from './postgres-runner.node.js';
+import { dropExpiredPartitions, ensurePartitions, migrate, type PartitionPlan } from './postgres-schema.node.js';
+import type { AppSchema, Fenced, FinalResponse, KeyRow, KeyStore, Lease, PhaseCommit, StoredResponse, Tx } from './types.js';
+
+export type { PgliteLike } from './postgres-runner.node.js';
+
+/** Options of {@link postgresKeyStore}: exactly one of `connectionString`, `pool` or `pglite`. */
+export interface PostgresKeyStoreOptions {
+  /**
+   * A libpq URL; the store creates (and on `close()` ends) its own `pg` pool.
+   * @example 'postgres://oncely@db.internal:5432/payments'
+   */
+  readonly connectionString?: string;
+  /** A `pg` pool owned by the caller (not ended by `close()`). */
+  readonly pool?: pg.Pool;
+  /** An in-process PGlite instance (tests, embedded use), owned by the caller. */
+  readonly pglite?: PgliteLike;
+  /**
+   * The PostgreSQL schema holding the key table and the app's tables; created if missing.
+   * Lower-case letters, digits and `_`.
+   * @default 'public'
+   */
+  readonly schema?: string;
+  /**
+   * Retention planned for: partitions are created this far ahead, and an in-flight row found in
+   * an expired partition gets this much more time. Admissions carry their own `ttlMs`.
+   * @default 86400000 (24 h)
+   */
+  readonly ttlMs?: number;
+  /**
+   * Width of one partition of the key table. Fixed when the table is first created.
+   * @default 86400000 (one day)
+   */
+  readonly partitionMs?: number;
+  /**
+   * How long a call waits for a connection before rejecting (fail closed).
+   * @default 2000
+   */
+  readonly connectTimeoutMs?: number;
+  /**
+   * `statement_timeout` of the store's own pool: a hung statement rejects instead of holding a
+   * request forever.
+   * @default 15000
+   */
+  readonly statementTimeoutMs?: number;
+  /**
+   * Connections in the store's own pool.
+   * @default 10
+   */
+  readonly maxConnections?: number;
+  /**
+   * Largest stored response body, in UTF-8 bytes: the key table is not a blob store. A larger
+   * final response makes `finish` throw (and commit nothing).
+   * @default 65536
+   */
+  readonly maxResponseBytes?: number;
+}
+
+const ROW = `client_id, key, request_hash, endpoint, request_body, state, recovery_point, data,
+  response_status, response_headers, response_body,
+  CASE WHEN lease_token IS NULL THEN NULL
+       ELSE greatest(0, ceil(extract(epoch FROM lease_until - now()) * 1000))::float8 END AS lease_remaining_ms,
+  attempts, floor(extract(epoch FROM created_at) * 1000)::float8 AS created_ms,
+  floor(extract(epoch FROM expires_at) * 1000)::float8 AS expires_ms`;
+
+interface RawRow {
+  client_id: string;
+  key: string;
+  request_hash: string;
+  endpoint: string;
+  request_body: string;
+  state: 'started' | 'finished';
+  recovery_point: string | null;
+  data: Record<string, unknown>;
+  response_status: number | null;
+  response_headers: Record<string, string> | null;
+  response_body: string | null;
+  lease_remaining_ms: number | null;
+  attempts: number;
+  created_ms: number;
+  expires_ms: number;
+}
+
+/** `to_jsonb(row)` from `oncely_admit`: timestamps as ISO strings, computed fields absent. */
+interface JsonRow extends Omit<RawRow, 'lease_remaining_ms' | 'created_ms' | 'expires_ms'> {
+  lease_until: string | null;
+  lease_token: string | null;
+  created_at: string;
+  expires_at: string;
+}
+
+const toRow = (raw: RawRow): KeyRow => ({
+  clientId: raw.client_id,
+  key: raw.key,
+  requestHash: raw.request_hash,
+  endpoint: raw.endpoint,
+  requestBody: raw.request_body,
+  state: raw.state,
+  recoveryPoint: raw.recovery_point,
+  data: raw.data,
+  response:
+    raw.response_status === null
+      ? null
+      : { status: raw.response_status, headers: raw.response_headers ?? {}, body: raw.response_body ?? '' },
+  leaseRemainingMs: raw.lease_remaining_ms,
+  attempts: raw.attempts,
+  createdAt: raw.created_ms,
+  expiresAt: raw.expires_ms,
+});
+
+/** Admission's row, with the lease computed against the database clock it was read with. */
+const fromJson = (json: JsonRow, nowMs: number): KeyRow =>
+  toRow({
+    ...json,
+    lease_remaining_ms:
+      json.lease_token === null || json.lease_until === null ? null : Math.max(0, Math.ceil(Date.parse(json.lease_until) - nowMs)),
+    created_ms: Date.parse(json.created_at),
+    expires_ms: Date.parse(json.expires_at),
+  });
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** Thrown inside a transaction to roll it back when the lease no longer holds the row. */
+class LeaseLost {}
+
+/**
+ * Opens a PostgreSQL KeyStore over a connection string, a `pg` pool or a PGlite instance. Call
+ * `migrate()` once before use; any number of instances may do so at the same time.
+ *
+ * @example
+ * ```ts
+ * import { postgresKeyStore } from 'oncely/server';
+ * const store = postgresKeyStore({ connectionString: process.env.DATABASE_URL, schema: 'oncely' });
+ * await store.migrate();
+ * ```
+ */
+export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
+  const schema = options.schema ?? 'public';
+  if (!SCHEMA_NAME.test(schema)) throw new RangeError(`postgresKeyStore: invalid schema name ${JSON.stringify(schema)}`);
+  const sources = [options.connectionString, options.pool, options.pglite].filter((source) => source !== undefined);
+  if (sources.length !== 1) throw new TypeError('postgresKeyStore: pass exactly one of connectionString, pool or pglite');
+  const ttlMs = options.ttlMs ?? 86_400_000;
+  const partitionMs = options.partitionMs ?? 86_400_000;
+  const maxResponseBytes = options.maxResponseBytes ?? 65_536;
+  const runner: Runner = options.pglite
+    ? createPgliteRunner(options.pglite, schema)
+    : createPgRunner({
+        connectionString: options.connectionString,
+        pool: options.pool,
+        schema,
+        connectTimeoutMs: options.connectTimeoutMs ?? 2000,
+        statementTimeoutMs: options.statementTimeoutMs ?? 15_000,
+        max: options.maxConnections ?? 10,
+      });
+  // Two partitions of slack past the retention, so the reaper can move in-flight rows forward.
+  const plan: PartitionPlan = { partitionMs, aheadMs: ttlMs + 2 * partitionMs };
+  const t = `${schema}.oncely_keys`;
+
+  const txOver = (query: Query): Tx => ({
+    dialect: 'postgres',
+    run: async (sql, params) => (await query(sql, params ?? [])).rowCount,
+    all: async <T extends object>(sql: string, params?: readonly unknown[]) => (await query<T>(sql, params ?? [])).rows,
+    get: async <T extends object>(sql: string, params?: readonly unknown[]): Promise<T | undefined> => {
+      const { rows } = await query<T>(sql, params ?? []);
+      return rows[0];
+    },
+  });
+
+  /**
+   * Work under a lease: lock the row only if `lease` still holds it (the row lock makes a
+   * concurrent takeover wait for this transaction and then find a fresh lease), run the work and
+   * `write`, commit. A lost lease commits nothing.
+   */
+  async function fenced<T>(lease: Lease, body: (query: Query, tx: Tx) => Promise<T>): Promise<Fenced<T>> {
+    try {
+      const value = await runner.transaction(async (query) => {
+        const { rows } = await query(
+          `SELECT 1 FROM ${t} WHERE client_id = $1 AND key = $2 AND state = 'started' AND lease_token = $3 FOR UPDATE`,
+          [lease.clientId, lease.key, lease.token],
+        );
+        if (rows.length === 0) throw new LeaseLost();
+        return body(query, txOver(query));
+      });
+      return { ok: true, value };
+    } catch (error) {
+      if (error instanceof LeaseLost) return { ok: false };
+      throw error;
+    }
+  }
+
+  const fenceArgs = (lease: Lease): string[] => [lease.clientId, lease.key, lease.token];
+
+  return {
+    dialect: 'postgres',
+
+    migrate: (app?: AppSchema) => migrate(runner, schema, app?.postgres, plan),
+
+    async admit(input) {
+      const args = [input.clientId, input.key, input.requestHash, input.endpoint, input.requestBody, input.leaseMs, input.ttlMs];
+      const sql = `SELECT a.owned, a.lease, a.row_json, floor(extract(epoch FROM now()) * 1000)::float8 AS now_ms
+                     FROM ${schema}.oncely_admit($1, $2, $3, $4, $5, $6, $7) a`;
+      type Admitted = { owned: boolean; lease: string | null; row_json: JsonRow; now_ms: number };
+      let result: { rows: Admitted[] };
+      try {
+        result = await runner.query<Admitted>(sql, args);
+      } catch (error) {
+        // 23514: no partition covers this expiry (a retention longer than planned): create it, retry.
+        if ((error as { code?: unknown }).code !== '23514') throw error;
+        const { rows } = await runner.query<{ at: number }>(`SELECT floor(extract(epoch FROM now()) * 1000)::float8 + $1 AS at`, [input.ttlMs]);
+        await ensurePartitions(runner, schema, { ...plan, alsoAt: rows[0]!.at });
+        result = await runner.query<Admitted>(sql, args);
+      }
+      const found = result.rows[0]!;
+      const row = fromJson(found.row_json, found.now_ms);
+      return found.owned && found.lease !== null
+        ? { owned: true, lease: { clientId: input.clientId, key: input.key, token: found.lease }, row }
+        : { owned: false, row };
+    },
+
+    async load(clientId, key) {
+      const { rows } = await runner.query<RawRow>(`SELECT ${ROW} FROM ${t} WHERE client_id = $1 AND key = $2`, [clientId, key]);
+      return rows[0] ? toRow(rows[0]) : undefined;
+    },
+
+    async takeOver(clientId, key, leaseMsForTakeover) {
+      const { rows } = await runner.query<{ lease_token: string }>(
+        `UPDATE ${t} SET lease_token = gen_random_uuid()::text, lease_until = now() + $3 * interval '1 millisecond'
+          WHERE client_id = $1 AND key = $2 AND state = 'started' AND (lease_token IS NULL OR lease_until <= now())
+          RETURNING lease_token`,
+        [clientId, key, leaseMsForTakeover],
+      );
+      return rows[0] ? { clientId, key, token: rows[0].lease_token } : null;
+    },
+
+    commitPhase: <T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>) =>
+      fenced(lease, async (query, tx) => {
+        const result = work ? await work(tx) : undefined;
+        const data = { ...phase.data, ...(phase.dataFrom?.(result) ?? {}) };
+        await query(
+          `UPDATE ${t} SET recovery_point = $4, data = data || $5::text::jsonb, lease_until = now() + $6 * interval '1 millisecond'
+            WHERE client_id = $1 AND key = $2 AND lease_token = $3`,
+          [...fenceArgs(lease), phase.recoveryPoint, JSON.stringify(data), phase.leaseMs],
+        );
+        return result;
+      }),
+
+    finish: <T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>) =>
+      fenced(lease, async (query, tx) => {
+        const result = work ? await work(tx) : undefined;
+        const final: StoredResponse = typeof response === 'function' ? response(result) : response;
+        const bytes = Buffer.byteLength(final.body, 'utf8');
+        if (bytes > maxResponseBytes) {
+          throw new RangeError(`postgresKeyStore: a ${bytes}-byte response exceeds maxResponseBytes (${maxResponseBytes})`);
+        }
+        await query(
+          `UPDATE ${t} SET state = 'finished', response_status = $4, response_headers = $5::text::jsonb, response_body = $6,
+                  lease_token = NULL, lease_until = NULL
+            WHERE client_id = $1 AND key = $2 AND lease_token = $3`,
+          [...fenceArgs(lease), final.status, JSON.stringify(final.headers), final.body],
+        );
+        return result;
+      }),
+
+    async release(lease, { forget }) {
+      // A row with a recovery point records work that happened: it is kept whatever `forget` says.
+      if (forget) {
+        const { rowCount } = await runner.query(
+          `DELETE FROM ${t} WHERE client_id = $1 AND key = $2 AND lease_token = $3 AND recovery_point IS NULL`,
+          fenceArgs(lease),
+        );
+        if (rowCount === 1) return true;
+      }
+      const { rowCount } = await runner.query(
+        `UPDATE ${t} SET lease_token = NULL, lease_until = NULL
+          WHERE client_id = $1 AND key = $2 AND state = 'started' AND lease_token = $3`,
+        fenceArgs(lease),
+      );
+      return rowCount === 1;
+    },
+
+    async park(lease, { retryAfterMs }) {
+      const { rowCount } = await runner.query(
+        `UPDATE ${t} SET lease_token = NULL, lease_until = NULL, attempts = attempts + 1,
+                next_attempt_at = now() + $4 * interval '1 millisecond'
+          WHERE client_id = $1 AND key = $2 AND state = 'started' AND lease_token = $3`,
+        [...fenceArgs(lease), retryAfterMs],
+      );
+      return rowCount === 1;
+    },
+
+    async sweep(limit) {
+      // Served by the partial index on unfinished keys.
+      const { rows } = await runner.query<RawRow>(
+        `SELECT ${ROW} FROM ${t}
+          WHERE state = 'started' AND next_attempt_at <= now() AND (lease_token IS NULL OR lease_until <= now())
+          ORDER BY next_attempt_at, created_at LIMIT $1`,
+        [limit],
+      );
+      return rows.map(toRow);
+    },
+
+    // Whole partitions are dropped, so there is no batch to size.
+    async reap() {
+      await ensurePartitions(runner, schema, plan);
+      return dropExpiredPartitions(runner, schema, ttlMs);
+    },
+
+    transaction: <T>(work: (tx: Tx) => Promise<T>) => runner.transaction((query) => work(txOver(query))),
+
+    close: () => runner.close(),
+  };
+}
