@@ -21,6 +21,8 @@ export default defineConfig({
         },
       },
       {
+        // Pre-bundled up front: discovered mid-run, Vite re-optimises and reloads the test page.
+        optimizeDeps: { include: ['idb-keyval'] },
         test: {
           name: 'browser',
           include: ['test/browser/**/*.test.ts'],
