@@ -1,0 +1,83 @@
+/**
+ * Test helpers for the CLI: run `oncely` commands as real processes and a real reference
+ * server on 127.0.0.1, port 0.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+/** The CLI entry, run from source through tsx's loader. */
+export const MAIN = fileURLToPath(new URL('../../../src/cli/main.ts', import.meta.url));
+export const NODE_ARGS = ['--import', 'tsx'];
+
+export interface RunResult {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Starts `oncely <args>`; the returned promise resolves when it exits. */
+export function startCli(args: readonly string[], env: NodeJS.ProcessEnv = {}): { child: ChildProcess; done: Promise<RunResult> } {
+  const child = spawn(process.execPath, [...NODE_ARGS, MAIN, ...args], {
+    env: { ...process.env, ONCELY_FAULTS: '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const done = new Promise<RunResult>((resolve) =>
+    child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr })),
+  );
+  return { child, done };
+}
+
+/** Runs `oncely <args>` to completion. */
+export function runCli(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<RunResult> {
+  return startCli(args, env).done;
+}
+
+export interface TestServer {
+  readonly url: string;
+  stop(): Promise<void>;
+  /** `GET path` as the demo caller acme, parsed as JSON. */
+  get<T>(path: string): Promise<T>;
+}
+
+/** Starts `oncely serve --port 0 --db <db>` and waits for its listening line. */
+export async function startServer(db: string, extra: readonly string[] = []): Promise<TestServer> {
+  const child = spawn(process.execPath, [...NODE_ARGS, MAIN, 'serve', '--port', '0', '--db', db, '--quiet', ...extra], {
+    env: { ...process.env, ONCELY_FAULTS: '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const url = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const match = /^oncely listening on (\S+)/.exec(line);
+      if (match) resolve(match[1]!);
+    });
+    child.stdout!.resume();
+    child.once('exit', (code) => reject(new Error(`oncely serve exited with ${code}: ${stderr}`)));
+  });
+  return {
+    url,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      await new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGKILL');
+      });
+    },
+    async get<T>(path: string): Promise<T> {
+      const response = await fetch(new URL(path, url), { headers: { authorization: 'Bearer test_acme' } });
+      return (await response.json()) as T;
+    },
+  };
+}
+
+/** The number of ledger entries of the demo caller acme. */
+export async function ledgerCount(server: TestServer): Promise<number> {
+  return (await server.get<{ count: number }>('/v1/ledger?limit=0')).count;
+}

@@ -1,0 +1,136 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { UploadReport } from '../../src/cli/upload-report.js';
+import { ledgerCount, runCli, startCli, startServer, type TestServer } from './helpers/processes.js';
+
+const HEADER = 'client_ref,operation,value_date,amount,currency,reference';
+
+function payroll(rows: number, ref: string, malformed: ReadonlyMap<number, string> = new Map()): string {
+  const lines = [HEADER];
+  for (let i = 0; i < rows; i += 1) lines.push(malformed.get(i) ?? `${ref}-${i},pay,2026-12-01,${100 + i},EUR,salary ${i}`);
+  return `${lines.join('\n')}\n`;
+}
+
+let dir: string;
+let server: TestServer;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'oncely-upload-test-'));
+  server = await startServer(join(dir, 'server.db'));
+});
+
+afterAll(async () => {
+  await server.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const upload = (file: string, journal: string, ...extra: string[]) => [
+  'upload', file, '--url', `${server.url}/v1/payments`, '--token', 'test_acme', '--journal', journal, ...extra,
+];
+
+describe('oncely upload', () => {
+  it('executes the 97 valid rows of a file with 3 malformed rows and reports those 3 with their line numbers', async () => {
+    const file = join(dir, 'mixed.csv');
+    const malformed = new Map([
+      [9, 'mixed-9,pay,2026-12-01,12.50,EUR,salary 9'],
+      [49, 'mixed-49,pay,2026-12-01,5,EUR'],
+      [89, 'mixed-89,,2026-12-01,5,EUR,salary 89'],
+    ]);
+    writeFileSync(file, payroll(100, 'mixed', malformed));
+    const before = await ledgerCount(server);
+    const report = join(dir, 'mixed.json');
+    const run = await runCli(upload(file, join(dir, 'mixed.db'), '--report', report));
+    expect(run.code).toBe(0);
+    const json = JSON.parse(readFileSync(report, 'utf8')) as UploadReport;
+    expect([json.rows, json.executed, json.invalid, json.pending, json.declined]).toEqual([100, 97, 3, 0, 0]);
+    // Data row i is on line i + 2 (line 1 is the header).
+    expect(json.invalidRows.map((row) => row.line)).toEqual([11, 51, 91]);
+    expect(json.invalidRows.map((row) => row.reason)).toEqual([
+      expect.stringMatching(/amount "12.50" is not an integer/),
+      expect.stringMatching(/5 fields where the header has 6/),
+      expect.stringMatching(/key column operation is empty/),
+    ]);
+    expect(run.stdout).toMatch(/line 51: 5 fields/);
+    expect((await ledgerCount(server)) - before).toBe(97);
+  });
+
+  it('sends nothing for a file that is not UTF-8, or has no header, and says why', async () => {
+    const before = await ledgerCount(server);
+    const latin1 = join(dir, 'latin1.csv');
+    writeFileSync(latin1, Buffer.concat([Buffer.from(payroll(5, 'latin')), Buffer.from([0x4a, 0x6f, 0x73, 0xe9, 0x0a])]));
+    const bad = await runCli(upload(latin1, join(dir, 'latin1.db')));
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/not valid UTF-8 \(line 7\).*\n.*nothing was sent/);
+
+    const headless = join(dir, 'headless.csv');
+    writeFileSync(headless, payroll(5, 'headless').split('\n').slice(1).join('\n'));
+    const noHeader = await runCli(upload(headless, join(dir, 'headless.db')));
+    expect(noHeader.code).toBe(1);
+    expect(noHeader.stderr).toMatch(/first line must be a header naming the columns "client_ref", "operation", "value_date"/);
+    expect(await ledgerCount(server)).toBe(before);
+  });
+
+  it('sends and journals nothing on --dry-run, and still reports the invalid rows', async () => {
+    const file = join(dir, 'dry.csv');
+    writeFileSync(file, payroll(20, 'dry', new Map([[3, 'dry-3,pay,2026-12-01,x,EUR,salary']])));
+    const before = await ledgerCount(server);
+    const run = await runCli(['upload', file, '--dry-run']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/valid\s+19[\s\S]*invalid\s+1[\s\S]*line 5: amount "x"/);
+    expect(await ledgerCount(server)).toBe(before);
+  });
+
+  it('posts exactly 10 000 ledger entries for 10 000 rows when the uploader is SIGKILLed at a random point and run again', async () => {
+    const file = join(dir, 'big.csv');
+    writeFileSync(file, payroll(10_000, 'big'));
+    const journal = join(dir, 'big.db');
+    const before = await ledgerCount(server);
+    const killAfter = 1_000 + Math.floor(Math.random() * 6_000);
+
+    const first = startCli(upload(file, journal, '--concurrency', '16'));
+    await new Promise<void>((resolve) => {
+      const timer = setInterval(() => {
+        void ledgerCount(server).then((count) => {
+          if (count - before >= killAfter || first.child.exitCode !== null) {
+            clearInterval(timer);
+            first.child.kill('SIGKILL');
+            resolve();
+          }
+        });
+      }, 50);
+    });
+    const killed = await first.done;
+    expect(killed.signal).toBe('SIGKILL');
+    const partial = (await ledgerCount(server)) - before;
+    expect(partial).toBeGreaterThan(0);
+    expect(partial).toBeLessThan(10_000);
+
+    const second = await runCli(upload(file, journal, '--concurrency', '16', '--report', join(dir, 'big.json')));
+    expect(second.code).toBe(0);
+    const report = JSON.parse(readFileSync(join(dir, 'big.json'), 'utf8')) as UploadReport;
+    expect(report.executed + report.replayed).toBe(10_000);
+    expect(report.pending).toBe(0);
+    expect((await ledgerCount(server)) - before).toBe(10_000);
+
+    // A finished file, resubmitted: every row is a replay and the ledger does not move.
+    const again = await runCli(upload(file, journal, '--report', join(dir, 'again.json')));
+    expect(again.code).toBe(0);
+    const replay = JSON.parse(readFileSync(join(dir, 'again.json'), 'utf8')) as UploadReport;
+    expect([replay.replayed, replay.executed]).toEqual([10_000, 0]);
+    expect((await ledgerCount(server)) - before).toBe(10_000);
+  }, 120_000);
+
+  it('replays every row from the server when a finished file is resubmitted from another machine (a fresh journal)', async () => {
+    const file = join(dir, 'twice.csv');
+    writeFileSync(file, payroll(50, 'twice'));
+    const before = await ledgerCount(server);
+    expect((await runCli(upload(file, join(dir, 'twice-a.db')))).code).toBe(0);
+    const second = await runCli(upload(file, join(dir, 'twice-b.db'), '--report', join(dir, 'twice.json')));
+    expect(second.code).toBe(0);
+    const report = JSON.parse(readFileSync(join(dir, 'twice.json'), 'utf8')) as UploadReport;
+    expect([report.replayed, report.executed]).toEqual([50, 0]);
+    expect((await ledgerCount(server)) - before).toBe(50);
+  });
+});
