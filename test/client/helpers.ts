@@ -1,5 +1,6 @@
 /** Shared set-up of the client tests: a client against the msw fake with fast retries. */
-import { createClient, type Client, type ClientOptions } from '../../src/client/create-client.js';
+import { createClient, type Client } from '../../src/client/create-client.js';
+import type { ClientOptions } from '../../src/client/options.js';
 import { memoryJournal } from '../../src/journal/memory.js';
 import type { Journal } from '../../src/journal/types.js';
 import { BASE_URL } from '../support/protocol-server.js';
