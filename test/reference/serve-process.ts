@@ -83,7 +83,7 @@ export async function serveFailure(args: readonly string[], env: NodeJS.ProcessE
   let stderr = '';
   proc.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   proc.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const [code] = (await new Promise((resolve) => proc.once('exit', (...result) => resolve(result)))) as [number | null];
+  const code = await new Promise<number | null>((resolve) => proc.once('exit', (exitCode) => resolve(exitCode)));
   if (code === 0 || code === null) proc.kill('SIGKILL');
   return { code, stdout, stderr };
 }
