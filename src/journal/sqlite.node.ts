@@ -2,8 +2,9 @@
  * The SQLite journal for Node: one file, one row per operation, shared safely by every process
  * of a user (or a service) through claims.
  *
- * better-sqlite3 is synchronous; the {@link Journal} methods are async only to share the
- * contract with IndexedDB. A method that resolved has committed its transaction.
+ * better-sqlite3 is synchronous; the {@link Journal} methods are async to share the contract
+ * with IndexedDB, and to group the calls made in one tick into one transaction (group commit,
+ * see `sqlite-queue.node.ts`). A method that resolved has committed its transaction.
  *
  * @module
  */
@@ -19,6 +20,8 @@ import {
 import { defaultJournalPath, ensureJournalDirectory } from './default.node.js';
 import { prepareSchema } from './sqlite-schema.node.js';
 import { journalErrorFrom, schemaError, closedError } from './sqlite-errors.node.js';
+import { commitQueue } from './sqlite-queue.node.js';
+import { statements, toRecord, type Row, type Statements } from './sqlite-statements.node.js';
 
 /** How much a committed write survives. */
 export const Durability = {
@@ -89,86 +92,6 @@ export interface SqliteJournal extends Journal {
   readonly durability: Durability;
 }
 
-interface Row {
-  key: string;
-  method: string;
-  url: string;
-  headers: string;
-  body: string | null;
-  fingerprint: string;
-  state: OperationState;
-  created_at: number;
-  updated_at: number;
-  attempts: number;
-  last_status: number | null;
-  result: string | null;
-}
-
-const toRecord = (row: Row): OperationRecord => ({
-  key: row.key,
-  method: row.method,
-  url: row.url,
-  headers: JSON.parse(row.headers) as Record<string, string>,
-  body: row.body,
-  fingerprint: row.fingerprint,
-  state: row.state,
-  createdAt: row.created_at,
-  updatedAt: row.updated_at,
-  attempts: row.attempts,
-  lastStatus: row.last_status,
-  result: row.result === null ? null : (JSON.parse(row.result) as OperationRecord['result']),
-});
-
-const COLUMNS = 'key, method, url, headers, body, fingerprint, state, created_at, updated_at, attempts, last_status, result';
-
-function statements(db: Database.Database) {
-  return {
-    insert: db.prepare<[Record<string, unknown>], Row>(
-      `INSERT INTO oncely_operations (key, method, url, headers, body, fingerprint, state, created_at, updated_at)
-       VALUES (@key, @method, @url, @headers, @body, @fingerprint, 'pending', @createdAt, @now)
-       ON CONFLICT (key) DO NOTHING RETURNING ${COLUMNS}`,
-    ),
-    get: db.prepare<[string], Row>(`SELECT ${COLUMNS} FROM oncely_operations WHERE key = ?`),
-    // One statement, so an update is atomic without a transaction. `has*` flags tell "leave as
-    // is" apart from "set to null". Settling clears the claim: a settled op is never resumed.
-    update: db.prepare<[Record<string, unknown>], Row>(
-      `UPDATE oncely_operations SET
-         state = CASE WHEN @hasState THEN @state ELSE state END,
-         attempts = CASE WHEN @hasAttempts THEN @attempts ELSE attempts END,
-         last_status = CASE WHEN @hasLastStatus THEN @lastStatus ELSE last_status END,
-         result = CASE WHEN @hasResult THEN @result ELSE result END,
-         updated_at = MAX(@now, updated_at),
-         claim_owner = CASE WHEN @hasState AND @state <> 'pending' THEN NULL ELSE claim_owner END,
-         claimed_until = CASE WHEN @hasState AND @state <> 'pending' THEN NULL ELSE claimed_until END
-       WHERE key = @key RETURNING ${COLUMNS}`,
-    ),
-    listAll: db.prepare<[number], Row>(`SELECT ${COLUMNS} FROM oncely_operations ORDER BY created_at, rowid LIMIT ?`),
-    // Literal states, one statement each, so the planner can use the partial indexes.
-    listByState: Object.fromEntries(
-      Object.values(OperationState).map((state) => [
-        state,
-        db.prepare<[number], Row>(`SELECT ${COLUMNS} FROM oncely_operations WHERE state = '${state}' ORDER BY created_at, rowid LIMIT ?`),
-      ]),
-    ) as Record<OperationState, Database.Statement<[number], Row>>,
-    // The claim is this one conditional write. Timeline with two processes A and B:
-    //   A: UPDATE … WHERE claimed_until IS NULL → 1 row, A owns it until now+ttl
-    //   B: UPDATE … WHERE claimed_until <= now  → 0 rows while A's claim runs
-    //   A crashes; its claim runs out; B's next UPDATE matches and B resumes the op.
-    // SQLite serialises writers, so two UPDATEs can never both match the same row.
-    claim: db.prepare<[Record<string, unknown>], { key: string }>(
-      `UPDATE oncely_operations SET claim_owner = @owner, claimed_until = @until
-       WHERE key = @key AND state = 'pending'
-         AND (claimed_until IS NULL OR claimed_until <= @now OR claim_owner = @owner)
-       RETURNING key`,
-    ),
-    release: db.prepare<[string, string]>(
-      'UPDATE oncely_operations SET claim_owner = NULL, claimed_until = NULL WHERE key = ? AND claim_owner = ?',
-    ),
-    prune: db.prepare<[number]>("DELETE FROM oncely_operations WHERE state <> 'pending' AND updated_at < ?"),
-  };
-}
-
-type Statements = ReturnType<typeof statements>;
 
 /**
  * Creates a journal in a SQLite file (better-sqlite3, WAL). The file is opened on first use;
@@ -219,13 +142,11 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
     }
   };
 
-  const run = <T>(work: (sql: Statements, db: Database.Database) => T): T => {
-    const { db, sql } = open();
-    try {
-      return work(sql, db);
-    } catch (error) {
-      throw journalErrorFrom(error, path, busyTimeoutMs);
-    }
+  const mapError = (error: unknown): unknown => journalErrorFrom(error, path, busyTimeoutMs);
+  const queue = commitQueue(() => open().db, mapError);
+  const run = <T>(write: boolean, work: (sql: Statements, db: Database.Database) => T): Promise<T> => {
+    if (closed) return Promise.reject(closedError(path));
+    return queue.submit(write, (db) => work(open().sql, db));
   };
 
   const insert = (sql: Statements, operation: NewOperation, now: number): PutOutcome => {
@@ -247,23 +168,23 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
     kind: 'sqlite',
     path,
     durability,
-    async put(operation) {
-      return run((sql) => insert(sql, operation, Date.now()));
+    put(operation) {
+      return run(true, (sql) => insert(sql, operation, Date.now()));
     },
-    async putMany(operations) {
-      return run((sql, db) => {
+    putMany(operations) {
+      return run(true, (sql, db) => {
         const now = Date.now();
         return db.transaction(() => operations.map((operation) => insert(sql, operation, now))).immediate();
       });
     },
-    async get(key) {
-      return run((sql) => {
+    get(key) {
+      return run(false, (sql) => {
         const row = sql.get.get(key);
         return row ? toRecord(row) : undefined;
       });
     },
-    async update(key, patch: OperationPatch) {
-      return run((sql) => {
+    update(key, patch: OperationPatch) {
+      return run(true, (sql) => {
         const row = sql.update.get({
           key,
           now: Date.now(),
@@ -279,26 +200,28 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
         return row ? toRecord(row) : undefined;
       });
     },
-    async list(filter = {}) {
-      return run((sql) => {
+    list(filter = {}) {
+      return run(false, (sql) => {
         const limit = filter.limit ?? -1;
         const rows = filter.state === undefined ? sql.listAll.all(limit) : sql.listByState[filter.state].all(limit);
         return rows.map(toRecord);
       });
     },
-    async claim(key, owner, ttlMs) {
-      return run((sql) => {
+    claim(key, owner, ttlMs) {
+      return run(true, (sql) => {
         const now = Date.now();
         return sql.claim.get({ key, owner, now, until: now + ttlMs }) !== undefined;
       });
     },
     async release(key, owner) {
-      run((sql) => sql.release.run(key, owner));
+      await run(true, (sql) => sql.release.run(key, owner));
     },
-    async prune(olderThanMs) {
-      return run((sql) => sql.prune.run(Date.now() - olderThanMs).changes);
+    prune(olderThanMs) {
+      return run(true, (sql) => sql.prune.run(Date.now() - olderThanMs).changes);
     },
     async close() {
+      // Calls already queued still run (they were made before close); later ones reject.
+      queue.drain();
       closed = true;
       const current = connection;
       connection = undefined;
