@@ -17,6 +17,8 @@ export const CheckoutStatus = {
   Paid: 'paid',
   /** The server refused the payment for good (e.g. `402`). */
   Declined: 'declined',
+  /** Neither paid nor declined, and not resendable (e.g. older than the key retention): ask support. */
+  Unresolved: 'unresolved',
 } as const;
 
 /** One of {@link CheckoutStatus}'s values. */
@@ -28,6 +30,7 @@ const BADGES: Record<CheckoutStatus, string> = {
   confirming: 'Confirming',
   paid: 'Paid',
   declined: 'Declined',
+  unresolved: 'Needs attention',
 };
 
 /** A payment made earlier from this browser for another order, as listed under the form. */
@@ -41,6 +44,7 @@ export interface OtherPayment {
 export interface CheckoutView {
   showOrder(order: Order): void;
   showKey(key: string): void;
+  showReceipt(paymentId: string): void;
   showStatus(status: CheckoutStatus, message: string): void;
   showOthers(others: readonly OtherPayment[]): void;
   onPay(handler: () => void): void;
@@ -70,6 +74,10 @@ export function createCheckoutView(root: HTMLElement): CheckoutView {
     showKey(key) {
       root.dataset.key = key;
       field(root, 'key').textContent = key;
+    },
+    showReceipt(paymentId) {
+      field(root, 'receipt').textContent = paymentId;
+      field(root, 'receipt-line').hidden = false;
     },
     showStatus(status, message) {
       root.dataset.status = status;

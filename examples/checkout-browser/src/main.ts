@@ -1,0 +1,71 @@
+/**
+ * The checkout page: renders the order, journals its payment (the key is fixed from that
+ * moment), pays it once however often Pay is pressed, and on load finishes whatever an
+ * earlier page load left unconfirmed.
+ *
+ * In an application this module imports `oncely/browser`; the example imports the same file
+ * from the repository's sources so it always runs against the code under test.
+ */
+import { createClient, type Operation } from '../../../src/browser.js';
+import { indexedDbJournal } from '../../../src/journal/indexeddb.browser.js';
+import { orderFromUrl, paymentBody, urlForOrder } from './order.js';
+import { confirmPayment, retryMessage, wasSubmitted, type Report } from './payment.js';
+import { resumeOtherPayments } from './others.js';
+import { CheckoutStatus, createCheckoutView } from './view.js';
+
+/**
+ * The reference server's built-in demo caller. A real shop would not put a token in its page:
+ * its own backend authenticates the session and forwards the keyed request.
+ */
+const DEMO_TOKEN = 'test_acme';
+
+const root = document.querySelector<HTMLElement>('main.checkout');
+if (!root) throw new Error('checkout page: missing <main class="checkout">');
+const view = createCheckoutView(root);
+
+const order = orderFromUrl(new URL(location.href));
+// Written back so that a reload reopens this order, and so derives the same key.
+history.replaceState(null, '', urlForOrder(new URL(location.href), order));
+view.showOrder(order);
+
+const client = createClient({
+  baseUrl: location.origin,
+  headers: { authorization: `Bearer ${DEMO_TOKEN}` },
+  journal: indexedDbJournal({ dbName: 'oncely-checkout' }),
+  onRetry: ({ key, status, error }) => {
+    if (key === root.dataset.key) view.showStatus(CheckoutStatus.Confirming, retryMessage(status, error));
+  },
+});
+
+const report: Report = (status, message, paymentId) => {
+  view.showStatus(status, message);
+  if (paymentId !== undefined) view.showReceipt(paymentId);
+};
+
+async function start(): Promise<void> {
+  // The key is derived from the order reference, so every render of this order (a reload, a
+  // second tab, even another browser) names the same payment, and the server pays it once.
+  let operation: Operation;
+  try {
+    operation = await client.prepare('POST', '/v1/payments', { json: paymentBody(order), naturalKey: ['checkout', order.reference] });
+  } catch (error) {
+    view.showStatus(CheckoutStatus.Unresolved, `This order cannot be paid here: ${error instanceof Error ? error.message : String(error)}`);
+    return;
+  }
+  view.showKey(operation.key);
+
+  const record = await client.journal.get(operation.key);
+  const settled = record !== undefined && record.state !== 'pending';
+  if (settled || wasSubmitted(operation.key)) {
+    // Paid or declined before (send() answers from the journal without a request), or Pay was
+    // pressed before this page load: carry on with the same key.
+    void confirmPayment(operation, report);
+  } else {
+    view.showStatus(CheckoutStatus.Pending, 'Review your order, then press Pay.');
+  }
+  view.onPay(() => void confirmPayment(operation, report));
+
+  await resumeOtherPayments(client, operation.key, view.showOthers);
+}
+
+void start();

@@ -1,0 +1,49 @@
+/**
+ * Payments this browser started for other orders and never saw confirmed (the tab was closed
+ * mid-payment, the train entered a tunnel): on load they are finished with their journaled
+ * key and bytes and listed under the form.
+ *
+ * `client.resume()` would send every pending operation, including orders that were only
+ * rendered and never paid; only the ones whose Pay was pressed are resumed here.
+ */
+import { OperationState, type Client, type OperationRecord } from '../../../src/browser.js';
+import { formatAmount } from './order.js';
+import { confirmPayment, wasSubmitted } from './payment.js';
+import { CheckoutStatus, type OtherPayment } from './view.js';
+
+function label(record: OperationRecord): string {
+  try {
+    const body = JSON.parse(record.body ?? '{}') as { amount?: number; currency?: string; reference?: string };
+    if (typeof body.amount === 'number' && typeof body.currency === 'string') {
+      return `${body.reference ?? record.key} · ${formatAmount(body.amount, body.currency)}`;
+    }
+  } catch {
+    // A body this page did not write: the key is label enough.
+  }
+  return record.key;
+}
+
+/** Resumes the other submitted payments, calling `show` with the list each time one changes. */
+export async function resumeOtherPayments(client: Client, currentKey: string, show: (others: readonly OtherPayment[]) => void): Promise<void> {
+  const records = (await client.journal.list({ state: OperationState.Pending })).filter(
+    (record) => record.key !== currentKey && wasSubmitted(record.key),
+  );
+  const list = new Map<string, OtherPayment>();
+  const update = (record: OperationRecord, status: CheckoutStatus): void => {
+    list.set(record.key, { key: record.key, label: label(record), status });
+    show([...list.values()]);
+  };
+  await Promise.all(
+    records.map(async (record) => {
+      update(record, CheckoutStatus.Confirming);
+      // Preparing the journaled request again (same key, bytes and headers) returns a handle
+      // to the existing operation; nothing new is journaled.
+      const operation = await client.prepare(record.method, record.url, {
+        key: record.key,
+        headers: record.headers,
+        ...(record.body === null ? {} : { body: record.body }),
+      });
+      await confirmPayment(operation, (status) => update(record, status));
+    }),
+  );
+}
