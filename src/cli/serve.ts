@@ -30,6 +30,7 @@ const spec = {
     port: { type: 'string', value: 'N', help: 'TCP port; 0 picks a free one (default 8787)' },
     host: { type: 'string', value: 'HOST', help: 'interface to bind (default 127.0.0.1)' },
     db: { type: 'string', value: 'PATH|URL', help: 'SQLite file, or postgres://… (default oncely-server.db)' },
+    'pg-schema': { type: 'string', value: 'NAME', help: 'PostgreSQL schema for the key and app tables (default public)' },
     clients: { type: 'string', value: 'FILE', help: 'JSON {"<token>": "<client_id>"} (default: demo callers)' },
     'key-ttl': { type: 'string', value: 'DURATION', help: 'how long finished keys are kept (default 24h)' },
     lease: { type: 'string', value: 'DURATION', help: 'owner lease between phase commits (default 10s)' },
@@ -60,7 +61,7 @@ export function parseDuration(text: string): number | undefined {
   return Math.round(Number(match[1]) * (UNITS[match[2] ?? ''] ?? Number.NaN));
 }
 
-async function openStore(db: string, options: { readonly ttlMs: number }): Promise<KeyStore> {
+async function openStore(db: string, options: { readonly ttlMs: number; readonly schema: string | undefined }): Promise<KeyStore> {
   if (!/^postgres(ql)?:\/\//.test(db)) return sqliteKeyStore({ path: db });
   let module: typeof import('../server/store/postgres.node.js');
   try {
@@ -69,7 +70,7 @@ async function openStore(db: string, options: { readonly ttlMs: number }): Promi
   } catch (error) {
     throw new Error(`--db ${db.replace(/\/\/[^@/]*@/, '//***@')}: the PostgreSQL key store is not available in this build (${String(error)})`);
   }
-  return module.postgresKeyStore({ connectionString: db, ttlMs: options.ttlMs });
+  return module.postgresKeyStore({ connectionString: db, ttlMs: options.ttlMs, ...(options.schema === undefined ? {} : { schema: options.schema }) });
 }
 
 /**
@@ -110,7 +111,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   try {
     const faults = createFaults({ spec: values.faults ?? process.env['ONCELY_FAULTS'] ?? '' });
     const clients = values.clients === undefined ? createClients() : createClients(parseClients(JSON.parse(await readFile(values.clients, 'utf8'))));
-    const store = await openStore(values.db ?? 'oncely-server.db', { ttlMs });
+    const store = await openStore(values.db ?? 'oncely-server.db', { ttlMs, schema: values['pg-schema'] });
     app = createReferenceApp({
       store,
       clients,

@@ -1,50 +1,11 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createInProcess, payment, type InProcess } from './in-process.js';
+import { MALFORMED_KEYS } from './malformed-keys.js';
 
 let t: InProcess;
 afterEach(async () => {
   await t.app.close(0);
 });
-
-/** Keys a well-behaved Headers object can carry; control characters and two raw header lines are tested over HTTP. */
-export const MALFORMED_KEYS: ReadonlyArray<readonly [string, string]> = [
-  ['empty', ''],
-  ['256 characters', 'k'.repeat(256)],
-  ['1000 characters', 'k'.repeat(1000)],
-  ['a quoted 256-character key', `"${'k'.repeat(256)}"`],
-  ['an inner space', 'order 123'],
-  ['an inner tab', 'order\t123'],
-  ['a lone double quote', '"'],
-  ['an empty sf-string', '""'],
-  ['an unclosed sf-string', '"abc'],
-  ['a trailing quote only', 'abc"'],
-  ['single quotes', "'abc'"],
-  ['a quote in the middle', 'ab"c'],
-  ['a comma (two keys joined)', 'a,b'],
-  ['a semicolon', 'a;b'],
-  ['a backslash', 'a\\b'],
-  ['an asterisk', 'a*b'],
-  ['a hash', 'a#b'],
-  ['a question mark', 'a?b'],
-  ['a percent escape', 'a%20b'],
-  ['an ampersand', 'a&b'],
-  ['a pipe', 'a|b'],
-  ['braces', '{key}'],
-  ['brackets', '[key]'],
-  ['parentheses', '(key)'],
-  ['an exclamation mark', 'key!'],
-  ['a dollar sign', '$key'],
-  ['a caret', 'a^b'],
-  ['backticks', '`key`'],
-  ['angle brackets (markup)', '<script>alert(1)</script>'],
-  ['SQL text', "'; DROP TABLE oncely_keys; --"],
-  ['a SQL tautology', "1' OR '1'='1"],
-  ['a Latin-1 letter', 'clé'],
-  ['a no-break space', 'a\u00a0b'],
-  ['a Latin-1 control character (NEL)', 'a\u0085b'],
-  ['a sf-string with an inner space', '"a b"'],
-  ['a sf-string with an escaped quote', '"a\\"b"'],
-];
 
 describe('reference app in-process: keys and callers', () => {
   it(`answers 400 to each of ${MALFORMED_KEYS.length} malformed keys and stores nothing`, async () => {
