@@ -146,7 +146,10 @@ async function createPartitions(query: Query, schema: string, plan: PartitionPla
   const width = plan.partitionMs;
   const wanted = new Set<number>();
   for (let lower = Math.floor(nowMs / width) * width; lower <= nowMs + plan.aheadMs; lower += width) wanted.add(lower);
-  if (plan.alsoAt !== undefined) wanted.add(Math.floor(plan.alsoAt / width) * width);
+  if (plan.alsoAt !== undefined) {
+    const lower = Math.floor(plan.alsoAt / width) * width;
+    wanted.add(lower).add(lower + width);
+  }
   // Only missing ones: creating a partition locks the parent, which would stall admissions.
   const existing = await listPartitions(query, schema);
   for (const lower of wanted) {

@@ -15,7 +15,7 @@
 import type pg from 'pg';
 import { createPgRunner, createPgliteRunner, type PgliteLike, type Query, type Runner } from './postgres-runner.node.js';
 import { dropExpiredPartitions, ensurePartitions, migrate, type PartitionPlan } from './postgres-schema.node.js';
-import type { AppSchema, Fenced, FinalResponse, KeyRow, KeyStore, Lease, PhaseCommit, StoredResponse, Tx } from './types.js';
+import type { AdmitResult, AppSchema, Fenced, FinalResponse, KeyRow, KeyStore, Lease, PhaseCommit, StoredResponse, Tx } from './types.js';
 
 export type { PgliteLike } from './postgres-runner.node.js';
 
@@ -133,6 +133,18 @@ const fromJson = (json: JsonRow, nowMs: number): KeyRow =>
     expires_ms: Date.parse(json.expires_at),
   });
 
+interface Admitted {
+  owned: boolean;
+  lease: string | null;
+  row_json: JsonRow;
+  now_ms: number;
+}
+
+const toAdmitResult = (clientId: string, key: string, found: Admitted): AdmitResult => {
+  const row = fromJson(found.row_json, found.now_ms);
+  return found.owned && found.lease !== null ? { owned: true, lease: { clientId, key, token: found.lease }, row } : { owned: false, row };
+};
+
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /** Thrown inside a transaction to roll it back when the lease no longer holds the row. */
@@ -170,6 +182,17 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
   // Two partitions of slack past the retention, so the reaper can move in-flight rows forward.
   const plan: PartitionPlan = { partitionMs, aheadMs: ttlMs + 2 * partitionMs };
   const t = `${schema}.oncely_keys`;
+
+  // Single flight: a burst of admissions that all miss a partition waits for one creation, instead
+  // of each holding a pooled connection while queueing on the DDL lock.
+  let ensuring: Promise<void> | undefined;
+  const ensureFor = (ttlMsAhead: number): Promise<void> =>
+    (ensuring ??= (async () => {
+      const { rows } = await runner.query<{ at: number }>(`SELECT floor(extract(epoch FROM now()) * 1000)::float8 + $1 AS at`, [ttlMsAhead]);
+      await ensurePartitions(runner, schema, { ...plan, alsoAt: rows[0]!.at });
+    })().finally(() => {
+      ensuring = undefined;
+    }));
 
   const txOver = (query: Query): Tx => ({
     dialect: 'postgres',
@@ -214,22 +237,17 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
       const args = [input.clientId, input.key, input.requestHash, input.endpoint, input.requestBody, input.leaseMs, input.ttlMs];
       const sql = `SELECT a.owned, a.lease, a.row_json, floor(extract(epoch FROM now()) * 1000)::float8 AS now_ms
                      FROM ${schema}.oncely_admit($1, $2, $3, $4, $5, $6, $7) a`;
-      type Admitted = { owned: boolean; lease: string | null; row_json: JsonRow; now_ms: number };
-      let result: { rows: Admitted[] };
-      try {
-        result = await runner.query<Admitted>(sql, args);
-      } catch (error) {
-        // 23514: no partition covers this expiry (a retention longer than planned): create it, retry.
-        if ((error as { code?: unknown }).code !== '23514') throw error;
-        const { rows } = await runner.query<{ at: number }>(`SELECT floor(extract(epoch FROM now()) * 1000)::float8 + $1 AS at`, [input.ttlMs]);
-        await ensurePartitions(runner, schema, { ...plan, alsoAt: rows[0]!.at });
-        result = await runner.query<Admitted>(sql, args);
+      // 23514: no partition covers this expiry (a retention longer than planned): create the one
+      // it needs and the next (the clock moves on before the retry), then admit again.
+      for (let attempt = 1; ; attempt += 1) {
+        try {
+          const { rows } = await runner.query<Admitted>(sql, args);
+          return toAdmitResult(input.clientId, input.key, rows[0]!);
+        } catch (error) {
+          if ((error as { code?: unknown }).code !== '23514' || attempt === 3) throw error;
+          await ensureFor(input.ttlMs);
+        }
       }
-      const found = result.rows[0]!;
-      const row = fromJson(found.row_json, found.now_ms);
-      return found.owned && found.lease !== null
-        ? { owned: true, lease: { clientId: input.clientId, key: input.key, token: found.lease }, row }
-        : { owned: false, row };
     },
 
     async load(clientId, key) {

@@ -1,0 +1,37 @@
+/**
+ * The shared KeyStore contract on PostgreSQL (a server when one is reachable, see
+ * test/support/pg.ts) and on PGlite. One-second partitions, so the reap test sees a partition
+ * pass within the run; every test uses its own client id, so all share one schema per engine.
+ */
+import { afterAll, beforeAll } from 'vitest';
+import { runKeyStoreContract } from '../../contract/keystore.contract.js';
+import { openPgBackend, openPglite, type PgBackend } from '../../support/pg.js';
+
+const PARTITION_MS = 1000;
+const backends: Array<Promise<PgBackend>> = [];
+afterAll(async () => {
+  for (const backend of backends) await (await backend).close();
+});
+
+function contractOn(name: string, open: () => Promise<PgBackend>): void {
+  let backend: Promise<PgBackend> | undefined;
+  let schema: string | undefined;
+  // Started before any test: PGlite takes seconds to boot, more on a busy machine.
+  beforeAll(async () => {
+    backend = open();
+    backends.push(backend);
+    await backend;
+  });
+  runKeyStoreContract(
+    name,
+    async () => {
+      const ready = await backend!;
+      schema ??= ready.newSchema();
+      return ready.open(schema, { partitionMs: PARTITION_MS, ttlMs: 5000 });
+    },
+    { reapsPartitionsOfMs: PARTITION_MS },
+  );
+}
+
+contractOn('postgres', () => openPgBackend('contract'));
+contractOn('postgres (PGlite)', () => openPglite('contract_pglite'));
