@@ -9,7 +9,14 @@
  * @module
  */
 
-/** Every `code` an {@link OncelyError} may carry. */
+/**
+ * Every `code` an {@link OncelyError} may carry.
+ *
+ * @example
+ * ```ts
+ * if (isOncelyError(error) && error.code === ErrorCode.OperationPending) scheduleResume();
+ * ```
+ */
 export const ErrorCode = {
   /** The key was already used for a different request (`422`, or caught locally). */
   KeyReused: 'KEY_REUSED',
@@ -34,7 +41,14 @@ export const ErrorCode = {
 /** One of {@link ErrorCode}'s values. */
 export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
 
-/** Which operation an error is about. */
+/**
+ * Which operation an error is about.
+ *
+ * @example
+ * ```ts
+ * const ref: OperationRef = { method: 'POST', url: 'http://127.0.0.1:8787/v1/payments', key: 'order-7' };
+ * ```
+ */
 export interface OperationRef {
   /** Upper-case HTTP method. */
   readonly method: string;
@@ -161,7 +175,14 @@ export class OperationPendingError extends OncelyError {
   }
 }
 
-/** The response part of an {@link HttpError}. */
+/**
+ * The response part of an {@link HttpError}.
+ *
+ * @example
+ * ```ts
+ * new HttpError(ref, { status: 402, headers: {}, body: '{"type":"…/declined"}', replayed: false });
+ * ```
+ */
 export interface HttpErrorResponse {
   readonly status: number;
   /** Lower-case header names. */
@@ -289,7 +310,14 @@ export class OperationAbortedError extends OncelyError {
   }
 }
 
-/** Maps each {@link ErrorCode} to the class that carries it. */
+/**
+ * Maps each {@link ErrorCode} to the class that carries it (what {@link isOncelyError} narrows to).
+ *
+ * @example
+ * ```ts
+ * const e: ErrorByCode['HTTP_ERROR'] = error; // an HttpError
+ * ```
+ */
 export interface ErrorByCode {
   KEY_REUSED: KeyReusedError;
   INVALID_KEY: InvalidKeyError;

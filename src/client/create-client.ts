@@ -12,7 +12,14 @@ import { normalizeOptions, type ClientOptions } from './options.js';
 import { prepareRequest, type RequestOptions } from './request.js';
 import type { OperationResult, PendingOperation, ResumeOutcome } from './results.js';
 
-/** Options of {@link Client.resume}. */
+/**
+ * Options of {@link Client.resume}.
+ *
+ * @example
+ * ```ts
+ * const outcomes = await client.resume({ concurrency: 8, signal: AbortSignal.timeout(60_000) });
+ * ```
+ */
 export interface ResumeOptions {
   /** Stops waiting; unfinished operations stay pending. */
   readonly signal?: AbortSignal;

@@ -28,7 +28,14 @@ import type { ResolvedOptions } from './options.js';
 import { capText, finalError, isReplay, toResult, type OperationResult } from './results.js';
 import { decide, type AttemptOutcome } from './retry-policy.js';
 
-/** Options of {@link Operation.send}. */
+/**
+ * Options of {@link Operation.send}.
+ *
+ * @example
+ * ```ts
+ * await op.send({ signal: AbortSignal.timeout(10_000) }); // stop waiting after 10 s; the op stays pending
+ * ```
+ */
 export interface SendOptions {
   /** Stops waiting for this call; the operation stays pending. */
   readonly signal?: AbortSignal;

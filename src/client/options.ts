@@ -9,7 +9,15 @@ import type { Journal } from '../journal/types.js';
 import { DEFAULT_NAMESPACE } from '../keys.js';
 import type { AttemptEvent, RetryEvent, SettledEvent } from './results.js';
 
-/** How attempts are retried. Every field is optional; see each `@default`. */
+/**
+ * How attempts are retried. Every field is optional; see each `@default`. All durations are
+ * milliseconds.
+ *
+ * @example
+ * ```ts
+ * createClient({ baseUrl, journal, retry: { limit: 8, backoffMs: 200, maxRetryAfterMs: 10_000, budgetMs: 120_000 } });
+ * ```
+ */
 export interface RetryOptions {
   /**
    * Retries after the first attempt (so `limit: 5` means at most 6 attempts). Final answers
@@ -51,7 +59,15 @@ export interface RetryOptions {
   readonly budgetMs?: number;
 }
 
-/** Hooks, called in order as an operation progresses. A hook that throws stops the operation (it stays pending). */
+/**
+ * Hooks, called in order as an operation progresses. A hook that throws stops the operation
+ * (it stays pending).
+ *
+ * @example
+ * ```ts
+ * createClient({ baseUrl, journal, onRetry: (e) => console.warn(`retry ${e.key} in ${e.delayMs} ms (${e.status})`) });
+ * ```
+ */
 export interface ClientHooks {
   /** Before each attempt is sent. */
   readonly onAttempt?: (event: AttemptEvent) => void;
@@ -133,10 +149,21 @@ export interface ClientOptions extends ClientHooks {
   readonly fetch?: (request: Request) => Promise<Response>;
 }
 
-/** {@link RetryOptions} with every default applied. */
+/**
+ * {@link RetryOptions} with every default applied: what {@link decide} works with.
+ *
+ * @example
+ * ```ts
+ * const retry: ResolvedRetryOptions = { ...DEFAULT_RETRY, jitter: false };
+ * ```
+ */
 export type ResolvedRetryOptions = { readonly [K in keyof RetryOptions]-?: Exclude<RetryOptions[K], undefined> };
 
-/** {@link ClientOptions} with every default applied (internal). */
+/**
+ * {@link ClientOptions} with every default applied.
+ *
+ * @internal
+ */
 export interface ResolvedOptions {
   readonly baseUrl: string;
   readonly headers: Readonly<Record<string, string>>;
@@ -153,7 +180,14 @@ export interface ResolvedOptions {
   readonly hooks: ClientHooks;
 }
 
-/** The retry defaults (see {@link RetryOptions}). */
+/**
+ * The retry defaults (see {@link RetryOptions}).
+ *
+ * @example
+ * ```ts
+ * DEFAULT_RETRY.limit; // 5
+ * ```
+ */
 export const DEFAULT_RETRY: ResolvedRetryOptions = {
   limit: 5,
   backoffMs: 300,
@@ -171,7 +205,11 @@ const nonNegative = (name: string, value: number): number => {
   return value;
 };
 
-/** Merges `retry` over {@link DEFAULT_RETRY} and validates it. */
+/**
+ * Merges `retry` over {@link DEFAULT_RETRY} and validates it.
+ *
+ * @internal
+ */
 export function normalizeRetryOptions(retry: RetryOptions = {}): ResolvedRetryOptions {
   const merged = { ...DEFAULT_RETRY, ...Object.fromEntries(Object.entries(retry).filter(([, v]) => v !== undefined)) };
   return {
@@ -189,6 +227,8 @@ export function normalizeRetryOptions(retry: RetryOptions = {}): ResolvedRetryOp
  * Resolves the options once. `journal` falls back to `defaultJournal` (the platform entries'
  * durable journal); without either, the neutral entry refuses rather than silently keeping
  * pending payments in memory.
+ *
+ * @internal
  */
 export function normalizeOptions(
   options: ClientOptions,

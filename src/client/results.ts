@@ -30,13 +30,27 @@ export interface OperationResult<T = unknown> {
   readonly attempts: number;
 }
 
-/** Passed to `onAttempt` before each attempt. */
+/**
+ * Passed to `onAttempt` before each attempt.
+ *
+ * @example
+ * ```ts
+ * createClient({ baseUrl, journal, onAttempt: (e) => console.log(e.method, e.url, e.key, e.attempt) });
+ * ```
+ */
 export interface AttemptEvent extends OperationRef {
   /** 1-based attempt number within this send. */
   readonly attempt: number;
 }
 
-/** Passed to `onRetry` before waiting for the next attempt. */
+/**
+ * Passed to `onRetry` before waiting for the next attempt.
+ *
+ * @example
+ * ```ts
+ * createClient({ baseUrl, journal, onRetry: (e) => metrics.count('retry', { status: String(e.status) }) });
+ * ```
+ */
 export interface RetryEvent extends OperationRef {
   /** The attempt that will be retried (1-based within this send). */
   readonly attempt: number;
@@ -48,7 +62,14 @@ export interface RetryEvent extends OperationRef {
   readonly error: unknown;
 }
 
-/** Passed to `onSettled` once the operation has a final answer. */
+/**
+ * Passed to `onSettled` once the operation has a final answer.
+ *
+ * @example
+ * ```ts
+ * createClient({ baseUrl, journal, onSettled: (e) => console.log(e.key, e.state, e.status, e.attempts) });
+ * ```
+ */
 export interface SettledEvent extends OperationRef {
   readonly state: 'succeeded' | 'failed';
   readonly status: number;

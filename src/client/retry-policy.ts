@@ -18,7 +18,14 @@
 import { OperationPendingError, type OperationRef } from '../errors.js';
 import type { ResolvedRetryOptions } from './options.js';
 
-/** What one attempt produced, as the policy sees it. */
+/**
+ * What one attempt produced, as the policy sees it.
+ *
+ * @example
+ * ```ts
+ * const outcome: AttemptOutcome = { kind: 'response', status: 503, retryAfter: '2' };
+ * ```
+ */
 export type AttemptOutcome =
   /** The server answered. `retryAfter` is the raw `Retry-After` header, or `null`. */
   | { readonly kind: 'response'; readonly status: number; readonly retryAfter: string | null }
@@ -27,13 +34,28 @@ export type AttemptOutcome =
   /** Not sent: another process or tab holds the operation's claim in a shared journal. */
   | { readonly kind: 'claimed-elsewhere' };
 
-/** What to do after an attempt. */
+/**
+ * What to do after an attempt.
+ *
+ * @example
+ * ```ts
+ * const d: RetryDecision = decide(outcome, 1, options);
+ * if (d.action === 'retry') await sleep(d.delayMs);
+ * ```
+ */
 export type RetryDecision =
   | { readonly action: 'retry'; readonly delayMs: number }
   | { readonly action: 'settle' }
   | { readonly action: 'fail'; readonly error: OperationPendingError };
 
-/** The context {@link decide} needs besides the outcome. */
+/**
+ * The context {@link decide} needs besides the outcome.
+ *
+ * @example
+ * ```ts
+ * const options: DecideOptions = { retry: DEFAULT_RETRY, ref, elapsedMs: 0, now: Date.now(), random: Math.random };
+ * ```
+ */
 export interface DecideOptions {
   readonly retry: ResolvedRetryOptions;
   /** The operation, for the error message. */
