@@ -40,6 +40,13 @@ export const ServerEvent = {
 /** One of {@link ServerEvent}'s values. */
 export type ServerEvent = (typeof ServerEvent)[keyof typeof ServerEvent];
 
+const EVENT_HELP: Record<ServerEvent, string> = {
+  recoveries: 'Rows the recovery worker brought to finished.',
+  keys_reaped: 'Finished keys deleted after their retention window.',
+  lease_takeovers: 'Rows taken over after their lease expired or was released.',
+  leases_lost: 'Attempts stopped because another owner took their row over.',
+};
+
 /** Counters shared by the handler, the recovery worker and the reaper. */
 export interface ServerMetrics {
   /** Counts one keyed request by how it ended. */
@@ -81,7 +88,7 @@ export function createServerMetrics(): ServerMetrics {
         ...Object.entries(requests).map(([outcome, n]) => `oncely_requests_total{outcome="${outcome}"} ${n}`),
       ];
       for (const [event, n] of Object.entries(events)) {
-        lines.push(`# TYPE oncely_${event}_total counter`, `oncely_${event}_total ${n}`);
+        lines.push(`# HELP oncely_${event}_total ${EVENT_HELP[event as ServerEvent]}`, `# TYPE oncely_${event}_total counter`, `oncely_${event}_total ${n}`);
       }
       return `${lines.join('\n')}\n`;
     },

@@ -34,6 +34,16 @@ export interface PhaseHooks {
    * ```
    */
   afterCommit?(point: string, ref: { readonly clientId: string; readonly key: string }): void | Promise<void>;
+  /**
+   * Runs when a store or step error turned an attempt into a transient `503` (or the worker's
+   * backoff), so the application can log the cause it would otherwise never see.
+   *
+   * @example
+   * ```ts
+   * const hooks = { onError: (error: unknown, ref: { clientId: string; key: string }) => log.warn({ err: error, ...ref }, 'attempt failed') };
+   * ```
+   */
+  onError?(error: unknown, ref: { readonly clientId: string; readonly key: string }): void;
 }
 
 /** How a run of the steps ended. */
@@ -123,6 +133,13 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
     data,
     derivedKey: (n) => externalKey(run.namespace, lease.clientId, lease.key, n),
   });
+  const report = (error: unknown): void => {
+    try {
+      run.hooks.onError?.(error, ref);
+    } catch {
+      // A failing logger must not change what happens to the request.
+    }
+  };
   const committed = async (next: string): Promise<void> => {
     point = next;
     await run.hooks.afterCommit?.(next, ref);
@@ -159,17 +176,26 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
         continue;
       }
       const kn = externalKey(run.namespace, lease.clientId, lease.key, step.system);
-      let outcome: ExternalOutcome;
-      if (atSent) {
-        // EXTn_SENT is ambiguous by construction: the dead attempt may or may not have reached
-        // the system. Ask it by Kn first; only "absent" makes a second call (with the same Kn) safe.
-        const probed = await step.probe(ctx(), kn);
-        outcome = probed.outcome === 'absent' ? await step.call(ctx(), kn) : probed;
-      } else {
+      if (!atSent) {
         const sent = await store.commitPhase(lease, { recoveryPoint: step.sent, leaseMs });
         if (!sent.ok) throw new LeaseLost();
         await committed(step.sent);
-        outcome = await step.call(ctx(), kn);
+      }
+      // A call or probe that throws (connection reset, timeout) tells us nothing about whether the
+      // instruction arrived: that is an unknown outcome, never a failure.
+      let outcome: ExternalOutcome;
+      try {
+        if (atSent) {
+          // EXTn_SENT is ambiguous by construction: the dead attempt may or may not have reached
+          // the system. Ask it by Kn first; only "absent" makes a second call (with the same Kn) safe.
+          const probed = await step.probe(ctx(), kn);
+          outcome = probed.outcome === 'absent' ? await step.call(ctx(), kn) : probed;
+        } else {
+          outcome = await step.call(ctx(), kn);
+        }
+      } catch (error) {
+        report(error);
+        outcome = { outcome: 'unknown' };
       }
       switch (outcome.outcome) {
         case 'done': {
@@ -200,6 +226,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
       run.metrics.add('leases_lost');
       return { kind: 'lost' };
     }
+    report(error);
     return giveUp(1000, error);
   }
 }

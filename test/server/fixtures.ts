@@ -15,6 +15,8 @@ export type ExternalMode =
   /** The instruction never arrives. */
   | 'timeout-before-apply'
   | 'unavailable'
+  /** The connection breaks after the instruction was applied: the call throws. */
+  | 'throws-after-apply'
   /** Refuses amounts above 1 000 000 (a decline). */
   | 'declining';
 
@@ -58,6 +60,7 @@ function externalStep(system: number, sys: FakeExternal, name: string) {
       }
       if (!sys.applied.has(kn)) sys.applied.set(kn, `${name}_${sys.applied.size + 1}`);
       if (mode === 'timeout-after-apply') return { outcome: 'unknown' };
+      if (mode === 'throws-after-apply') throw new Error('ECONNRESET');
       return { outcome: 'done', data: { [name]: sys.applied.get(kn) } };
     },
     async probe(_ctx: StepContext<PaymentInput>, kn: string): Promise<ProbeOutcome> {

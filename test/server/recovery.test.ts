@@ -97,6 +97,17 @@ describe('outcome unknown', () => {
     await assertCompletedOnce();
   });
 
+  it('treats an external call that throws as unknown (202, error reported), never as a failure', async () => {
+    const errors: unknown[] = [];
+    app = await createTestApp({ hooks: { onError: (error) => errors.push(error) } });
+    app.rail.script.push('throws-after-apply');
+    expect((await app.post({ amount: 30 })).status).toBe(202);
+    expect(String(errors[0])).toContain('ECONNRESET');
+    expect((await app.post({ amount: 30 })).status).toBe(201);
+    expect(app.rail.calls).toBe(1);
+    await assertCompletedOnce();
+  });
+
   it('stays 202 and resumable while the probe cannot tell', async () => {
     app = await createTestApp();
     app.rail.script.push('timeout-after-apply');

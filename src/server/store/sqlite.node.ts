@@ -12,7 +12,7 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import Database from 'better-sqlite3';
+import { openSqlite } from './sqlite-connection.node.js';
 import type {
   AdmitInput,
   AdmitResult,
@@ -120,32 +120,7 @@ interface RawRow {
 }
 
 /**
- * A tiny FIFO mutex. better-sqlite3 is one synchronous connection, but `work(tx)` callbacks are
- * async: while one request's transaction awaits its work, another request's statement would run
- * *inside that open transaction* (and commit or roll back with it). So every store operation of
- * this process runs under this lock; other processes are kept out by SQLite's own write lock.
- */
-function createMutex(): <T>(fn: () => Promise<T> | T) => Promise<T> {
-  let tail: Promise<unknown> = Promise.resolve();
-  return <T>(fn: () => Promise<T> | T): Promise<T> => {
-    const run = tail.then(fn, fn);
-    tail = run.catch(() => undefined);
-    return run;
-  };
-}
-
-type Param = string | number | bigint | Buffer | null;
-
-function toParam(value: unknown): Param {
-  if (value === undefined || value === null) return null;
-  if (typeof value === 'boolean') return value ? 1 : 0;
-  if (typeof value === 'string' || typeof value === 'number' || typeof value === 'bigint' || Buffer.isBuffer(value)) return value;
-  if (value instanceof Date) return value.getTime();
-  return JSON.stringify(value);
-}
-
-/**
- * Opens (lazily creating) a SQLite KeyStore. Call `migrate()` once before use; several processes
+ * Opens (creating when absent) a SQLite KeyStore. Call `migrate()` once before use; several processes
  * may open the same file.
  *
  * @example
@@ -159,58 +134,7 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
   const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
   const maxResponseBytes = options.maxResponseBytes ?? 65_536;
   const now = options.now ?? Date.now;
-  const db = new Database(options.path, { timeout: busyTimeoutMs });
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
-  db.pragma(`busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
-  const locked = createMutex();
-
-  const statements = new Map<string, Database.Statement>();
-  const prepare = (sql: string): Database.Statement => {
-    let statement = statements.get(sql);
-    if (!statement) {
-      statement = db.prepare(sql);
-      statements.set(sql, statement);
-    }
-    return statement;
-  };
-
-  // `$1, $2` (shared with PostgreSQL) become SQLite's numbered `?1, ?2`, bound by number.
-  const adapt = (sql: string, params: readonly unknown[] = []): [Database.Statement, Record<number, Param>] => {
-    const bound: Record<number, Param> = {};
-    params.forEach((value, index) => {
-      bound[index + 1] = toParam(value);
-    });
-    return [prepare(sql.replace(/\$(\d+)/g, '?$1')), bound];
-  };
-  const tx: Tx = {
-    dialect: 'sqlite',
-    run: async (sql, params) => {
-      const [statement, bound] = adapt(sql, params);
-      return statement.run(bound).changes;
-    },
-    all: async <T extends object>(sql: string, params?: readonly unknown[]) => {
-      const [statement, bound] = adapt(sql, params);
-      return statement.all(bound) as T[];
-    },
-    get: async <T extends object>(sql: string, params?: readonly unknown[]) => {
-      const [statement, bound] = adapt(sql, params);
-      return statement.get(bound) as T | undefined;
-    },
-  };
-
-  /** Runs `body` in `BEGIN IMMEDIATE … COMMIT`, rolling back on a throw. Caller holds the mutex. */
-  async function immediate<T>(body: () => Promise<T> | T): Promise<T> {
-    prepare('BEGIN IMMEDIATE').run();
-    try {
-      const result = await body();
-      prepare('COMMIT').run();
-      return result;
-    } catch (error) {
-      if (db.inTransaction) prepare('ROLLBACK').run();
-      throw error;
-    }
-  }
+  const { db, prepare, locked, immediate, tx } = openSqlite(options.path, busyTimeoutMs);
 
   const toRow = (raw: RawRow): KeyRow => {
     const response: StoredResponse | null =

@@ -1,0 +1,120 @@
+/**
+ * One better-sqlite3 connection as the SQLite KeyStore uses it: pragmas for several processes
+ * on one file, a statement cache, a per-process async mutex, `BEGIN IMMEDIATE` transactions and
+ * the {@link Tx} adapter for application SQL. The key table's SQL lives in `sqlite.node.ts`.
+ *
+ * @module
+ */
+import Database from 'better-sqlite3';
+import type { Tx } from './types.js';
+
+/** What {@link openSqlite} returns. */
+export interface SqliteConnection {
+  readonly db: Database.Database;
+  /** A cached prepared statement for `sql`. */
+  prepare(sql: string): Database.Statement;
+  /** Runs `fn` alone among this process's store operations (see {@link createMutex}). */
+  locked<T>(fn: () => Promise<T> | T): Promise<T>;
+  /** Runs `body` in `BEGIN IMMEDIATE … COMMIT`, rolling back on a throw. Call it under `locked`. */
+  immediate<T>(body: () => Promise<T> | T): Promise<T>;
+  /** The application's view of the open transaction. */
+  readonly tx: Tx;
+}
+
+/**
+ * A FIFO mutex. better-sqlite3 is one synchronous connection, but `work(tx)` callbacks are
+ * async: while one request's transaction awaits its work, another request's statement would run
+ * *inside that open transaction* (and commit or roll back with it). So every store operation of
+ * a process runs under this lock; other processes are kept out by SQLite's own write lock.
+ * A `work` callback must therefore never call the store itself (it would wait for itself).
+ */
+function createMutex(): <T>(fn: () => Promise<T> | T) => Promise<T> {
+  let tail: Promise<unknown> = Promise.resolve();
+  return <T>(fn: () => Promise<T> | T): Promise<T> => {
+    const run = tail.then(fn, fn);
+    tail = run.catch(() => undefined);
+    return run;
+  };
+}
+
+type Param = string | number | bigint | Buffer | null;
+
+function toParam(value: unknown): Param {
+  if (value === undefined || value === null) return null;
+  if (typeof value === 'boolean') return value ? 1 : 0;
+  if (typeof value === 'string' || typeof value === 'number' || typeof value === 'bigint' || Buffer.isBuffer(value)) return value;
+  if (value instanceof Date) return value.getTime();
+  return JSON.stringify(value);
+}
+
+/**
+ * Opens `path` with WAL, `synchronous=NORMAL` (durable at each checkpoint, never corrupt) and a
+ * busy timeout, so several server processes can share the file.
+ *
+ * @example
+ * ```ts
+ * const connection = openSqlite('oncely.db', 5000);
+ * await connection.locked(() => connection.immediate(() => connection.tx.run('DELETE FROM t')));
+ * ```
+ */
+export function openSqlite(path: string, busyTimeoutMs: number): SqliteConnection {
+  const db = new Database(path, { timeout: busyTimeoutMs });
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma(`busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
+
+  const statements = new Map<string, Database.Statement>();
+  const prepare = (sql: string): Database.Statement => {
+    let statement = statements.get(sql);
+    if (!statement) {
+      statement = db.prepare(sql);
+      statements.set(sql, statement);
+    }
+    return statement;
+  };
+
+  // `$1, $2` (the placeholders shared with PostgreSQL) become SQLite's numbered `?1, ?2`, bound
+  // by number, so a placeholder may repeat. Application SQL must not contain `$n` in literals.
+  const adapt = (sql: string, params: readonly unknown[] = []): [Database.Statement, Record<number, Param>] => {
+    const bound: Record<number, Param> = {};
+    params.forEach((value, index) => {
+      bound[index + 1] = toParam(value);
+    });
+    return [prepare(sql.replace(/\$(\d+)/g, '?$1')), bound];
+  };
+  const tx: Tx = {
+    dialect: 'sqlite',
+    run: async (sql, params) => {
+      const [statement, bound] = adapt(sql, params);
+      return statement.run(bound).changes;
+    },
+    all: async <T extends object>(sql: string, params?: readonly unknown[]) => {
+      const [statement, bound] = adapt(sql, params);
+      return statement.all(bound) as T[];
+    },
+    get: async <T extends object>(sql: string, params?: readonly unknown[]) => {
+      const [statement, bound] = adapt(sql, params);
+      return statement.get(bound) as T | undefined;
+    },
+  };
+
+  return {
+    db,
+    prepare,
+    locked: createMutex(),
+    async immediate<T>(body: () => Promise<T> | T): Promise<T> {
+      // IMMEDIATE takes the write lock up front: a deferred transaction that read first could
+      // fail to upgrade (SQLITE_BUSY without waiting) when another process writes meanwhile.
+      prepare('BEGIN IMMEDIATE').run();
+      try {
+        const result = await body();
+        prepare('COMMIT').run();
+        return result;
+      } catch (error) {
+        if (db.inTransaction) prepare('ROLLBACK').run();
+        throw error;
+      }
+    },
+    tx,
+  };
+}
