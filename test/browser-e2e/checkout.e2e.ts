@@ -120,6 +120,33 @@ describe('the checkout page', () => {
     }
   });
 
+  it('finishes a payment whose tab was closed mid-payment when another order loads, and never sends an order that was only viewed', async () => {
+    const { context, tab: closed } = await newPage();
+    await closed.goto(orderUrl(slowServer.origin));
+    const paidKey = await waitForStatus(closed, 'pending');
+    const sent = closed.waitForRequest((request) => request.method() === 'POST' && request.url().endsWith('/v1/payments'));
+    await closed.click('[data-action="pay"]');
+    await sent;
+    await closed.close();
+    const viewed = await context.newPage();
+    await viewed.goto(orderUrl(slowServer.origin));
+    const viewedKey = await waitForStatus(viewed, 'pending');
+    await viewed.close();
+
+    const next = await context.newPage();
+    const requests = recordPayments(next, 'next');
+    await next.goto(orderUrl(slowServer.origin));
+    const nextKey = await waitForStatus(next, 'pending');
+
+    await next.locator(`.others li[data-key="${paidKey}"][data-status="paid"]`).waitFor({ timeout: 45_000 });
+    expect(await next.locator('.others li').count()).toBe(1);
+    expect(await next.locator('main').getAttribute('data-status')).toBe('pending');
+    expect(requests.length).toBeGreaterThan(0);
+    expect(await slowServer.entriesFor(paidKey)).toHaveLength(1);
+    expect(await slowServer.entriesFor(viewedKey)).toHaveLength(0);
+    expect(await slowServer.entriesFor(nextKey)).toHaveLength(0);
+  });
+
   it('shows a declined payment as declined, charges nothing, and still shows it declined after a reload without sending again', async () => {
     const { tab } = await newPage();
     const requests = recordPayments(tab, 'tab');
