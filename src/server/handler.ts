@@ -179,7 +179,9 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     const parsed = parseInput(operation, text);
     if (!parsed.ok) return ['invalid', problem(ProblemType.InvalidRequest, parsed.detail, echo)];
     const method = request.method.toUpperCase();
-    const requestHash = await fingerprint(method, url.pathname + url.search, body.bytes, {
+    // The decoded text, not the bytes: with no Content-Type the fingerprint then still
+    // canonicalises a JSON body, exactly as the client's fingerprint() does.
+    const requestHash = await fingerprint(method, url.pathname + url.search, text, {
       contentType: request.headers.get('content-type'),
     });
     const admission = { clientId, key: parsedKey.key, requestHash, endpoint: `${method} ${url.pathname}`, requestBody: text };
@@ -197,9 +199,15 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       const url = new URL(request.url);
       const operation = operations.get(`${request.method.toUpperCase()} ${url.pathname}`);
       if (!operation) return undefined;
-      const [outcome, response] = await handleKeyed(request, url, operation);
-      metrics.request(outcome);
-      return response;
+      let answer: [RequestOutcome, Response];
+      try {
+        answer = await handleKeyed(request, url, operation);
+      } catch {
+        // `authenticate` threw or the body stream broke: nothing was admitted, a retry is safe.
+        answer = ['transient', problem(ProblemType.UpstreamUnavailable, 'the request could not be processed; retry with the same key', { 'retry-after': '1' })];
+      }
+      metrics.request(answer[0]);
+      return answer[1];
     },
     async resume(row) {
       const operation = operations.get(row.endpoint);

@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createTestApp, type TestApp } from './fixtures.js';
-import type { KeyStore } from '../../src/server/index.js';
-import { sqliteKeyStore } from '../../src/server/index.js';
+import { createIdempotencyHandler, sqliteKeyStore, type KeyStore } from '../../src/server/index.js';
+import { createTestApp, paymentOperation, type TestApp } from './fixtures.js';
 
 let app: TestApp;
 afterEach(async () => {
@@ -233,6 +232,23 @@ describe('createIdempotencyHandler: fail closed', () => {
     expect((await app.post({ amount: 5 })).status).toBe(201);
   });
 
+  it('answers 503 and admits nothing when authenticate throws', async () => {
+    app = await createTestApp();
+    const broken = createIdempotencyHandler({
+      store: app.store,
+      operations: [paymentOperation(app.risk, app.rail)],
+      authenticate: () => {
+        throw new Error('token service down');
+      },
+    });
+    const response = await broken.handle(
+      new Request('http://oncely.test/v1/payments', { method: 'POST', headers: { 'idempotency-key': 'k' }, body: '{"amount":1}' }),
+    );
+    expect(response?.status).toBe(503);
+    expect(response?.headers.get('retry-after')).toBe('1');
+    expect(await keyRows()).toBe(0);
+  });
+
   it('answers 503 when a phase cannot commit, and a retry completes the operation once', async () => {
     app = await createTestApp({ store: failing(sqliteKeyStore({ path: ':memory:' }), 'commitPhase', 1) });
     expect((await app.post({ amount: 5 })).status).toBe(503);
@@ -240,6 +256,22 @@ describe('createIdempotencyHandler: fail closed', () => {
     expect((await app.post({ amount: 5 })).status).toBe(201);
     expect(await app.count('ledger')).toBe(1);
     expect(await app.count('step_runs', 'step = $1', ['H1_DONE'])).toBe(1);
+  });
+});
+
+describe('createIdempotencyHandler: fingerprints', () => {
+  it('canonicalises a JSON body sent without Content-Type, as the client fingerprint does', async () => {
+    app = await createTestApp();
+    const send = (raw: string) =>
+      app.handler.handle(
+        new Request('http://oncely.test/v1/payments', {
+          method: 'POST',
+          headers: { authorization: 'Bearer test_acme', 'idempotency-key': 'no-type' },
+          body: new TextEncoder().encode(raw),
+        }),
+      );
+    expect((await send('{"amount":3,"b":1}'))?.status).toBe(201);
+    expect((await send('{ "b": 1, "amount": 3 }'))?.headers.get('idempotency-replay')).toBe('true');
   });
 });
 
