@@ -251,7 +251,7 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
         const settled = next.state !== OperationState.Pending;
         return { row: { ...row, record: next, ...(settled ? { claimOwner: null, claimedUntil: null } : {}) }, result: next };
       });
-      if (record && record.state !== OperationState.Pending) webLocks?.release(key);
+      if (record && record.state !== OperationState.Pending) await webLocks?.release(key);
       return record;
     },
     async list(filter = {}) {
@@ -267,7 +267,7 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
         // Checked under the lock: another tab may have settled it before letting go.
         const record = await read(key);
         if (record?.state === OperationState.Pending) return true;
-        webLocks.release(key, owner);
+        await webLocks.release(key, owner);
         return false;
       }
       return modify(key, (row) => {
@@ -279,7 +279,7 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
     },
     async release(key, owner) {
       if (webLocks) {
-        webLocks.release(key, owner);
+        await webLocks.release(key, owner);
         return;
       }
       await modify(key, (row) =>
@@ -309,7 +309,7 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
     async close() {
       if (closed) return;
       const store = useStore;
-      webLocks?.releaseAll();
+      await webLocks?.releaseAll();
       if (store) await store('readonly', (s) => s.transaction.db.close());
       closed = true;
     },

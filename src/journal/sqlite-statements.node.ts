@@ -42,8 +42,22 @@ export const toRecord = (row: Row): OperationRecord => ({
 
 const COLUMNS = 'key, method, url, headers, body, fingerprint, state, created_at, updated_at, attempts, last_status, result';
 
+type Named<R = unknown> = Database.Statement<[Record<string, unknown>], R>;
+
+/** The prepared statements of one connection. */
+export interface Statements {
+  readonly insert: Named<Row>;
+  readonly get: Database.Statement<[string], Row>;
+  readonly update: Named<Row>;
+  readonly listAll: Database.Statement<[number], Row>;
+  readonly listByState: Readonly<Record<OperationState, Database.Statement<[number], Row>>>;
+  readonly claim: Named<{ key: string }>;
+  readonly release: Database.Statement<[string, string]>;
+  readonly prune: Database.Statement<[number]>;
+}
+
 /** Prepares the journal's statements on `db` (the schema must be current). */
-export function statements(db: Database.Database) {
+export function statements(db: Database.Database): Statements {
   return {
     insert: db.prepare<[Record<string, unknown>], Row>(
       `INSERT INTO oncely_operations (key, method, url, headers, body, fingerprint, state, created_at, updated_at)
@@ -89,6 +103,3 @@ export function statements(db: Database.Database) {
     prune: db.prepare<[number]>("DELETE FROM oncely_operations WHERE state <> 'pending' AND updated_at < ?"),
   };
 }
-
-/** The prepared statements of one connection. */
-export type Statements = ReturnType<typeof statements>;

@@ -13,6 +13,10 @@ export type LockRequester = Pick<LockManager, 'request'>;
 interface Held {
   readonly owner: string;
   readonly release: () => void;
+  /** Settles once the lock manager has actually let go of the lock. */
+  readonly gone: Promise<unknown>;
+  /** Epoch ms when the claim runs out; the timer only gives the lock back promptly. */
+  until: number;
   timer: ReturnType<typeof setTimeout>;
 }
 
@@ -21,21 +25,22 @@ export interface WebLockClaims {
   /** Takes the lock for `key` unless another holder (here or in another tab) has it. */
   acquire(key: string, owner: string, ttlMs: number): Promise<boolean>;
   /** Gives the lock back when `owner` holds it (`owner` undefined: whoever holds it). */
-  release(key: string, owner?: string): void;
+  release(key: string, owner?: string): Promise<void>;
   /** Gives every lock back. */
-  releaseAll(): void;
+  releaseAll(): Promise<void>;
 }
 
 /** Creates the claim bookkeeping for one journal; lock names are scoped by `scope`. */
 export function webLockClaims(locks: LockRequester, scope: string): WebLockClaims {
   const held = new Map<string, Held>();
 
-  const drop = (key: string): void => {
+  const drop = (key: string): Promise<unknown> | undefined => {
     const entry = held.get(key);
-    if (!entry) return;
+    if (!entry) return undefined;
     held.delete(key);
     clearTimeout(entry.timer);
     entry.release();
+    return entry.gone;
   };
 
   const arm = (key: string, ttlMs: number): ReturnType<typeof setTimeout> => setTimeout(() => drop(key), ttlMs);
@@ -43,14 +48,18 @@ export function webLockClaims(locks: LockRequester, scope: string): WebLockClaim
   return {
     async acquire(key, owner, ttlMs) {
       const mine = held.get(key);
-      if (mine) {
+      // Expiry is judged by the clock, like the lease records, not by whether the timer ran yet.
+      if (mine && mine.owner !== owner && mine.until <= Date.now()) await drop(key);
+      else if (mine) {
         if (mine.owner !== owner) return false;
         clearTimeout(mine.timer);
+        mine.until = Date.now() + ttlMs;
         mine.timer = arm(key, ttlMs);
         return true;
       }
+      let gone: Promise<unknown> = Promise.resolve();
       const release = await new Promise<(() => void) | null>((resolve, reject) => {
-        locks
+        gone = locks
           .request(`oncely-journal:${scope}:${key}`, { ifAvailable: true }, (lock) => {
             if (!lock) {
               resolve(null);
@@ -62,14 +71,14 @@ export function webLockClaims(locks: LockRequester, scope: string): WebLockClaim
           .catch(reject);
       });
       if (!release) return false;
-      held.set(key, { owner, release, timer: arm(key, ttlMs) });
+      held.set(key, { owner, release, gone, until: Date.now() + ttlMs, timer: arm(key, ttlMs) });
       return true;
     },
-    release(key, owner) {
-      if (owner === undefined || held.get(key)?.owner === owner) drop(key);
+    async release(key, owner) {
+      if (owner === undefined || held.get(key)?.owner === owner) await drop(key);
     },
-    releaseAll() {
-      for (const key of [...held.keys()]) drop(key);
+    async releaseAll() {
+      await Promise.all([...held.keys()].map(drop));
     },
   };
 }

@@ -6,7 +6,7 @@
  * (a reopen after close, or two processes/tabs at once), which unlocks the durability and
  * sharing specifications.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { OperationState, type Journal, type NewOperation, type StoredResult } from '../../src/journal/types.js';
 
 /** One fresh, empty store per test. */
@@ -44,7 +44,19 @@ const result: StoredResult = {
   replayed: false,
 };
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/**
+ * Moves the wall clock (`Date` only: timers and IndexedDB's scheduling stay real), so expiry and
+ * retention are tested without sleeping — a loaded machine cannot make them flaky.
+ */
+const clock = {
+  start(): void {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(new Date('2026-12-01T09:00:00Z'));
+  },
+  advance(ms: number): void {
+    vi.setSystemTime(Date.now() + ms);
+  },
+};
 
 export function runJournalContract(name: string, makeFixture: () => JournalFixture, options: ContractOptions): void {
   describe(`Journal contract: ${name}`, () => {
@@ -58,6 +70,7 @@ export function runJournalContract(name: string, makeFixture: () => JournalFixtu
     };
 
     afterEach(async () => {
+      vi.useRealTimers();
       for (const journal of opened.splice(0)) await journal.close().catch(() => undefined);
       await fixture?.cleanup?.();
       fixture = undefined as unknown as JournalFixture;
@@ -158,12 +171,14 @@ export function runJournalContract(name: string, makeFixture: () => JournalFixtu
     });
 
     it('hands a claim to another owner once it has run out', async () => {
+      clock.start();
       const journal = open();
       const op = operation();
       await journal.put(op);
-      expect(await journal.claim(op.key, 'crashed', 20)).toBe(true);
+      expect(await journal.claim(op.key, 'crashed', 30_000)).toBe(true);
+      clock.advance(29_999);
       expect(await journal.claim(op.key, 'survivor', 60_000)).toBe(false);
-      await sleep(60);
+      clock.advance(1);
       expect(await journal.claim(op.key, 'survivor', 60_000)).toBe(true);
       expect(await journal.claim(op.key, 'crashed', 60_000)).toBe(false);
     });
@@ -180,14 +195,16 @@ export function runJournalContract(name: string, makeFixture: () => JournalFixtu
     });
 
     it('prunes only settled records older than the retention and reports how many', async () => {
+      clock.start();
       const journal = open();
       const [oldDone, oldFailed, oldPending, freshDone] = [operation(), operation(), operation(), operation()];
       await journal.putMany([oldDone!, oldFailed!, oldPending!, freshDone!]);
       await journal.update(oldDone!.key, { state: OperationState.Succeeded, result });
       await journal.update(oldFailed!.key, { state: OperationState.Failed, lastStatus: 422 });
-      await sleep(80);
+      clock.advance(10_000);
       await journal.update(freshDone!.key, { state: OperationState.Succeeded, result });
-      expect(await journal.prune(40)).toBe(2);
+      clock.advance(5_000);
+      expect(await journal.prune(10_000)).toBe(2);
       expect((await journal.list()).map((r) => r.key).sort()).toEqual([oldPending!.key, freshDone!.key].sort());
       expect(await journal.prune(60_000)).toBe(0);
     });
@@ -236,15 +253,22 @@ export function runJournalContract(name: string, makeFixture: () => JournalFixtu
         expect(perOp.every((winner) => winner === 'a' || winner === 'b')).toBe(true);
       });
 
-      it('lets a second handle take over an operation whose claim ran out', async () => {
+      it("lets a second handle take over an operation once the first handle's claim runs out", async () => {
+        // Real time: with Web Locks only the holder's own timer can give a lock back.
         const a = open();
         const b = open();
-        const op = operation();
-        await a.put(op);
-        expect(await a.claim(op.key, 'tab-a', 20)).toBe(true);
-        expect(await b.claim(op.key, 'tab-b', 60_000)).toBe(false);
-        await sleep(60);
-        expect(await b.claim(op.key, 'tab-b', 60_000)).toBe(true);
+        const [held, lapsing] = [operation(), operation()];
+        await a.putMany([held, lapsing]);
+        expect(await a.claim(held.key, 'tab-a', 60_000)).toBe(true);
+        expect(await b.claim(held.key, 'tab-b', 60_000)).toBe(false);
+        expect(await a.claim(lapsing.key, 'tab-a', 50)).toBe(true);
+        let takenOver = false;
+        for (let tries = 0; tries < 250 && !takenOver; tries += 1) {
+          takenOver = await b.claim(lapsing.key, 'tab-b', 60_000);
+          if (!takenOver) await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        expect(takenOver).toBe(true);
+        expect(await b.claim(held.key, 'tab-b', 60_000)).toBe(false);
       });
     }
   });
