@@ -149,6 +149,8 @@ export async function resume(argv: readonly string[]): Promise<number> {
   const ttl = readTtl(parsed.values['key-ttl']);
   if (!ttl.ok) return reportParseFailure(usageError(resumeSpec, ttl.problem));
   const token = parsed.values.token ?? process.env['ONCELY_TOKEN'];
+  // Without credentials every resend would be refused (401), and a refusal is final: never try.
+  if (token === undefined || token === '') return reportParseFailure(usageError(resumeSpec, '--token (or $ONCELY_TOKEN) is required'));
   const journal = sqliteJournal(parsed.values.journal === undefined ? {} : { path: parsed.values.journal });
   try {
     const first = (await journal.list({ state: OperationState.Pending, limit: 1 }))[0];
@@ -160,7 +162,7 @@ export async function resume(argv: readonly string[]): Promise<number> {
     // Every record holds its absolute URL; the base URL only has to be a valid one.
     const client = createClient({
       baseUrl: new URL(first.url).origin,
-      headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+      headers: { authorization: `Bearer ${token}` },
       journal,
       keyTtlMs: ttl.value,
     });

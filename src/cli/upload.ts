@@ -15,11 +15,12 @@
  *
  * @module
  */
+import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { createClient } from '../client/create-client.js';
 import { isOncelyError } from '../errors.js';
-import { fingerprint } from '../fingerprint.js';
+import { canonicalJson } from '../fingerprint.js';
 import { sqliteJournal } from '../journal/sqlite.node.js';
 import { OperationState, type NewOperation } from '../journal/types.js';
 import { deriveKey } from '../keys.js';
@@ -66,6 +67,20 @@ interface UploadSettings {
   readonly namespace: string | undefined;
   readonly dryRun: boolean;
   readonly reportPath: string | undefined;
+}
+
+/**
+ * The protocol fingerprint of a row's POST, the same bytes `fingerprint()` hashes, computed
+ * with node:crypto: synchronous and several times cheaper than WebCrypto's `digest` per row,
+ * which is what a million-row file needs.
+ *
+ * @example
+ * ```ts
+ * rowFingerprint('/v1/payments', '{"amount":1250,"currency":"EUR"}') === await fingerprint('POST', '/v1/payments', body); // true
+ * ```
+ */
+export function rowFingerprint(path: string, body: string): string {
+  return createHash('sha256').update(`POST\n${path}\n${canonicalJson(JSON.parse(body))}`).digest('hex');
 }
 
 function chunks(file: string): AsyncIterable<Uint8Array> {
@@ -278,16 +293,14 @@ async function send(
   try {
     for await (const batch of validBatches(settings, tally, () => abort.signal.aborted)) {
       if (abort.signal.aborted) break;
-      const operations: NewOperation[] = await Promise.all(
-        batch.map(async (row) => ({
-          key: row.key,
-          method: 'POST',
-          url: target.href,
-          headers: { 'content-type': 'application/json' },
-          body: row.body,
-          fingerprint: await fingerprint('POST', path, row.body, { contentType: 'application/json' }),
-        })),
-      );
+      const operations: NewOperation[] = batch.map((row) => ({
+        key: row.key,
+        method: 'POST',
+        url: target.href,
+        headers: { 'content-type': 'application/json' },
+        body: row.body,
+        fingerprint: rowFingerprint(path, row.body),
+      }));
       // Durable before any row of the batch is sent: a crash from here on loses nothing.
       const outcomes = await journal.putMany(operations);
       for (const [index, outcome] of outcomes.entries()) {

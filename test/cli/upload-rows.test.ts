@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { fingerprint } from '../../src/fingerprint.js';
 import { deriveKey } from '../../src/keys.js';
+import { rowFingerprint } from '../../src/cli/upload.js';
 import { DEFAULT_KEY_COLUMNS, createRowMapper, isInvalidRow } from '../../src/cli/upload-rows.js';
 import type { CsvRecord } from '../../src/cli/upload-csv.js';
 
@@ -50,5 +52,14 @@ describe('createRowMapper', () => {
   it('refuses a header that names a column twice', () => {
     const made = createRowMapper({ line: 1, fields: ['client_ref', 'operation', 'value_date', 'amount', 'amount'] }, defaults);
     expect(made.ok ? '' : made.problem).toMatch(/"amount" twice/);
+  });
+});
+
+describe('rowFingerprint', () => {
+  it('hashes exactly what the protocol fingerprint hashes, so a journaled row matches the client\'s own record', async () => {
+    const body = '{"reference":"Zoë, \\"Z\\"","amount":1250,"currency":"EUR"}';
+    expect(rowFingerprint('/v1/payments?x=1', body)).toBe(
+      await fingerprint('POST', '/v1/payments?x=1', body, { contentType: 'application/json' }),
+    );
   });
 });

@@ -120,7 +120,7 @@ describe('oncely upload', () => {
     const replay = JSON.parse(readFileSync(join(dir, 'again.json'), 'utf8')) as UploadReport;
     expect([replay.replayed, replay.executed]).toEqual([10_000, 0]);
     expect((await ledgerCount(server)) - before).toBe(10_000);
-  }, 120_000);
+  }, 300_000);
 
   it('replays every row from the server when a finished file is resubmitted from another machine (a fresh journal)', async () => {
     const file = join(dir, 'twice.csv');

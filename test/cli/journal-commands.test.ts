@@ -1,0 +1,84 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createClient } from '../../src/client/create-client.js';
+import { formatAge } from '../../src/cli/journal-commands.js';
+import { sqliteJournal } from '../../src/journal/sqlite.node.js';
+import { ledgerCount, runCli, startServer, type TestServer } from './helpers/processes.js';
+
+let dir: string;
+let server: TestServer;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'oncely-journal-cmd-'));
+  server = await startServer(join(dir, 'server.db'));
+});
+
+afterAll(async () => {
+  await server.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** Journals `count` payments the way a process that crashed before sending them would leave them. */
+async function journalWithoutSending(path: string, count: number): Promise<string[]> {
+  const journal = sqliteJournal({ path });
+  const client = createClient({ baseUrl: server.url, journal });
+  const keys: string[] = [];
+  for (let i = 0; i < count; i += 1) {
+    const op = await client.prepare('POST', 'v1/payments', { json: { amount: 100 + i, currency: 'EUR', reference: `crashed-${i}` } });
+    keys.push(op.key);
+  }
+  await client.close();
+  await journal.close();
+  return keys;
+}
+
+describe('oncely pending and oncely resume', () => {
+  it('lists the pending operations of a journal with state, age, attempts and last status', async () => {
+    const path = join(dir, 'list.db');
+    const keys = await journalWithoutSending(path, 3);
+    const json = await runCli(['pending', '--journal', path, '--json']);
+    expect(json.code).toBe(0);
+    const rows = JSON.parse(json.stdout) as Array<{ key: string; state: string; attempts: number; lastStatus: number | null; url: string }>;
+    expect(rows.map((row) => [row.key, row.state, row.attempts, row.lastStatus])).toEqual(keys.map((key) => [key, 'pending', 0, null]));
+    expect(rows[0]?.url).toBe(`${server.url}/v1/payments`);
+
+    const text = await runCli(['pending', '--journal', path]);
+    expect(text.stdout).toMatch(/KEY\s+STATE\s+AGE\s+ATTEMPTS\s+LAST\s+REQUEST/);
+    expect(text.stdout).toContain(`${keys[0]}  pending`);
+    expect(text.stdout).toMatch(/3 pending operations in/);
+  });
+
+  it('resumes every pending operation once: the ledger grows by their number and nothing stays pending', async () => {
+    const path = join(dir, 'resume.db');
+    const keys = await journalWithoutSending(path, 4);
+    const before = await ledgerCount(server);
+    const run = await runCli(['resume', '--journal', path, '--token', 'test_acme']);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/resumed 4: 4 settled, 0 still without a final outcome/);
+    expect((await ledgerCount(server)) - before).toBe(4);
+    const ledger = await server.get<{ entries: Array<{ idempotency_key: string }> }>('/v1/ledger?limit=100000');
+    expect(keys.every((key) => ledger.entries.some((entry) => entry.idempotency_key === key))).toBe(true);
+
+    const after = await runCli(['pending', '--journal', path, '--json']);
+    expect(JSON.parse(after.stdout)).toEqual([]);
+    const again = await runCli(['resume', '--journal', path, '--token', 'test_acme']);
+    expect(again.stdout).toMatch(/nothing to resume/);
+    expect((await ledgerCount(server)) - before).toBe(4);
+  });
+
+  it('refuses to resume without a token, so nothing is sent unauthenticated and the operations stay pending', async () => {
+    const path = join(dir, 'no-token.db');
+    await journalWithoutSending(path, 1);
+    const run = await runCli(['resume', '--journal', path], { ONCELY_TOKEN: '' });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/--token \(or \$ONCELY_TOKEN\) is required/);
+    const after = JSON.parse((await runCli(['pending', '--journal', path, '--json'])).stdout) as unknown[];
+    expect(after).toHaveLength(1);
+  });
+
+  it('formats ages the way people read them', () => {
+    expect([formatAge(42_000), formatAge(185_000), formatAge(7_620_000), formatAge(273_600_000)]).toEqual(['42s', '3m05s', '2h07m', '3d04h']);
+  });
+});
