@@ -31,7 +31,14 @@ export interface BuildCheckoutOptions {
   readonly minify?: boolean;
 }
 
-/** Builds the page; resolves to the output folder and the size of `app.js` in bytes. */
+/**
+ * Builds the page; resolves to the output folder and the size of `app.js` in bytes.
+ *
+ * @example
+ * ```ts
+ * const { outDir } = await buildCheckout({ outDir: '/tmp/checkout', minify: false });
+ * ```
+ */
 export async function buildCheckout(options: BuildCheckoutOptions = {}): Promise<{ outDir: string; bytes: number }> {
   const outDir = options.outDir ?? join(here, 'dist');
   await mkdir(outDir, { recursive: true });

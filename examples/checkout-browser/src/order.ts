@@ -24,7 +24,15 @@ function positiveInteger(text: string | null, fallback: number): number {
   return text !== null && Number.isSafeInteger(value) && value >= 1 ? value : fallback;
 }
 
-/** Reads the order from a URL, minting a reference when there is none. */
+/**
+ * Reads the order from a URL, minting a reference when there is none.
+ *
+ * @example
+ * ```ts
+ * orderFromUrl(new URL('https://shop.test/?order=ord-42&amount=4900&currency=eur'));
+ * // { reference: 'ord-42', amount: 4900, currency: 'EUR', item: 'Annual plan — Team (5 seats)' }
+ * ```
+ */
 export function orderFromUrl(url: URL): Order {
   const params = url.searchParams;
   const currency = (params.get('currency') ?? DEFAULT_ORDER.currency).toUpperCase();
@@ -36,7 +44,14 @@ export function orderFromUrl(url: URL): Order {
   };
 }
 
-/** The URL that reopens `order` (used with `history.replaceState`, so a reload keeps it). */
+/**
+ * The URL that reopens `order` (used with `history.replaceState`, so a reload keeps it).
+ *
+ * @example
+ * ```ts
+ * history.replaceState(null, '', urlForOrder(new URL(location.href), order));
+ * ```
+ */
 export function urlForOrder(url: URL, order: Order): URL {
   const next = new URL(url);
   next.searchParams.set('order', order.reference);
@@ -45,12 +60,26 @@ export function urlForOrder(url: URL, order: Order): URL {
   return next;
 }
 
-/** The JSON body of the payment request: only what the server needs, in a stable shape. */
+/**
+ * The JSON body of the payment request: only what the server needs, in a stable shape.
+ *
+ * @example
+ * ```ts
+ * await client.prepare('POST', '/v1/payments', { json: paymentBody(order), naturalKey: ['checkout', order.reference] });
+ * ```
+ */
 export function paymentBody(order: Order): { amount: number; currency: string; reference: string } {
   return { amount: order.amount, currency: order.currency, reference: order.reference };
 }
 
-/** `4900, 'EUR'` → `€49.00` in the browser's locale. */
+/**
+ * Formats minor units in the browser's locale.
+ *
+ * @example
+ * ```ts
+ * formatAmount(4900, 'EUR'); // '€49.00' in en-US
+ * ```
+ */
 export function formatAmount(amount: number, currency: string): string {
   const format = new Intl.NumberFormat(undefined, { style: 'currency', currency });
   const digits = format.resolvedOptions().maximumFractionDigits ?? 2;

@@ -23,7 +23,14 @@ function label(record: OperationRecord): string {
   return record.key;
 }
 
-/** Resumes the other submitted payments, calling `show` with the list each time one changes. */
+/**
+ * Resumes the other submitted payments, calling `show` with the list each time one changes.
+ *
+ * @example
+ * ```ts
+ * await resumeOtherPayments(client, operation.key, view.showOthers);
+ * ```
+ */
 export async function resumeOtherPayments(client: Client, currentKey: string, show: (others: readonly OtherPayment[]) => void): Promise<void> {
   const records = (await client.journal.list({ state: OperationState.Pending })).filter(
     (record) => record.key !== currentKey && wasSubmitted(record.key),

@@ -33,7 +33,14 @@ export type Report = (status: CheckoutStatus, message: string, paymentId?: strin
 
 const MARKER = 'oncely-checkout:submitted:';
 
-/** Whether Pay was pressed for this key, in this tab, another tab, or before a reload. */
+/**
+ * Whether Pay was pressed for this key, in this tab, another tab, or before a reload.
+ *
+ * @example
+ * ```ts
+ * if (wasSubmitted(operation.key)) void confirmPayment(operation, report);
+ * ```
+ */
 export function wasSubmitted(key: string): boolean {
   return localStorage.getItem(MARKER + key) !== null;
 }
@@ -73,6 +80,11 @@ function problemDetail(body: string): string | undefined {
  * The message for an attempt that is about to be retried (wired to the client's `onRetry`):
  * `status` is the answer that is retried, `error` the network failure when there was none, and
  * neither when another tab holds the operation's claim.
+ *
+ * @example
+ * ```ts
+ * createClient({ baseUrl, onRetry: ({ status, error }) => show(retryMessage(status, error)) });
+ * ```
  */
 export function retryMessage(status: number | undefined, error: unknown = new Error('network')): string {
   if (status === undefined && error === undefined) return 'Another tab is confirming this payment…';
@@ -88,6 +100,11 @@ export function retryMessage(status: number | undefined, error: unknown = new Er
  * Sends `operation` until it settles and reports each state. Unknown outcomes are never shown
  * as failures: the operation stays pending in the journal and is sent again (same key, same
  * bytes) when the network is back, so the customer is charged at most once.
+ *
+ * @example
+ * ```ts
+ * payButton.onclick = () => void confirmPayment(operation, (status, message) => view.showStatus(status, message));
+ * ```
  */
 export async function confirmPayment(operation: Operation, report: Report): Promise<void> {
   markSubmitted(operation.key);

@@ -5,7 +5,14 @@
  */
 import { formatAmount, type Order } from './order.js';
 
-/** What the page shows about the payment. */
+/**
+ * What the page shows about the payment; also `<main data-status>`, which the CSS and the tests read.
+ *
+ * @example
+ * ```ts
+ * view.showStatus(CheckoutStatus.Paid, 'Payment confirmed — thank you!');
+ * ```
+ */
 export const CheckoutStatus = {
   /** Reading the journal; nothing can be paid yet. */
   Loading: 'loading',
@@ -56,7 +63,15 @@ function field(root: HTMLElement, name: string): HTMLElement {
   return element;
 }
 
-/** Binds the view to the page's `<main>`. */
+/**
+ * Binds the view to the page's `<main>`.
+ *
+ * @example
+ * ```ts
+ * const view = createCheckoutView(document.querySelector('main.checkout')!);
+ * view.showOrder(order);
+ * ```
+ */
 export function createCheckoutView(root: HTMLElement): CheckoutView {
   const pay = root.querySelector<HTMLButtonElement>('[data-action="pay"]');
   const others = root.querySelector<HTMLElement>('.others');
