@@ -8,7 +8,12 @@
  * With `ONCELY_REQUIRE_PG=1` (CI) a missing server throws: the suite fails, never falls back.
  * Every store gets a fresh schema, dropped by `close()`, so parallel files and runs never collide.
  */
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import pg from 'pg';
 import { postgresKeyStore, type PostgresKeyStoreOptions } from '../../src/server/store/postgres.node.js';
 import type { PgliteLike } from '../../src/server/store/postgres-runner.node.js';
@@ -143,4 +148,92 @@ export async function openPglite(label: string): Promise<PgBackend> {
       await db.close();
     },
   };
+}
+
+/** A private PostgreSQL cluster a test may stop and start (the shared server is never touched). */
+export interface ThrowawayCluster {
+  readonly url: string;
+  readonly port: number;
+  start(): Promise<void>;
+  /** `pg_ctl stop -m immediate`: connections die at once, as in a crash or a network cut. */
+  stop(): Promise<void>;
+  destroy(): Promise<void>;
+}
+
+/** The newest installed PostgreSQL's bin directory with `initdb`, or `undefined`. */
+export function findPgBin(): string | undefined {
+  const root = '/usr/lib/postgresql';
+  if (!existsSync(root)) return undefined;
+  const versions = readdirSync(root).sort((a, b) => Number(a) - Number(b));
+  return versions.map((v) => join(root, v, 'bin')).filter((bin) => existsSync(join(bin, 'initdb'))).at(-1);
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * `initdb` a cluster in a temporary directory on a spare port (as user `postgres` when running as
+ * root: PostgreSQL refuses to run as root), and start it. Throws when `initdb` is not installed.
+ */
+export async function startThrowawayCluster(): Promise<ThrowawayCluster> {
+  const bin = findPgBin();
+  if (!bin) throw new Error('no initdb under /usr/lib/postgresql/*/bin: cannot create a throwaway PostgreSQL cluster');
+  const dir = mkdtempSync(join(tmpdir(), 'oncely-pg-'));
+  const port = await freePort();
+  const asRoot = process.getuid?.() === 0;
+  const sh = (command: string): void => {
+    execFileSync(asRoot ? 'su' : 'sh', asRoot ? ['postgres', '-c', command] : ['-c', command], { stdio: 'pipe', timeout: 60_000 });
+  };
+  if (asRoot) execFileSync('chown', ['postgres', dir]);
+  sh(`${bin}/initdb -D ${dir}/data -U postgres --auth=trust --no-sync >/dev/null`);
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off`;
+  const start = async (): Promise<void> => sh(`${bin}/pg_ctl -D ${dir}/data -o "${options}" -l ${dir}/log -w -t 30 start >/dev/null`);
+  const stop = async (): Promise<void> => sh(`${bin}/pg_ctl -D ${dir}/data -m immediate -w stop >/dev/null`);
+  await start();
+  console.info(`[pg harness] throwaway cluster on 127.0.0.1:${port} (${dir})`);
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    port,
+    start,
+    stop,
+    async destroy() {
+      await stop().catch(() => undefined);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A real server for tests that run `oncely serve` processes (PGlite lives in one process): the
+ * configured or local server, else a throwaway cluster. Throws when neither exists; callers that
+ * may run without one check {@link canRunServerTests} first.
+ */
+export async function requireServerUrl(label: string): Promise<string> {
+  const url = await resolvePgUrl();
+  if (url) {
+    console.info(`[pg harness] ${label}: PostgreSQL at ${url}`);
+    return url;
+  }
+  const cluster = await startThrowawayCluster();
+  process.once('exit', () => void cluster.destroy());
+  return cluster.url;
+}
+
+/**
+ * Whether server tests can run here: yes with a server or `initdb`. Under `ONCELY_REQUIRE_PG=1`
+ * always "yes", so a missing server fails the test instead of skipping it.
+ */
+export async function canRunServerTests(): Promise<boolean> {
+  if (process.env.ONCELY_REQUIRE_PG === '1' || findPgBin() !== undefined) return true;
+  if ((await resolvePgUrl()) !== undefined) return true;
+  console.warn('[pg harness] SKIPPING PostgreSQL server tests: no server reachable and no initdb installed');
+  return false;
 }
