@@ -10,12 +10,13 @@
  * | `lost` | `ext1` \| `ext2` | probability | the instruction is lost **before** the system gets it (nothing applied): the outcome is unknown |
  * | `unavailable` | `ext1` \| `ext2` | probability | the system answers 503 without applying anything: a transient failure |
  * | `probe-timeout` | `ext1` \| `ext2` | probability | a probe by derived key gets no answer: the probe is inconclusive |
- * | `slow` | `ext1` \| `ext2` | milliseconds | every call to the system takes that much longer (before it applies) |
+ * | `slow` | `ext1` \| `ext2` | milliseconds | every call to the system takes that much longer (before it applies); `max` does not apply |
  *
  * The optional `max` caps how often a probabilistic fault fires in this process (e.g. `timeout:ext2:1:1`
  * times out the first call only), which lets one process show "202, then completion on retry".
  * `timeout` and `lost` both look like a timeout to the server; they differ only in what the
- * system did, which is exactly the ambiguity the probe-before-retry rule exists for.
+ * system did, which is exactly the ambiguity the probe-before-retry rule exists for. A call checks
+ * `unavailable`, then `lost`, then (after applying) `timeout`, so one call suffers one fault at most.
  *
  * @module
  */

@@ -90,4 +90,20 @@ describe('reference app in-process: unknown outcomes and recovery', () => {
     expect((await t.getJson<{ count: number }>('/v1/rail/charges')).count).toBe(0);
     expect((await t.getJson<{ count: number }>('/v1/ledger')).count).toBe(0);
   });
+
+  it('fences an owner whose lease ran out inside the rail call: the retry that took over finishes, one charge, one ledger entry', async () => {
+    // Lease 300 ms, rail 800 ms: the first owner's lease expires while it waits on the rail.
+    t = await createInProcess({ leaseMs: 300, faults: 'slow:ext2:800' });
+    const slowOwner = t.post('pay-1', payment());
+    await settle(500);
+    const takeover = await t.post('pay-1', payment());
+    const stale = await slowOwner;
+    expect(takeover.status).toBe(201);
+    // The first owner's EXT2_DONE commit was refused by the fence: it answers "in flight", not a result.
+    expect(stale.status).toBe(409);
+    expect((await t.getJson<{ count: number }>('/v1/rail/charges')).count).toBe(1);
+    expect((await t.getJson<{ count: number }>('/v1/ledger')).count).toBe(1);
+    expect(await t.steps('H3', 'pay-1')).toBe(1);
+    expect((await (await t.get('/metrics', null)).text())).toMatch(/oncely_leases_lost_total 1/);
+  });
 });
