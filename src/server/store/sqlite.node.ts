@@ -189,8 +189,13 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
       ),
 
     admit: (input: AdmitInput) =>
-      locked(() =>
-        immediate((): AdmitResult => {
+      locked(() => {
+        // Replays and in-flight duplicates usually find the row already there: a plain read
+        // answers them without taking the database's write lock (shared by every process). The
+        // INSERT below stays the only arbiter of ownership.
+        const seen = prepare(SQL.load).get(input.clientId, input.key) as RawRow | undefined;
+        if (seen) return { owned: false, row: toRow(seen) } as const;
+        return immediate((): AdmitResult => {
           const at = now();
           const token = randomUUID();
           const inserted = prepare(SQL.insert).get(
@@ -207,8 +212,8 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
           if (inserted) return { owned: true, lease: { clientId: input.clientId, key: input.key, token }, row: toRow(inserted) };
           const existing = prepare(SQL.load).get(input.clientId, input.key) as RawRow;
           return { owned: false, row: toRow(existing) };
-        }),
-      ),
+        });
+      }),
 
     load: (clientId, key) =>
       locked(() => {
