@@ -3,4 +3,28 @@
  *
  * @module
  */
+import { buildClient, type Client } from './client/create-client.js';
+import type { ClientOptions } from './client/options.js';
+import { sqliteJournal } from './journal/sqlite.node.js';
+
 export * from './index.js';
+export { Durability, sqliteJournal, type SqliteJournal, type SqliteJournalOptions } from './journal/sqlite.node.js';
+export { JOURNAL_ENV, defaultJournalPath, type JournalPathOptions } from './journal/default.node.js';
+
+/**
+ * Creates a client whose journal, unless `journal` is given, is a SQLite file at
+ * `ONCELY_JOURNAL` or `~/.oncely/journal.db` (see {@link defaultJournalPath}); the client
+ * owns that journal and closes it in `close()`.
+ *
+ * @example
+ * ```ts
+ * import { createClient } from 'oncely/node';
+ *
+ * const client = createClient({ baseUrl: 'http://127.0.0.1:8787', headers: { authorization: 'Bearer test_acme' } });
+ * await client.resume(); // finish whatever a previous run left pending
+ * const r = await client.post('v1/payments', { json: { amount: 1250, currency: 'EUR', reference: 'inv-7' } });
+ * ```
+ */
+export function createClient(options: ClientOptions): Client {
+  return buildClient(options, () => sqliteJournal());
+}

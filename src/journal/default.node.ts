@@ -7,10 +7,24 @@ import { mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 
-/** The environment variable that relocates the default journal file. */
+/**
+ * The environment variable that relocates the default journal file.
+ *
+ * @example
+ * ```ts
+ * process.env[JOURNAL_ENV] = '/var/lib/app/oncely.db'; // same as ONCELY_JOURNAL=… in the shell
+ * ```
+ */
 export const JOURNAL_ENV = 'ONCELY_JOURNAL';
 
-/** Inputs of {@link defaultJournalPath}; each defaults to the real process's value. */
+/**
+ * Inputs of {@link defaultJournalPath}; each defaults to the real process's value.
+ *
+ * @example
+ * ```ts
+ * const options: JournalPathOptions = { env: {}, homeDir: '/home/ada' };
+ * ```
+ */
 export interface JournalPathOptions {
   /** An explicit path: used as is, whatever the environment says. */
   readonly path?: string | undefined;

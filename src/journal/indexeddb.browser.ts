@@ -15,7 +15,14 @@ import { JournalError } from '../errors.js';
 import { OperationState, type Journal, type NewOperation, type OperationRecord, type PutOutcome } from './types.js';
 import { webLockClaims, type LockRequester } from './web-locks.js';
 
-/** Options of {@link indexedDbJournal}. */
+/**
+ * Options of {@link indexedDbJournal}.
+ *
+ * @example
+ * ```ts
+ * const options: IndexedDbJournalOptions = { dbName: 'checkout' };
+ * ```
+ */
 export interface IndexedDbJournalOptions {
   /**
    * The IndexedDB database name; give each app (or each user of a shared device) its own.
@@ -40,7 +47,15 @@ export interface IndexedDbJournalOptions {
   readonly locks?: LockRequester | null;
 }
 
-/** A {@link Journal} backed by IndexedDB. */
+/**
+ * A {@link Journal} backed by IndexedDB.
+ *
+ * @example
+ * ```ts
+ * const journal: IndexedDbJournal = indexedDbJournal({ dbName: 'checkout' });
+ * console.log((await journal.list({ state: 'pending' })).length, 'payments to finish in', journal.dbName);
+ * ```
+ */
 export interface IndexedDbJournal extends Journal {
   readonly kind: 'indexeddb';
   readonly dbName: string;

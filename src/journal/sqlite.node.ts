@@ -23,7 +23,14 @@ import { journalErrorFrom, schemaError, closedError } from './sqlite-errors.node
 import { commitQueue } from './sqlite-queue.node.js';
 import { statements, toRecord, type Row, type Statements } from './sqlite-statements.node.js';
 
-/** How much a committed write survives. */
+/**
+ * How much a committed journal write survives.
+ *
+ * @example
+ * ```ts
+ * sqliteJournal({ durability: Durability.Power }); // payments on a laptop that may lose power
+ * ```
+ */
 export const Durability = {
   /**
    * Survives a crash or kill of the process (WAL, `synchronous=NORMAL`): a committed write is
@@ -34,10 +41,24 @@ export const Durability = {
   Power: 'power',
 } as const;
 
-/** One of {@link Durability}'s values. */
+/**
+ * One of {@link Durability}'s values.
+ *
+ * @example
+ * ```ts
+ * const durability: Durability = process.env.JOURNAL_FSYNC ? 'power' : 'process';
+ * ```
+ */
 export type Durability = (typeof Durability)[keyof typeof Durability];
 
-/** Options of {@link sqliteJournal}. */
+/**
+ * Options of {@link sqliteJournal}.
+ *
+ * @example
+ * ```ts
+ * const options: SqliteJournalOptions = { path: '/var/lib/app/oncely.db', durability: 'power', busyTimeoutMs: 10_000 };
+ * ```
+ */
 export interface SqliteJournalOptions {
   /**
    * The journal file; its directory is created if missing. Without it: `ONCELY_JOURNAL`, else
@@ -84,7 +105,15 @@ export interface SqliteJournalOptions {
   readonly verifyOnOpen?: boolean;
 }
 
-/** A {@link Journal} backed by a SQLite file. */
+/**
+ * A {@link Journal} backed by a SQLite file.
+ *
+ * @example
+ * ```ts
+ * const journal: SqliteJournal = sqliteJournal();
+ * console.log(`journal at ${journal.path} (${journal.durability})`);
+ * ```
+ */
 export interface SqliteJournal extends Journal {
   readonly kind: 'sqlite';
   /** The resolved file path. */

@@ -7,7 +7,15 @@
  * @module
  * @internal
  */
-/** The part of the Web Locks API the journal uses (`navigator.locks` satisfies it). */
+/**
+ * The part of the Web Locks API the journal uses (`navigator.locks` satisfies it).
+ *
+ * @example
+ * ```ts
+ * const locks: LockRequester = navigator.locks;
+ * indexedDbJournal({ locks });
+ * ```
+ */
 export type LockRequester = Pick<LockManager, 'request'>;
 
 interface Held {

@@ -1,0 +1,45 @@
+import 'fake-indexeddb/auto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createClient as createBrowserClient } from '../../src/browser.js';
+import { createClient as createNodeClient, sqliteJournal } from '../../src/node.js';
+import { indexedDbJournal } from '../../src/journal/indexeddb.browser.js';
+
+let dir: string;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'oncely-default-client-'));
+});
+afterEach(() => {
+  vi.unstubAllEnvs();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('default journals of the platform entries', () => {
+  it('gives a Node client a SQLite journal at ONCELY_JOURNAL that keeps a prepared operation after close', async () => {
+    const path = join(dir, 'state', 'journal.db');
+    vi.stubEnv('ONCELY_JOURNAL', path);
+    const client = createNodeClient({ baseUrl: 'http://127.0.0.1:9' });
+    expect(client.journal.kind).toBe('sqlite');
+    const op = await client.prepare('POST', 'v1/payments', { json: { amount: 1250, currency: 'EUR', reference: 'inv-7' } });
+    await client.close();
+
+    const reopened = sqliteJournal({ path });
+    const record = await reopened.get(op.key);
+    expect(record?.state).toBe('pending');
+    expect(record?.body).toBe('{"amount":1250,"currency":"EUR","reference":"inv-7"}');
+    await reopened.close();
+  });
+
+  it('gives a browser client an IndexedDB journal named oncely that keeps a prepared operation after close', async () => {
+    const client = createBrowserClient({ baseUrl: 'http://127.0.0.1:9' });
+    expect(client.journal.kind).toBe('indexeddb');
+    const op = await client.prepare('POST', 'v1/payments', { json: { amount: 990, currency: 'EUR', reference: 'cart-3' } });
+    await client.close();
+
+    const reopened = indexedDbJournal({ dbName: 'oncely' });
+    expect((await reopened.get(op.key))?.state).toBe('pending');
+    await reopened.close();
+  });
+});
