@@ -1,0 +1,54 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { DEFAULT_NAMESPACE } from '../../src/keys.js';
+import { createIdempotencyHandler, externalKey, sqliteKeyStore } from '../../src/server/index.js';
+import { createTestApp, paymentOperation, type TestApp } from './fixtures.js';
+
+let app: TestApp | undefined;
+afterEach(async () => {
+  await app?.store.close();
+  app = undefined;
+});
+
+describe('externalKey', () => {
+  it('is deterministic and distinct across systems and across callers using the same key', () => {
+    const k2 = externalKey(DEFAULT_NAMESPACE, 'acme', 'inv-7', 2);
+    expect(externalKey(DEFAULT_NAMESPACE, 'acme', 'inv-7', 2)).toBe(k2);
+    expect(new Set([k2, externalKey(DEFAULT_NAMESPACE, 'acme', 'inv-7', 1), externalKey(DEFAULT_NAMESPACE, 'globex', 'inv-7', 2)]).size).toBe(3);
+    expect(k2).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+});
+
+describe('runSteps through the handler', () => {
+  it('calls each external system with its derived key Kn and passes earlier steps’ data on', async () => {
+    app = await createTestApp();
+    const response = await app.post({ amount: 9 }, { key: 'inv-9' });
+    const k1 = externalKey(DEFAULT_NAMESPACE, 'acme', 'inv-9', 1);
+    const k2 = externalKey(DEFAULT_NAMESPACE, 'acme', 'inv-9', 2);
+    expect([...app.risk.applied.keys()]).toEqual([k1]);
+    expect([...app.rail.applied.keys()]).toEqual([k2]);
+    expect(JSON.parse(await response.text()).charge).toBe(app.rail.applied.get(k2));
+    const row = await app.store.load('acme', 'inv-9');
+    expect(row).toMatchObject({ state: 'finished', recoveryPoint: 'EXT2_DONE', data: { H1_DONE: true, H2_DONE: true, risk: 'risk_1', charge: 'charge_1' } });
+  });
+
+  it('uses the handler’s namespace for derived keys', async () => {
+    const namespace = '6ba7b811-9dad-11d1-80b4-00c04fd430c8';
+    app = await createTestApp({ namespace });
+    await app.post({ amount: 9 }, { key: 'inv-9' });
+    expect(app.rail.applied.has(externalKey(namespace, 'acme', 'inv-9', 2))).toBe(true);
+  });
+});
+
+describe('createIdempotencyHandler options', () => {
+  it('refuses a namespace that is not a UUID and two operations on one endpoint', () => {
+    const store = sqliteKeyStore({ path: ':memory:' });
+    const operation = paymentOperation(
+      { applied: new Map(), calls: 0, probes: 0, script: [], probeBlind: false, gate: undefined },
+      { applied: new Map(), calls: 0, probes: 0, script: [], probeBlind: false, gate: undefined },
+    );
+    const authenticate = () => 'acme';
+    expect(() => createIdempotencyHandler({ store, operations: [operation], authenticate, namespace: 'payments' })).toThrow(TypeError);
+    expect(() => createIdempotencyHandler({ store, operations: [operation, operation], authenticate })).toThrow(/two operations/);
+    void store.close();
+  });
+});
