@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MALFORMED_KEYS } from '../reference/malformed-keys.js';
 import {
   dbCount,
+  eventually,
   getJson,
   paymentBody,
   postPayment,
@@ -26,7 +27,7 @@ beforeAll(async () => {
   writeFileSync(`${dir}/www/index.html`, '<h1>checkout</h1>');
   writeFileSync(`${dir}/secret.txt`, 'outside the static root');
   [a, b, c1, c2] = await Promise.all([
-    spawnServe(['--db', `${dir}/a.db`, '--lease', '4500ms', '--faults', 'slow:ext2:300', '--clients', `${dir}/clients.json`, '--static', `${dir}/www`]),
+    spawnServe(['--db', `${dir}/a.db`, '--lease', '4900ms', '--faults', 'slow:ext2:800', '--clients', `${dir}/clients.json`, '--static', `${dir}/www`]),
     spawnServe(['--db', `${dir}/b.db`, '--lease', '300ms', '--recovery-interval', '0', '--quiet'], {
       ONCELY_FAULTS: 'unavailable:ext1:1:1,timeout:ext2:1:1,lost:ext2:1:1',
     }),
@@ -63,9 +64,10 @@ describe('oncely serve over HTTP: the response matrix', () => {
     expect(stepCount(`${dir}/a.db`, 'H3', 'http-1')).toBe(1);
   });
 
-  it('answers 409 with Retry-After equal to the remaining lease (4.5 s → 5) while the key is in flight', async () => {
+  it('answers 409 with Retry-After equal to the remaining lease (4.9 s → 5) while the key is in flight', async () => {
     const first = postPayment(a.url, 'http-409');
-    await new Promise((resolve) => setTimeout(resolve, 150));
+    // The owner is inside the 800 ms rail call once EXT2_SENT is committed (lease just refreshed).
+    await eventually(() => dbCount(`${dir}/a.db`, "SELECT COUNT(*) AS n FROM oncely_keys WHERE key = 'http-409' AND recovery_point = 'EXT2_SENT'") === 1);
     const second = await postPayment(a.url, 'http-409');
     expect(second?.status).toBe(409);
     expect(second?.headers.get('retry-after')).toBe('5');

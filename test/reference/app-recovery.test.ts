@@ -95,7 +95,11 @@ describe('reference app in-process: unknown outcomes and recovery', () => {
     // Lease 300 ms, rail 800 ms: the first owner's lease expires while it waits on the rail.
     t = await createInProcess({ leaseMs: 300, faults: 'slow:ext2:800' });
     const slowOwner = t.post('pay-1', payment());
-    await settle(500);
+    for (let i = 0; i < 300; i += 1) {
+      const row = await t.app.store.load('acme', 'pay-1');
+      if (row?.recoveryPoint === 'EXT2_SENT' && (row.leaseRemainingMs ?? 0) <= 0) break;
+      await settle(10);
+    }
     const takeover = await t.post('pay-1', payment());
     const stale = await slowOwner;
     expect(takeover.status).toBe(201);
