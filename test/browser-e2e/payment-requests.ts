@@ -4,6 +4,8 @@ import type { Page } from 'playwright';
 /** One payment request as the browser saw it. */
 export interface PaymentRequest {
   readonly tab: string;
+  /** The `Idempotency-Key` header it carried. */
+  readonly key: string | undefined;
   readonly startedAt: number;
   /** `Infinity` while in flight. */
   endedAt: number;
@@ -17,7 +19,13 @@ export function recordPayments(page: Page, tab: string, into: PaymentRequest[] =
   const isPayment = (method: string, url: string): boolean => method === 'POST' && new URL(url).pathname === '/v1/payments';
   page.on('request', (request) => {
     if (!isPayment(request.method(), request.url())) return;
-    const entry: PaymentRequest = { tab, startedAt: Date.now(), endedAt: Number.POSITIVE_INFINITY, status: undefined };
+    const entry: PaymentRequest = {
+      tab,
+      key: request.headers()['idempotency-key'],
+      startedAt: Date.now(),
+      endedAt: Number.POSITIVE_INFINITY,
+      status: undefined,
+    };
     open.set(request, entry);
     into.push(entry);
   });
