@@ -95,6 +95,12 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
     async transaction<T>(work: (query: Query) => Promise<T>): Promise<T> {
       const client = await pool.connect();
       let broken: Error | undefined;
+      // A checked-out client whose server goes away between two statements (while `work` awaits
+      // something else) emits `error` outside any query; unheard, Node would crash the process.
+      const onError = (error: Error): void => {
+        broken = error;
+      };
+      client.on('error', onError);
       try {
         await client.query('BEGIN');
         const result = await work(over(client));
@@ -107,6 +113,7 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
         });
         throw error;
       } finally {
+        client.off('error', onError);
         client.release(broken);
       }
     },
