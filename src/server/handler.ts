@@ -65,7 +65,14 @@ export interface IdempotencyHandlerOptions {
 /** What {@link IdempotencyHandler.resume} did with a row. */
 export type ResumeOutcome = 'finished' | 'pending' | 'transient' | 'lost' | 'busy' | 'unresumable';
 
-/** The handler built by {@link createIdempotencyHandler}. */
+/**
+ * The handler built by {@link createIdempotencyHandler}.
+ *
+ * @example
+ * ```ts
+ * const fetch = async (request: Request) => (await handler.handle(request)) ?? new Response(null, { status: 404 });
+ * ```
+ */
 export interface IdempotencyHandler {
   /** Answers a request, or resolves to `undefined` when no operation matches its method and path. */
   handle(request: Request): Promise<Response | undefined>;

@@ -4,7 +4,14 @@
  * @module
  */
 
-/** How a keyed request ended, as PROTOCOL.md's `/metrics` names it. */
+/**
+ * How a keyed request ended, as PROTOCOL.md's `/metrics` names it.
+ *
+ * @example
+ * ```ts
+ * metrics.snapshot().requests[RequestOutcome.Replayed]; // replays served so far
+ * ```
+ */
 export const RequestOutcome = {
   /** Executed now (including a stored refusal such as a decline). */
   Executed: 'executed',
@@ -25,7 +32,14 @@ export const RequestOutcome = {
 /** One of {@link RequestOutcome}'s values. */
 export type RequestOutcome = (typeof RequestOutcome)[keyof typeof RequestOutcome];
 
-/** Counters outside the per-request outcome. */
+/**
+ * Counters outside the per-request outcome.
+ *
+ * @example
+ * ```ts
+ * metrics.add(ServerEvent.KeysReaped, removed);
+ * ```
+ */
 export const ServerEvent = {
   /** Rows the recovery worker brought to `finished`. */
   Recoveries: 'recoveries',

@@ -5,10 +5,24 @@
  * @module
  */
 
-/** Base URI of every oncely problem type. */
+/**
+ * Base URI of every oncely problem type.
+ *
+ * @example
+ * ```ts
+ * body.type === `${PROBLEM_BASE}key-reused`; // the client reused a key for another request
+ * ```
+ */
 export const PROBLEM_BASE = 'https://oncely.dev/problems/';
 
-/** The problem types PROTOCOL.md names, with their status and title. */
+/**
+ * The problem types PROTOCOL.md names, with their status and title.
+ *
+ * @example
+ * ```ts
+ * problem(ProblemType.TooLarge, 'the body is larger than 65536 bytes'); // a 413 response
+ * ```
+ */
 export const ProblemType = {
   KeyInFlight: { slug: 'key-in-flight', status: 409, title: 'A request with this key is in flight' },
   KeyReused: { slug: 'key-reused', status: 422, title: 'The key was used for a different request' },

@@ -11,7 +11,14 @@ import type { IdempotencyHandler, ResumeOutcome } from './handler.js';
 import type { ServerMetrics } from './metrics.js';
 import type { KeyStore } from './store/types.js';
 
-/** A loop with an explicit single pass for tests. */
+/**
+ * A loop with an explicit single pass for tests.
+ *
+ * @example
+ * ```ts
+ * const pass = await worker.runOnce(); // { finished: 1, pending: 0, ... }
+ * ```
+ */
 export interface BackgroundLoop<Result> {
   /** Starts running a pass every interval (the first after one interval). Idempotent. */
   start(): void;
