@@ -1,16 +1,20 @@
 import { writeFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { getJson, paymentBody, postPayment, serveFailure, spawnServe, tempDir } from '../reference/serve-process.js';
+import { dbCount, eventually, getJson, paymentBody, postPayment, serveFailure, spawnServe, tempDir } from '../reference/serve-process.js';
 
 const { dir, cleanup } = tempDir();
 afterAll(cleanup);
+
+/** Whether the payment of `key` is inside its (slow) rail call: EXT2_SENT committed. */
+const atRailCall = (db: string, key: string): boolean =>
+  dbCount(db, "SELECT COUNT(*) AS n FROM oncely_keys WHERE key = ? AND recovery_point = 'EXT2_SENT'", key) === 1;
 
 describe('oncely serve lifecycle', () => {
   it('on SIGTERM answers new requests 503, lets the in-flight payment finish, and exits 0', async () => {
     const server = await spawnServe(['--db', `${dir}/drain.db`, '--faults', 'slow:ext2:1500']);
     const inFlight = postPayment(server.url, 'drain-1');
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await eventually(() => atRailCall(`${dir}/drain.db`, 'drain-1'));
     server.proc.kill('SIGTERM');
     await new Promise((resolve) => setTimeout(resolve, 100));
     const refused = await postPayment(server.url, 'drain-2');
@@ -26,7 +30,7 @@ describe('oncely serve lifecycle', () => {
     const db = `${dir}/grace.db`;
     const server = await spawnServe(['--db', db, '--lease', '300ms', '--grace', '100ms', '--faults', 'slow:ext2:2000']);
     const cut = postPayment(server.url, 'grace-1');
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await eventually(() => atRailCall(db, 'grace-1'));
     server.proc.kill('SIGTERM');
     expect((await server.exited).code).toBe(0);
     await cut;

@@ -40,7 +40,7 @@ describe('reference app in-process: PROTOCOL.md response matrix', () => {
   });
 
   it('answers 409 with Retry-After equal to the remaining lease while the same key is in flight', async () => {
-    t = await createInProcess({ leaseMs: 4500, faults: 'slow:ext2:600' });
+    t = await createInProcess({ leaseMs: 4900, faults: 'slow:ext2:800' });
     const first = t.post('pay-1', payment());
     // Wait until the owner is inside the slow rail call (EXT2_SENT committed, lease just refreshed).
     for (let i = 0; i < 200; i += 1) {
