@@ -8,7 +8,11 @@
 import ky from 'ky';
 import { headersToRecord } from './results.js';
 
-/** What one attempt sends. */
+/**
+ * What one attempt sends.
+ *
+ * @internal
+ */
 export interface AttemptRequest {
   readonly method: string;
   readonly url: string;
@@ -20,24 +24,38 @@ export interface AttemptRequest {
   readonly fetch: ((request: Request) => Promise<Response>) | undefined;
 }
 
-/** The server answered: the outcome plus what it said. */
+/**
+ * The server answered: the outcome plus what it said.
+ *
+ * @internal
+ */
 export interface ResponseReport {
   readonly outcome: { readonly kind: 'response'; readonly status: number; readonly retryAfter: string | null };
   readonly headers: Record<string, string>;
   readonly body: string;
 }
 
-/** No answer arrived. */
+/**
+ * No answer arrived.
+ *
+ * @internal
+ */
 export interface NetworkReport {
   readonly outcome: { readonly kind: 'network'; readonly error: unknown };
 }
 
-/** What one attempt produced. */
+/**
+ * What one attempt produced.
+ *
+ * @internal
+ */
 export type AttemptReport = ResponseReport | NetworkReport;
 
 /**
  * Sends one attempt. Never throws for HTTP statuses, network errors or timeouts: those are
  * outcomes. It throws only when `signal` is aborted, with the signal's reason.
+ *
+ * @internal
  */
 export async function sendAttempt(request: AttemptRequest): Promise<AttemptReport> {
   const { fetch: customFetch } = request;

@@ -101,7 +101,8 @@ export function buildClient(options: ClientOptions, defaultJournal: (() => Journ
     const { operation, credentials } = await prepareRequest(resolved, method, path, requestOptions);
     const { created, record } = await journal.put(operation);
     const ref: OperationRef = { method: record.method, url: record.url, key: record.key };
-    if (!created && (record.fingerprint !== operation.fingerprint || record.method !== operation.method)) {
+    // The fingerprint covers method, path and body: any difference is another request.
+    if (!created && record.fingerprint !== operation.fingerprint) {
       throw new KeyReusedError({ method: operation.method, url: operation.url, key: operation.key });
     }
     return createOperation(engine, ref, { ...clientCredentials(resolved), ...credentials }, requestOptions.signal);

@@ -67,7 +67,11 @@ interface Chain {
   waiters: number;
 }
 
-/** What a client shares with its operations (internal). */
+/**
+ * What a client shares with its operations (internal).
+ *
+ * @internal
+ */
 export interface Engine {
   readonly options: ResolvedOptions;
   /** Chains in flight by key: one per key per client. */
@@ -222,12 +226,20 @@ function join(chain: Chain, signal: AbortSignal | undefined): Promise<OperationR
   });
 }
 
-/** Credential headers from the client's current options (for operations resumed from the journal). */
+/**
+ * Credential headers from the client's current options (for operations resumed from the journal).
+ *
+ * @internal
+ */
 export function clientCredentials(options: ResolvedOptions): Record<string, string> {
   return Object.fromEntries(Object.entries(options.headers).filter(([name]) => CREDENTIAL_HEADERS.has(name)));
 }
 
-/** Creates the handle of a journaled operation (internal). */
+/**
+ * Creates the handle of a journaled operation (internal).
+ *
+ * @internal
+ */
 export function createOperation(
   engine: Engine,
   ref: OperationRef,
@@ -261,7 +273,11 @@ export function createOperation(
   };
 }
 
-/** Aborts every chain in flight (client signal, `close()`); their operations stay pending. */
+/**
+ * Aborts every chain in flight (client signal, `close()`); their operations stay pending.
+ *
+ * @internal
+ */
 export function abortAll(engine: Engine, cause: unknown): Promise<unknown> {
   const chains = [...engine.inflight.values()];
   for (const chain of chains) chain.controller.abort(new OperationAbortedError(chain.ref, { cause }));

@@ -36,7 +36,11 @@ export interface RequestOptions {
   readonly signal?: AbortSignal;
 }
 
-/** A call resolved into what is journaled plus what must stay in memory only. */
+/**
+ * A call resolved into what is journaled plus what must stay in memory only.
+ *
+ * @internal
+ */
 export interface PreparedRequest {
   readonly operation: NewOperation;
   /** Credential headers given with this call: sent with every attempt in this process, never journaled. */
@@ -63,7 +67,11 @@ function chooseKey(options: RequestOptions, namespace: string, method: string, u
   return newKey();
 }
 
-/** Resolves a call into the operation to journal. Throws before anything is journaled or sent. */
+/**
+ * Resolves a call into the operation to journal. Throws before anything is journaled or sent.
+ *
+ * @internal
+ */
 export async function prepareRequest(
   resolved: ResolvedOptions,
   method: string,

@@ -119,7 +119,11 @@ export type ResumeOutcome =
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** Copies response headers into a plain record with lower-case names. */
+/**
+ * Copies response headers into a plain record with lower-case names.
+ *
+ * @internal
+ */
 export function headersToRecord(headers: Headers): Record<string, string> {
   const record: Record<string, string> = {};
   headers.forEach((value, name) => {
@@ -128,13 +132,21 @@ export function headersToRecord(headers: Headers): Record<string, string> {
   return record;
 }
 
-/** Whether the response carries either replay marker of PROTOCOL.md. */
+/**
+ * Whether the response carries either replay marker of PROTOCOL.md.
+ *
+ * @internal
+ */
 export function isReplay(headers: Readonly<Record<string, string>>): boolean {
   const marker = headers['idempotency-replay'] ?? headers['idempotent-replayed'];
   return marker?.trim().toLowerCase() === 'true';
 }
 
-/** Parses a body the way results expose it: JSON when declared and parsable, text otherwise. */
+/**
+ * Parses a body the way results expose it: JSON when declared and parsable, text otherwise.
+ *
+ * @internal
+ */
 export function parseData(body: string, headers: Readonly<Record<string, string>>): unknown {
   if (body === '') return null;
   const type = headers['content-type']?.split(';')[0]?.trim().toLowerCase() ?? '';
@@ -149,13 +161,21 @@ export function parseData(body: string, headers: Readonly<Record<string, string>
   return body;
 }
 
-/** Cuts `text` to at most `maxBytes` UTF-8 bytes. */
+/**
+ * Cuts `text` to at most `maxBytes` UTF-8 bytes.
+ *
+ * @internal
+ */
 export function capText(text: string, maxBytes: number): string {
   const bytes = encoder.encode(text);
   return bytes.length <= maxBytes ? text : decoder.decode(bytes.subarray(0, maxBytes));
 }
 
-/** Builds the result of a settled `2xx` from what was stored (or just received). */
+/**
+ * Builds the result of a settled `2xx` from what was stored (or just received).
+ *
+ * @internal
+ */
 export function toResult<T>(key: string, stored: StoredResult, attempts: number, body: string = stored.body): OperationResult<T> {
   return {
     status: stored.status,
@@ -180,6 +200,8 @@ function problemType(stored: StoredResult): string | undefined {
 /**
  * The typed error for a final non-2xx answer: `422` → {@link KeyReusedError}; `400` whose
  * problem type is `invalid-key` → {@link InvalidKeyError}; anything else → {@link HttpError}.
+ *
+ * @internal
  */
 export function finalError(ref: OperationRef, stored: StoredResult, body: string = stored.body): OncelyError {
   if (stored.status === 422) return new KeyReusedError(ref, 422);
