@@ -7,7 +7,6 @@
  * from the repository's sources so it always runs against the code under test.
  */
 import { createClient, type Operation } from '../../../src/browser.js';
-import { indexedDbJournal } from '../../../src/journal/indexeddb.browser.js';
 import { orderFromUrl, paymentBody, urlForOrder } from './order.js';
 import { confirmPayment, retryMessage, wasSubmitted, type Report } from './payment.js';
 import { resumeOtherPayments } from './others.js';
@@ -28,10 +27,10 @@ const order = orderFromUrl(new URL(location.href));
 history.replaceState(null, '', urlForOrder(new URL(location.href), order));
 view.showOrder(order);
 
+// No `journal` option: oncely/browser's default is the IndexedDB journal, shared by the tabs.
 const client = createClient({
   baseUrl: location.origin,
   headers: { authorization: `Bearer ${DEMO_TOKEN}` },
-  journal: indexedDbJournal({ dbName: 'oncely-checkout' }),
   onRetry: ({ key, status, error }) => {
     if (key === root.dataset.key) view.showStatus(CheckoutStatus.Confirming, retryMessage(status, error));
   },
