@@ -215,6 +215,13 @@ describe('an operation', () => {
     await expect(client.post('v1/payments', { json: PAYMENT })).rejects.toMatchObject({ code: ErrorCode.Config });
   });
 
+  it.each(['put', 'patch', 'delete'] as const)('sends %s keyed and journaled like post', async (verb) => {
+    const client = testClient();
+    const r = await client[verb]('v1/things/1', { json: { name: 'a' } });
+    expect(server.seen).toEqual([expect.objectContaining({ method: verb.toUpperCase(), path: '/v1/things/1', key: r.key })]);
+    expect(await client.journal.get(r.key)).toMatchObject({ method: verb.toUpperCase(), state: 'succeeded' });
+  });
+
   it('refuses to start without a journal in the neutral entry, naming the ways to get one', () => {
     const make = (): unknown => createClient({ baseUrl: BASE_URL });
     expect(make).toThrow(OncelyError);
