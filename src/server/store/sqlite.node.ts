@@ -7,6 +7,9 @@
  *   answers `503`, fail closed).
  * - Every write transaction is `BEGIN IMMEDIATE`, so it takes the write lock up front and can
  *   never deadlock upgrading a read lock held by another process.
+ * - better-sqlite3 is synchronous: a write waiting for another process's lock blocks this
+ *   process's event loop, which is why every transaction is short and no external call ever
+ *   runs inside one (the handler commits `EXTn_SENT`, then calls, then commits the outcome).
  * - Times are epoch milliseconds by this process's clock; processes sharing a file share a host.
  *
  * @module
