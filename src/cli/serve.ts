@@ -19,7 +19,7 @@ import { createFaults } from '../reference/faults.js';
 import { createStaticFiles } from '../reference/static-files.node.js';
 import type { KeyStore } from '../server/store/types.js';
 import { sqliteKeyStore } from '../server/store/sqlite.node.js';
-import { type CommandSpec, parseCommandArgs, reportParseFailure, usageError } from './args.js';
+import { type CommandSpec, parseCommandArgs, readInteger, reportParseFailure, usageError } from './args.js';
 
 const spec = {
   name: 'serve',
@@ -73,6 +73,14 @@ async function openStore(db: string, options: { readonly ttlMs: number; readonly
   return module.postgresKeyStore({ connectionString: db, ttlMs: options.ttlMs, ...(options.schema === undefined ? {} : { schema: options.schema }) });
 }
 
+async function readClientsFile(path: string): Promise<Record<string, string>> {
+  try {
+    return parseClients(JSON.parse(await readFile(path, 'utf8')));
+  } catch (error) {
+    throw new Error(`--clients ${path}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+}
+
 /**
  * Runs `oncely serve`. Resolves with the exit code once the server has shut down.
  *
@@ -87,8 +95,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
   const values = parsed.values;
   const fail = (problem: string): number => reportParseFailure(usageError(spec, problem));
 
-  const port = Number(values.port ?? 8787);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535) return fail(`--port must be 0-65535, got ${JSON.stringify(values.port)}`);
+  const port = readInteger('port', values.port, 8787, 0, 65_535);
+  if (!port.ok) return fail(port.problem);
   const durations: Record<string, number> = {};
   for (const [name, fallback] of [
     ['key-ttl', '24h'],
@@ -107,10 +115,11 @@ export async function serve(argv: readonly string[]): Promise<number> {
   if (leaseMs < 100) return fail('--lease must be at least 100ms');
   if (ttlMs < leaseMs) return fail('--key-ttl must be at least the lease');
 
+  const log = pino({ base: { pid: process.pid }, messageKey: 'msg' });
   let app: ReferenceApp;
   try {
     const faults = createFaults({ spec: values.faults ?? process.env['ONCELY_FAULTS'] ?? '' });
-    const clients = values.clients === undefined ? createClients() : createClients(parseClients(JSON.parse(await readFile(values.clients, 'utf8'))));
+    const clients = values.clients === undefined ? createClients() : createClients(await readClientsFile(values.clients));
     const store = await openStore(values.db ?? 'oncely-server.db', { ttlMs, schema: values['pg-schema'] });
     app = createReferenceApp({
       store,
@@ -123,6 +132,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
       recoveryIntervalMs: durations['recovery-interval'] || 1000,
       reaperIntervalMs: durations['reaper-interval'] || 60_000,
       assets: values.static === undefined ? undefined : createStaticFiles(values.static),
+      onError: (error, request) => log.error({ err: error, method: request.method, path: new URL(request.url).pathname }, 'request failed'),
     });
     await app.ready;
   } catch (error) {
@@ -130,7 +140,6 @@ export async function serve(argv: readonly string[]): Promise<number> {
     return 1;
   }
 
-  const log = pino({ base: { pid: process.pid }, messageKey: 'msg' });
   const quiet = values.quiet === true;
   const fetch = async (request: Request): Promise<Response> => {
     const started = performance.now();
@@ -149,7 +158,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   };
 
   const server = await new Promise<ReturnType<typeof listen>>((resolve, reject) => {
-    const started = listen({ fetch, port, hostname: values.host ?? '127.0.0.1' }, (info) => {
+    const started = listen({ fetch, port: port.value, hostname: values.host ?? '127.0.0.1' }, (info) => {
       const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
       process.stdout.write(`oncely listening on http://${host}:${info.port}\n`);
       resolve(started);

@@ -73,6 +73,11 @@ export interface ReferenceAppOptions {
    * @default { baseMs: 1000, maxMs: 60000 }
    */
   readonly parkBackoff?: { readonly baseMs: number; readonly maxMs: number } | undefined;
+  /**
+   * Told about an error that turned a request into a `503` (a store that cannot be reached, a bug),
+   * so the server can log what the client only sees as "unavailable".
+   */
+  readonly onError?: ((error: unknown, request: Request) => void) | undefined;
   /** Answers a GET that no API route matched (static files), or `undefined` for `404`. */
   readonly assets?: ((request: Request) => Promise<Response | undefined>) | undefined;
 }
@@ -201,8 +206,9 @@ export function createReferenceApp(options: ReferenceAppOptions): ReferenceApp {
       try {
         await ready;
         return await route(request);
-      } catch {
+      } catch (error) {
         // The store is down (or the migration failed): fail closed, nothing was executed unrecorded.
+        options.onError?.(error, request);
         return problem(ProblemType.UpstreamUnavailable, 'the store is unavailable', { 'retry-after': '1' });
       } finally {
         active -= 1;

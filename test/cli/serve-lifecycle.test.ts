@@ -49,6 +49,7 @@ describe('oncely serve lifecycle', () => {
     ['an invalid ONCELY_FAULTS', [], { ONCELY_FAULTS: 'timeout:ext9:1' }, 1, /invalid fault "timeout:ext9:1"/],
     ['a lease without a unit', ['--lease', '10'], {}, 2, /--lease must be a duration/],
     ['an unknown option', ['--colour'], {}, 2, /colour/],
+    ['a port that is not a number', ['--port', 'http'], {}, 2, /--port must be an integer from 0 to 65535/],
   ])('refuses to start with %s, with a clear message and no listening line', async (_name, args, env, code, message) => {
     const result = await serveFailure(['--db', `${dir}/never.db`, ...args], env);
     expect(result.code).toBe(code);
@@ -56,11 +57,17 @@ describe('oncely serve lifecycle', () => {
     expect(result.stdout).not.toContain('oncely listening');
   });
 
-  it("refuses a clients file whose client id contains ':'", async () => {
+  it("refuses a clients file whose client id contains ':', and one that is not JSON, naming the file", async () => {
     writeFileSync(`${dir}/bad-clients.json`, JSON.stringify({ tok: 'acme:eu' }));
-    const result = await serveFailure(['--db', `${dir}/never.db`, '--clients', `${dir}/bad-clients.json`]);
-    expect(result.code).toBe(1);
-    expect(result.stderr).toContain('"acme:eu"');
+    writeFileSync(`${dir}/broken-clients.json`, '{"tok": ');
+    const [colon, broken] = await Promise.all([
+      serveFailure(['--db', `${dir}/never.db`, '--clients', `${dir}/bad-clients.json`]),
+      serveFailure(['--db', `${dir}/never.db`, '--clients', `${dir}/broken-clients.json`]),
+    ]);
+    expect(colon.code).toBe(1);
+    expect(colon.stderr).toContain('"acme:eu"');
+    expect(broken.code).toBe(1);
+    expect(broken.stderr).toContain(`--clients ${dir}/broken-clients.json`);
   });
 
   it('serves payments from PostgreSQL with --db postgres://… in its own schema', async () => {
