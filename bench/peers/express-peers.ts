@@ -145,12 +145,12 @@ export function expressIdempotencyApp(ctx: PeerContext): express.Express {
  * const app = await powertools(ctx); app.listen(0);
  * ```
  */
-export async function powertools(ctx: PeerContext): Promise<express.Express> {
+export async function powertools(ctx: PeerContext, validatePayload = true): Promise<express.Express> {
   const client = await createClient({ url: ctx.redisUrl }).connect();
   const persistenceStore = new CachePersistenceLayer({ client });
   const config = new IdempotencyConfig({
     eventKeyJmesPath: 'key',
-    payloadValidationJmesPath: 'body',
+    ...(validatePayload ? { payloadValidationJmesPath: 'body' } : {}),
     expiresAfterSeconds: 24 * 3600,
   });
   config.registerLambdaContext({ getRemainingTimeInMillis: () => ctx.inProgressMs } as Parameters<

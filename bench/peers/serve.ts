@@ -25,6 +25,7 @@ export const PEERS = [
   'node-idempotency-redis',
   'express-idempotency',
   'powertools-redis',
+  'powertools-redis-unvalidated',
   'unguarded',
   'unguarded-express',
   'trivial',
@@ -90,8 +91,8 @@ if (peer === 'oncely-sqlite' || peer === 'oncely-postgres') {
           ? await nodeIdempotency(ctx, 'redis')
           : peer === 'express-idempotency'
             ? expressIdempotencyApp(ctx)
-            : peer === 'powertools-redis'
-              ? await powertools(ctx)
+            : peer === 'powertools-redis' || peer === 'powertools-redis-unvalidated'
+              ? await powertools(ctx, peer === 'powertools-redis')
               : unguardedExpress(ctx);
     serveExpress(app);
   }

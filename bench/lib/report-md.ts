@@ -1,0 +1,94 @@
+/**
+ * Renders `latest.json` as the Markdown the README embeds (`bench/results/latest.md`).
+ *
+ * @module
+ */
+import type { Figure, ResultTable, SuiteResult } from './figures.js';
+
+/** The whole run, as written to `bench/results/latest.json`. */
+export interface BenchReport {
+  readonly generatedAt: string;
+  readonly command: string;
+  readonly quick: boolean;
+  readonly durationSec: number;
+  readonly machine: {
+    readonly cpu: string;
+    readonly cores: number;
+    readonly memoryGb: number;
+    readonly os: string;
+    readonly loadAverageAtStart: readonly number[];
+  };
+  readonly node: string;
+  readonly commit: string;
+  readonly suites: Readonly<Record<string, SuiteResult | { readonly error: string }>>;
+  /** Other engineers' benchmarks (bench/journal.ts, upload.ts, postgres.ts), as they report. */
+  readonly external: Readonly<Record<string, unknown>>;
+}
+
+const fmt = (value: number, unit: string): string => {
+  if (!Number.isFinite(value)) return '—';
+  if (unit === 'req/s' || unit === 'per 1 000') return Math.round(value).toLocaleString('en');
+  return String(value);
+};
+
+const cell = (v: string | number | boolean | null): string => (v === null ? '—' : String(v).replace(/\|/g, '\\|'));
+
+function table(columns: readonly string[], rows: ReadonlyArray<ReadonlyArray<string | number | boolean | null>>): string {
+  return [`| ${columns.map(cell).join(' | ')} |`, `|${columns.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${r.map(cell).join(' | ')} |`)].join('\n');
+}
+
+function figuresOf(report: BenchReport): Figure[] {
+  return Object.values(report.suites).flatMap((s) => ('figures' in s ? [...s.figures] : []));
+}
+
+function tablesOf(report: BenchReport): ResultTable[] {
+  return Object.values(report.suites).flatMap((s) => ('tables' in s ? [...s.tables] : []));
+}
+
+function goals(figures: readonly Figure[]): string {
+  const rows = figures
+    .filter((f) => f.goal)
+    .map((f) => [f.label, `${fmt(f.median, f.unit)} ${f.unit}`, `${fmt(f.min, f.unit)} – ${fmt(f.max, f.unit)}`, `${f.goal!.op} ${f.goal!.value}`, f.pass ? 'met' : '**missed**']);
+  return table(['figure', 'median', 'min – max', 'goal', ''], rows);
+}
+
+function external(report: BenchReport): string {
+  const parts: string[] = [];
+  for (const [name, value] of Object.entries(report.external)) {
+    const text = JSON.stringify(value, null, 1) ?? 'null';
+    parts.push(`<details><summary><code>bench/${name}.ts</code></summary>\n\n\`\`\`json\n${text.length > 4000 ? `${text.slice(0, 4000)}\n…` : text}\n\`\`\`\n</details>`);
+  }
+  return parts.join('\n\n');
+}
+
+/**
+ * The Markdown page: run facts, goals, every result table, every figure.
+ *
+ * @example
+ * ```ts
+ * writeFileSync('bench/results/latest.md', renderMarkdown(report));
+ * ```
+ */
+export function renderMarkdown(report: BenchReport): string {
+  const figures = figuresOf(report);
+  const failed = Object.entries(report.suites).filter(([, s]) => 'error' in s);
+  const lines = [
+    `Measured ${report.generatedAt.slice(0, 16).replace('T', ' ')} UTC on ${report.machine.cpu} (${report.machine.cores} cores, ${report.machine.memoryGb} GB, ${report.machine.os}; load average ${report.machine.loadAverageAtStart.map((l) => l.toFixed(1)).join(' / ')} at start), Node ${report.node}, commit \`${report.commit}\`${report.quick ? ', **--quick** (shorter runs)' : ''}; ${Math.round(report.durationSec)} s. Reproduce: \`${report.command}\`.`,
+    '',
+    'Every ratio is taken per round between two things measured alternately in the same run; median, min and max are over the rounds.',
+    '',
+    '### Goals',
+    '',
+    goals(figures),
+    '',
+  ];
+  for (const t of tablesOf(report)) {
+    lines.push(`### ${t.title}`, '', table(t.columns, t.rows), '');
+    for (const note of t.notes ?? []) lines.push(`- ${note}`);
+    if (t.notes?.length) lines.push('');
+  }
+  lines.push('### All figures', '', table(['figure', 'median', 'min', 'max', 'unit', 'n'], figures.map((f) => [f.label, fmt(f.median, f.unit), fmt(f.min, f.unit), fmt(f.max, f.unit), f.unit, f.n])), '');
+  if (failed.length) lines.push('### Suites that failed in this run', '', ...failed.map(([name, s]) => `- \`${name}\`: ${'error' in s ? s.error.split('\n')[0] : ''}`), '');
+  if (Object.keys(report.external).length) lines.push('### Other benchmarks in this run', '', external(report), '');
+  return lines.join('\n');
+}

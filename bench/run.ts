@@ -1,0 +1,117 @@
+/**
+ * `npm run bench`: runs every benchmark, each in its own process, and writes
+ * `bench/results/latest.json`, `bench/results/latest.md` and `bench/results/chart.svg`.
+ *
+ * Order: the correctness suites (peer scenarios, client duplicates — counts, not timings) run
+ * side by side first; then every timing suite runs alone, one after the other, so that no two
+ * timings share the machine. Other engineers' benchmarks (bench/journal.ts, upload.ts,
+ * postgres.ts) run last, and their JSON is folded in.
+ *
+ * Options: `--quick` (shorter loads, fewer operations: a few minutes), `--only a,b` (suite
+ * names), `--no-external` (skip the other benchmarks), `--render` (re-render the Markdown and
+ * SVG from the existing latest.json without measuring).
+ *
+ * @module
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, release, totalmem, type } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { SuiteResult } from './lib/figures.js';
+import { ROOT, TSX, runJson } from './lib/proc.js';
+import { renderMarkdown, type BenchReport } from './lib/report-md.js';
+import { renderSvg } from './lib/report-svg.js';
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    'no-external': { type: 'boolean', default: false },
+    render: { type: 'boolean', default: false },
+  },
+});
+const RESULTS = join(ROOT, 'bench/results');
+mkdirSync(RESULTS, { recursive: true });
+
+function render(report: BenchReport): void {
+  writeFileSync(join(RESULTS, 'latest.json'), `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(join(RESULTS, 'latest.md'), renderMarkdown(report));
+  writeFileSync(join(RESULTS, 'chart.svg'), renderSvg(report));
+  console.log(`wrote bench/results/latest.json, latest.md, chart.svg`);
+}
+
+if (values.render) {
+  render(JSON.parse(readFileSync(join(RESULTS, 'latest.json'), 'utf8')) as BenchReport);
+  process.exit(0);
+}
+
+const CORRECTNESS = ['peer-scenarios', 'clients'];
+const TIMING = ['client-latency', 'server', 'scale', 'peer-throughput'];
+const EXTERNAL = ['journal', 'upload', 'postgres'];
+const only = values.only?.split(',').map((s) => s.trim());
+const wanted = (name: string): boolean => only === undefined || only.includes(name);
+const env = values.quick ? { BENCH_QUICK: '1' } : {};
+const started = Date.now();
+const loadAtStart = loadavg();
+
+async function suite(name: string): Promise<SuiteResult | { error: string }> {
+  const t = Date.now();
+  console.log(`▶ ${name}`);
+  try {
+    const result = await runJson<SuiteResult>([...TSX, join(ROOT, `bench/suites/${name}.ts`)], env);
+    console.log(`✓ ${name} (${Math.round((Date.now() - t) / 1000)} s)`);
+    return result;
+  } catch (error) {
+    console.error(`✗ ${name}: ${(error as Error).message}`);
+    return { error: (error as Error).message.slice(0, 2000) };
+  }
+}
+
+/** Another engineer's benchmark: run it, then take its results file, else its last JSON line. */
+async function external(name: string): Promise<unknown> {
+  const script = join(ROOT, `bench/${name}.ts`);
+  if (!existsSync(script)) return { skipped: `bench/${name}.ts does not exist in this checkout` };
+  const file = join(RESULTS, `${name}.json`);
+  const before = existsSync(file) ? statSync(file).mtimeMs : 0;
+  const t = Date.now();
+  console.log(`▶ bench/${name}.ts`);
+  let printed: unknown;
+  try {
+    printed = await runJson<unknown>([...TSX, script], env);
+  } catch (error) {
+    printed = { output: (error as Error).message.slice(-2000) };
+  }
+  console.log(`✓ bench/${name}.ts (${Math.round((Date.now() - t) / 1000)} s)`);
+  if (existsSync(file) && statSync(file).mtimeMs > before) return JSON.parse(readFileSync(file, 'utf8')) as unknown;
+  return printed;
+}
+
+const suites: Record<string, SuiteResult | { error: string }> = {};
+const correctness = await Promise.all(CORRECTNESS.filter(wanted).map(async (name) => [name, await suite(name)] as const));
+for (const [name, result] of correctness) suites[name] = result;
+for (const name of TIMING.filter(wanted)) suites[name] = await suite(name);
+const externals: Record<string, unknown> = {};
+if (!values['no-external']) for (const name of EXTERNAL.filter(wanted)) externals[name] = await external(name);
+
+const git = (...args: string[]): string => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8' }).trim();
+const dirty = git('status', '--porcelain', '--untracked-files=no').length > 0;
+const cpu = cpus();
+const report: BenchReport = {
+  generatedAt: new Date().toISOString(),
+  command: `npm run bench${values.quick ? ' -- --quick' : ''}${values.only ? ` -- --only ${values.only}` : ''}`,
+  quick: values.quick ?? false,
+  durationSec: (Date.now() - started) / 1000,
+  machine: {
+    cpu: cpu[0]?.model.trim() ?? 'unknown',
+    cores: cpu.length,
+    memoryGb: Math.round(totalmem() / 2 ** 30),
+    os: `${type()} ${release()}`,
+    loadAverageAtStart: loadAtStart.map((l) => Math.round(l * 100) / 100),
+  },
+  node: process.version,
+  commit: `${git('rev-parse', '--short', 'HEAD')}${dirty ? ' (with uncommitted changes)' : ''}`,
+  suites,
+  external: externals,
+};
+render(report);

@@ -1,0 +1,67 @@
+/**
+ * Client suite: per-operation latency of oncely's `post()` with the SQLite journal vs a raw ky
+ * POST with no journal (same body, a fresh key of its own), one operation at a time against the
+ * same local reference server, batches alternated round by round (goal ≤ 1.3×).
+ *
+ * Run alone: `node --import tsx bench/suites/client-latency.ts`.
+ *
+ * @module
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import ky from 'ky';
+import { createClient } from '../../src/index.js';
+import { sqliteJournal } from '../../src/journal/sqlite.node.js';
+import { newKey } from '../../src/keys.js';
+import { QUICK, ROUNDS, emit, figure } from '../lib/figures.js';
+import { TSX, startServer } from '../lib/proc.js';
+import { alternate, ratios, summarize } from '../lib/stats.js';
+
+const OPS_PER_BATCH = Number(process.env['BENCH_LATENCY_OPS'] ?? (QUICK ? 100 : 300));
+const dir = mkdtempSync(join(tmpdir(), 'oncely-bench-latency-'));
+const server = await startServer([...TSX, 'src/cli/main.ts', 'serve', '--port', '0', '--db', join(dir, 'server.db'), '--quiet']);
+const headers = { authorization: 'Bearer test_acme' };
+const raw = ky.create({ prefixUrl: server.url, headers, retry: 0 });
+const client = createClient({ baseUrl: server.url, headers, journal: sqliteJournal({ path: join(dir, 'journal.db') }) });
+
+let n = 0;
+const json = (): { amount: number; currency: string; reference: string } => ({ amount: 100 + (n % 1000), currency: 'EUR', reference: `lat-${(n += 1)}` });
+
+/** Median per-operation latency (ms) of one batch of sequential operations. */
+async function batch(send: () => Promise<number>): Promise<number> {
+  const samples: number[] = [];
+  for (let i = 0; i < OPS_PER_BATCH; i += 1) {
+    const started = performance.now();
+    const status = await send();
+    samples.push(performance.now() - started);
+    if (status !== 201) throw new Error(`unexpected status ${status}`);
+  }
+  return summarize(samples).median;
+}
+
+// Warm both paths (JIT, connection pool, SQLite page cache) before anything is measured.
+for (let i = 0; i < 30; i += 1) {
+  await raw.post('v1/payments', { json: json(), headers: { 'idempotency-key': newKey() } });
+  await client.post('v1/payments', { json: json() });
+}
+
+const runs = await alternate(ROUNDS, {
+  raw: () => batch(async () => (await raw.post('v1/payments', { json: json(), headers: { 'idempotency-key': newKey() } })).status),
+  oncely: () => batch(async () => (await client.post('v1/payments', { json: json() })).status),
+});
+await client.close();
+await server.stop();
+rmSync(dir, { recursive: true, force: true });
+
+emit({
+  suite: 'client-latency',
+  figures: [
+    figure('client.raw.latency', 'raw ky POST (no journal): median latency per operation', 'ms', runs.raw),
+    figure('client.oncely.latency', 'oncely post() with the SQLite journal: median latency per operation', 'ms', runs.oncely),
+    figure('client.overhead', 'oncely post() − raw ky POST, per operation', 'ms', runs.oncely.map((o, i) => o - (runs.raw[i] ?? Number.NaN))),
+    figure('client.ratio', 'oncely post() ÷ raw ky POST latency', '×', ratios(runs.oncely, runs.raw), { op: '<=', value: 1.3 }),
+  ],
+  tables: [],
+  details: { opsPerBatch: OPS_PER_BATCH, runs },
+});

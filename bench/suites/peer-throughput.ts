@@ -1,0 +1,66 @@
+/**
+ * Peer throughput: req/s and p99 for first executions and replays of the same payment handler
+ * behind every idempotency layer, all servers up at once and measured alternately, round by
+ * round (autocannon in its own process).
+ *
+ * Run alone: `node --import tsx bench/suites/peer-throughput.ts`.
+ *
+ * @module
+ */
+import { CONNECTIONS, LOAD_SECONDS, ROUNDS, emit, figure, type Figure } from '../lib/figures.js';
+import { runLoad, type LoadResult } from '../lib/load.js';
+import { alternate } from '../lib/stats.js';
+import { pay, payBody, startPeer } from '../peers/scenarios.js';
+import { PEER_LABELS as PEERS } from '../peers/labels.js';
+
+// Throughput: every peer up at once, idle while the others are measured.
+const servers = await Promise.all(PEERS.map(async (p) => ({ ...p, server: await startPeer(p.name) })));
+const body = payBody('throughput');
+const measurements: Record<string, () => Promise<LoadResult>> = {};
+for (const { name, server } of servers) {
+  const replayKey = `replay-${name}`;
+  const warm = await pay(server.url, replayKey, body);
+  if (warm.status !== 201) throw new Error(`${name}: warm-up answered ${warm.status}`);
+  const common = {
+    url: `${server.url}/pay`,
+    method: 'POST' as const,
+    body,
+    connections: CONNECTIONS,
+    durationSec: LOAD_SECONDS,
+  };
+  measurements[`${name}.first`] = () => runLoad({ ...common, keyMode: 'fresh', headers: { authorization: 'Bearer bench' } });
+  measurements[`${name}.replay`] = () =>
+    runLoad({ ...common, keyMode: 'fixed', headers: { authorization: 'Bearer bench', 'idempotency-key': replayKey } });
+}
+const loads = await alternate(ROUNDS, measurements);
+await Promise.all(servers.map(({ server }) => server.stop()));
+
+const figures: Figure[] = [];
+const throughputRows: Array<Array<string | number | boolean | null>> = [];
+for (const { name, label } of PEERS) {
+  const row: Array<string | number | boolean | null> = [label];
+  for (const mode of ['first', 'replay'] as const) {
+    const runs = loads[`${name}.${mode}`] ?? [];
+    const rps = figure(`peers.${name}.${mode}.rps`, `${label}: ${mode} req/s`, 'req/s', runs.map((r) => r.rps));
+    const p99 = figure(`peers.${name}.${mode}.p99`, `${label}: ${mode} p99`, 'ms', runs.map((r) => r.p99));
+    const bad = runs.reduce((n, r) => n + r.errors + r.non2xx, 0);
+    figures.push(rps, p99);
+    row.push(Math.round(rps.median), p99.median);
+    if (bad > 0) console.error(`peers: ${name} ${mode}: ${bad} non-2xx or errors`);
+  }
+  throughputRows.push(row);
+}
+
+emit({
+  suite: 'peer-throughput',
+  figures,
+  tables: [
+    {
+      id: 'peers.throughput',
+      title: `Server peers: req/s and p99 (autocannon, ${CONNECTIONS} connections, ${LOAD_SECONDS} s × ${ROUNDS} alternated rounds, median)`,
+      columns: ['layer', 'first execution req/s', 'p99 ms', 'replay req/s', 'p99 ms'],
+      rows: throughputRows,
+    },
+  ],
+  details: { loads },
+});

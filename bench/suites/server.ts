@@ -1,0 +1,125 @@
+/**
+ * Server suite: oncely's first execution, replay and `409` on SQLite and PostgreSQL, next to the
+ * same payment work with no idempotency layer and a trivial `@hono/node-server` handler — all on
+ * the same HTTP stack, alternated round by round.
+ *
+ * PostgreSQL: `ONCELY_PG_URL`, else `postgres://postgres@127.0.0.1:5432/test`; skipped (and said
+ * so in the result) when neither answers.
+ *
+ * Run alone: `node --import tsx bench/suites/server.ts`.
+ *
+ * @module
+ */
+import pg from 'pg';
+import { CONNECTIONS, LOAD_SECONDS, ROUNDS, emit, figure, type Figure, type ResultTable } from '../lib/figures.js';
+import { runLoad, type LoadResult, type LoadSpec } from '../lib/load.js';
+import type { ServerProcess } from '../lib/proc.js';
+import { alternate, ratios } from '../lib/stats.js';
+import { executions, freshState, pay, payBody, startPeer } from '../peers/scenarios.js';
+import type { PeerName } from '../peers/serve.js';
+
+const PG_URL = process.env['ONCELY_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+async function postgresReachable(): Promise<boolean> {
+  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+async function dropSchema(schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  await client.end();
+}
+
+const withPg = await postgresReachable();
+const body = payBody('server-bench');
+const auth = { authorization: 'Bearer bench' };
+// A lease far longer than the run, so that the held request's key answers 409 throughout.
+const LEASE_MS = 600_000;
+
+interface Target {
+  readonly name: string;
+  readonly server: ServerProcess;
+  readonly held?: Promise<unknown>;
+}
+
+const targets: Target[] = [];
+const start = async (name: string, peer: PeerName, pgBacked: boolean): Promise<ServerProcess> => {
+  const state = freshState(pgBacked ? PG_URL : undefined);
+  const server = await startPeer(peer, { leaseMs: LEASE_MS, holdMs: LEASE_MS, state });
+  targets.push({ name, server });
+  if (pgBacked) cleanups.push(() => dropSchema(state.pgSchema));
+  return server;
+};
+const cleanups: Array<() => Promise<void>> = [];
+
+const measurements: Record<string, () => Promise<LoadResult>> = {};
+const load = (spec: Omit<LoadSpec, 'connections' | 'durationSec' | 'method'>): (() => Promise<LoadResult>) => () =>
+  runLoad({ ...spec, method: 'POST', connections: CONNECTIONS, durationSec: LOAD_SECONDS });
+
+for (const store of withPg ? (['sqlite', 'postgres'] as const) : (['sqlite'] as const)) {
+  const server = await start(`oncely-${store}`, `oncely-${store}`, store === 'postgres');
+  const url = `${server.url}/pay`;
+  const replayKey = `replay-${store}`;
+  if ((await pay(server.url, replayKey, body)).status !== 201) throw new Error(`oncely-${store}: warm-up failed`);
+  // Hold one request in the middle of its work: its key answers 409 for the whole run.
+  const heldBody = payBody('hold-409');
+  void pay(server.url, 'held-key', heldBody);
+  while ((await executions(server.url)).executions < 2) await new Promise((r) => setTimeout(r, 20));
+  measurements[`${store}.first`] = load({ url, body, keyMode: 'fresh', headers: auth });
+  measurements[`${store}.replay`] = load({ url, body, keyMode: 'fixed', headers: { ...auth, 'idempotency-key': replayKey } });
+  measurements[`${store}.409`] = load({ url, body: heldBody, keyMode: 'fixed', headers: { ...auth, 'idempotency-key': 'held-key' } });
+}
+const unguarded = await start('unguarded', 'unguarded', false);
+measurements['unguarded'] = load({ url: `${unguarded.url}/pay`, body, keyMode: 'fresh', headers: auth });
+const trivial = await start('trivial', 'trivial', false);
+measurements['trivial'] = load({ url: `${trivial.url}/`, body, keyMode: 'fixed', headers: auth });
+
+const loads = await alternate(ROUNDS, measurements);
+await Promise.all(targets.map((t) => t.server.stop(1000)));
+for (const cleanup of cleanups) await cleanup();
+
+const rps = (name: string): number[] => (loads[name] ?? []).map((r) => r.rps);
+const figures: Figure[] = [];
+const rows: Array<Array<string | number | boolean | null>> = [];
+const labels: Record<string, string> = {
+  first: 'first execution',
+  replay: 'replay',
+  '409': 'in flight (409)',
+};
+for (const name of Object.keys(measurements)) {
+  const runs = loads[name] ?? [];
+  const [store, mode] = name.includes('.') ? name.split('.') : [name, undefined];
+  const label = mode ? `oncely on ${store === 'sqlite' ? 'SQLite' : 'PostgreSQL'}: ${labels[mode]}` : name === 'trivial' ? 'trivial @hono/node-server handler' : 'same payment work, no idempotency layer';
+  const r = figure(`server.${name}.rps`, `${label} req/s`, 'req/s', runs.map((x) => x.rps));
+  const p = figure(`server.${name}.p99`, `${label} p99`, 'ms', runs.map((x) => x.p99));
+  figures.push(r, p);
+  const expected = mode === '409' ? '409' : name === 'trivial' ? '200' : mode === 'replay' ? '201' : '201';
+  const unexpected = runs.reduce((n, x) => n + x.errors + Object.entries(x.statuses).filter(([s]) => s !== expected).reduce((m, [, c]) => m + c, 0), 0);
+  rows.push([label, Math.round(r.median), Math.round(r.min), Math.round(r.max), p.median, unexpected]);
+}
+for (const store of withPg ? ['sqlite', 'postgres'] : ['sqlite']) {
+  const nice = store === 'sqlite' ? 'SQLite' : 'PostgreSQL';
+  figures.push(
+    figure(`server.${store}.first_vs_unguarded`, `oncely on ${nice} first execution ÷ unguarded`, '×', ratios(rps(`${store}.first`), rps('unguarded')), { op: '>=', value: 0.6 }),
+    figure(`server.${store}.replay_vs_trivial`, `oncely on ${nice} replay ÷ trivial handler`, '×', ratios(rps(`${store}.replay`), rps('trivial')), { op: '>=', value: 0.5 }),
+  );
+}
+
+const table: ResultTable = {
+  id: 'server.throughput',
+  title: `oncely server: req/s and p99 (autocannon, ${CONNECTIONS} connections, ${LOAD_SECONDS} s × ${ROUNDS} alternated rounds)`,
+  columns: ['what', 'req/s median', 'min', 'max', 'p99 ms (median)', 'unexpected answers'],
+  rows,
+  notes: withPg ? [] : [`PostgreSQL was not reachable at ${PG_URL}: its figures are missing from this run.`],
+};
+emit({ suite: 'server', figures, tables: [table], details: { loads, postgres: withPg ? PG_URL.replace(/\/\/[^@]*@/, '//') : null } });
