@@ -4,6 +4,7 @@
  */
 import { createReferenceApp, type ReferenceApp, type ReferenceAppOptions } from '../../src/reference/app.js';
 import { sqliteKeyStore } from '../../src/server/store/sqlite.node.js';
+import type { KeyStore } from '../../src/server/store/types.js';
 
 export const BASE = 'http://oncely.test';
 
@@ -26,9 +27,10 @@ export interface InProcess {
   steps(step: string, key: string, clientId?: string): Promise<number>;
 }
 
-export async function createInProcess(options: Omit<ReferenceAppOptions, 'store'> & { path?: string } = {}): Promise<InProcess> {
-  const { path = ':memory:', ...rest } = options;
-  const app = createReferenceApp({ store: sqliteKeyStore({ path }), leaseMs: 2000, ...rest });
+/** The app over `store` (default: a private in-memory SQLite database). */
+export async function createInProcess(options: Omit<ReferenceAppOptions, 'store'> & { store?: KeyStore } = {}): Promise<InProcess> {
+  const { store = sqliteKeyStore({ path: ':memory:' }), ...rest } = options;
+  const app = createReferenceApp({ store, leaseMs: 2000, ...rest });
   await app.ready;
   const auth = (token: string | null | undefined): Record<string, string> =>
     token === null ? {} : { authorization: `Bearer ${token ?? 'test_acme'}` };
