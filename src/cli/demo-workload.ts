@@ -199,5 +199,6 @@ export async function runWorkload(options: WorkloadOptions): Promise<WorkloadRes
     unsettled = (await client.pending()).length;
     if (unsettled > 0) await new Promise((resolve) => setTimeout(resolve, 250));
   }
+  await Promise.all([client.close(), twin.close(), late.close()]);
   return { keys, succeeded, unsettled, failed };
 }

@@ -108,7 +108,7 @@ describe('oncely upload', () => {
     expect(partial).toBeLessThan(10_000);
 
     const second = await runCli(upload(file, journal, '--concurrency', '16', '--report', join(dir, 'big.json')));
-    expect(second.code).toBe(0);
+    expect(second.code, `${second.stdout}\n${second.stderr.slice(-3000)}`).toBe(0);
     const report = JSON.parse(readFileSync(join(dir, 'big.json'), 'utf8')) as UploadReport;
     expect(report.executed + report.replayed).toBe(10_000);
     expect(report.pending).toBe(0);
@@ -116,11 +116,40 @@ describe('oncely upload', () => {
 
     // A finished file, resubmitted: every row is a replay and the ledger does not move.
     const again = await runCli(upload(file, journal, '--report', join(dir, 'again.json')));
-    expect(again.code).toBe(0);
+    expect(again.code, `${again.stdout}\n${again.stderr.slice(-3000)}`).toBe(0);
     const replay = JSON.parse(readFileSync(join(dir, 'again.json'), 'utf8')) as UploadReport;
     expect([replay.replayed, replay.executed]).toEqual([10_000, 0]);
     expect((await ledgerCount(server)) - before).toBe(10_000);
   }, 300_000);
+
+  it('stops cleanly on Ctrl-C (exit 130, a report, nothing lost) and finishes the file when run again', async () => {
+    const file = join(dir, 'interrupted.csv');
+    writeFileSync(file, payroll(1_000, 'sigint'));
+    const journal = join(dir, 'interrupted.db');
+    const before = await ledgerCount(server);
+    const first = startCli(upload(file, journal, '--report', join(dir, 'interrupted.json')));
+    await new Promise<void>((resolve) => {
+      const timer = setInterval(() => {
+        void ledgerCount(server).then((count) => {
+          if (count - before >= 100 || first.child.exitCode !== null) {
+            clearInterval(timer);
+            first.child.kill('SIGINT');
+            resolve();
+          }
+        });
+      }, 50);
+    });
+    const stopped = await first.done;
+    expect(stopped.code).toBe(130);
+    expect(stopped.stderr).toMatch(/stopping: .*run the same command again to resume/);
+    const report = JSON.parse(readFileSync(join(dir, 'interrupted.json'), 'utf8')) as UploadReport;
+    expect(report.interrupted).toBe(true);
+    expect(report.executed).toBeLessThan(1_000);
+
+    const second = await runCli(upload(file, journal));
+    expect(second.code, second.stderr).toBe(0);
+    expect((await ledgerCount(server)) - before).toBe(1_000);
+  }, 180_000);
 
   it('replays every row from the server when a finished file is resubmitted from another machine (a fresh journal)', async () => {
     const file = join(dir, 'twice.csv');
