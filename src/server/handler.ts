@@ -240,7 +240,10 @@ function stored(response: StoredResponse, extra: Readonly<Record<string, string>
   const status = response.status;
   // Fetch forbids a body on 204/205/304; everything else is replayed byte for byte.
   const body = status === 204 || status === 205 || status === 304 ? null : response.body;
-  return new Response(body, { status, headers: { ...response.headers, ...extra } });
+  // `set`, not a spread: a stored header differing only in case must be replaced, not doubled.
+  const headers = new Headers(response.headers);
+  for (const [name, value] of Object.entries(extra)) headers.set(name, value);
+  return new Response(body, { status, headers });
 }
 
 function inFlight(remainingMs: number, echo: Readonly<Record<string, string>>): [RequestOutcome, Response] {
