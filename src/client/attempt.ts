@@ -51,6 +51,11 @@ export interface NetworkReport {
  */
 export type AttemptReport = ResponseReport | NetworkReport;
 
+type Input = string | URL | Request;
+
+// ky hands its fetch a Request already; the option's narrower type promises callers exactly that.
+const toRequest = (input: Input, init?: RequestInit): Request => (input instanceof Request ? input : new Request(input, init));
+
 /**
  * Sends one attempt. Never throws for HTTP statuses, network errors or timeouts: those are
  * outcomes. It throws only when `signal` is aborted, with the signal's reason.
@@ -68,9 +73,7 @@ export async function sendAttempt(request: AttemptRequest): Promise<AttemptRepor
       throwHttpErrors: false,
       timeout: request.timeoutMs === 0 ? false : request.timeoutMs,
       signal: request.signal,
-      ...(customFetch
-        ? { fetch: (input: string | URL | Request, init?: RequestInit) => customFetch(input instanceof Request ? input : new Request(input, init)) }
-        : {}),
+      ...(customFetch ? { fetch: (input: Input, init?: RequestInit) => customFetch(toRequest(input, init)) } : {}),
     });
     // Reading the body is part of the attempt: a connection cut mid-body is an unknown outcome.
     const body = await response.text();

@@ -139,7 +139,8 @@ async function runChain(
   let attempts = record.attempts;
   // Claims are refreshed at every attempt; this keeps them alive through long Retry-After waits.
   // A failed refresh only lets another process take over, which the server's dedupe absorbs.
-  const keepAlive = setInterval(() => void journal.claim(ref.key, ownerId, claimTtlMs).catch(() => undefined), Math.max(50, claimTtlMs / 3));
+  const refresh = (): void => void journal.claim(ref.key, ownerId, claimTtlMs).catch(() => undefined);
+  const keepAlive = setInterval(refresh, Math.max(50, claimTtlMs / 3));
   (keepAlive as { unref?: () => void }).unref?.();
 
   const settle = async (report: ResponseReport): Promise<OperationResult> => {
@@ -163,7 +164,15 @@ async function runChain(
     let report: AttemptReport | undefined;
     if (await journal.claim(ref.key, ownerId, claimTtlMs)) {
       hooks.onAttempt?.({ ...ref, attempt: attemptNumber });
-      report = await sendAttempt({ method: record.method, url: record.url, headers, body: record.body, timeoutMs: options.timeoutMs, signal, fetch: options.fetch });
+      report = await sendAttempt({
+        method: record.method,
+        url: record.url,
+        headers,
+        body: record.body,
+        timeoutMs: options.timeoutMs,
+        signal,
+        fetch: options.fetch,
+      });
       outcome = report.outcome;
       attempts += 1;
       const lastStatus = outcome.kind === 'response' ? { lastStatus: outcome.status } : {};
@@ -174,13 +183,15 @@ async function runChain(
       outcome = { kind: 'claimed-elsewhere' };
     }
     const now = Date.now();
-    const decision = decide(outcome, attemptNumber, { retry, ref, elapsedMs: now - started, totalAttempts: attempts, now, random: Math.random });
+    const elapsedMs = now - started;
+    const decision = decide(outcome, attemptNumber, { retry, ref, elapsedMs, totalAttempts: attempts, now, random: Math.random });
     if (decision.action === 'fail') throw new AbortError(decision.error);
-    if (decision.action === 'settle' && report !== undefined && 'body' in report) return settle(report);
-    const delayMs = decision.action === 'retry' ? decision.delayMs : 0;
+    // decide() settles only on a response, so the report is a ResponseReport here.
+    if (decision.action === 'settle') return settle(report as ResponseReport);
     const status = outcome.kind === 'response' ? outcome.status : undefined;
-    hooks.onRetry?.({ ...ref, attempt: attemptNumber, delayMs, status, error: outcome.kind === 'network' ? outcome.error : undefined });
-    throw new RetryLater(delayMs);
+    const error = outcome.kind === 'network' ? outcome.error : undefined;
+    hooks.onRetry?.({ ...ref, attempt: attemptNumber, delayMs: decision.delayMs, status, error });
+    throw new RetryLater(decision.delayMs);
   };
 
   try {
