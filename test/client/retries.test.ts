@@ -112,12 +112,11 @@ describe('retries', () => {
   it('gives up within the time budget and keeps the operation pending', async () => {
     server.reply(() => problem(429, 'rate-limited', { 'retry-after': '1' }));
     const client = testClient({ retry: { limit: 100, budgetMs: 200, maxRetryAfterMs: 60 } });
-    const started = performance.now();
     const error = await client.post('v1/payments', { json: PAYMENT }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(OperationPendingError);
     expect((error as OperationPendingError).lastStatus).toBe(429);
-    expect(server.seen.length).toBeLessThanOrEqual(5);
-    expect(performance.now() - started).toBeLessThan(5_000);
+    // Waits of 60 ms fit 3 times in 200 ms: at most 4 attempts, far below the limit of 100.
+    expect(server.seen.length).toBeLessThanOrEqual(4);
   });
 
   it('calls onAttempt per attempt, onRetry per retry with its reason, and onSettled once', async () => {
