@@ -32,7 +32,11 @@ describe('createClient from the browser entry in Chromium', () => {
   });
 
   it('keeps an operation pending, never failed, when Chromium cannot reach the server', async () => {
-    const client = createClient({ baseUrl: UNREACHABLE, journal: indexedDbJournal({ dbName: `oncely-entry-${Date.now()}` }), retry: { limit: 1, backoffMs: 10 } });
+    const client = createClient({
+      baseUrl: UNREACHABLE,
+      journal: indexedDbJournal({ dbName: `oncely-entry-${Date.now()}` }),
+      retry: { limit: 1, backoffMs: 10 },
+    });
     clients.push(client);
     const operation = await client.prepare('POST', 'v1/payments', { json });
 

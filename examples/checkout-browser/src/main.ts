@@ -32,7 +32,7 @@ const client = createClient({
   baseUrl: location.origin,
   headers: { authorization: `Bearer ${DEMO_TOKEN}` },
   onRetry: ({ key, status, error }) => {
-    if (key === root.dataset.key) view.showStatus(CheckoutStatus.Confirming, retryMessage(status, error));
+    if (key === root.dataset.key) view.showStatus(CheckoutStatus.Confirming, retryMessage(status, error !== undefined));
   },
 });
 

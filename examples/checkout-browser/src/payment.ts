@@ -78,16 +78,16 @@ function problemDetail(body: string): string | undefined {
 
 /**
  * The message for an attempt that is about to be retried (wired to the client's `onRetry`):
- * `status` is the answer that is retried, `error` the network failure when there was none, and
- * neither when another tab holds the operation's claim.
+ * `status` is the answer that is retried; without one, either the network failed or another
+ * tab holds the operation's claim.
  *
  * @example
  * ```ts
- * createClient({ baseUrl, onRetry: ({ status, error }) => show(retryMessage(status, error)) });
+ * createClient({ baseUrl, onRetry: ({ status, error }) => show(retryMessage(status, error !== undefined)) });
  * ```
  */
-export function retryMessage(status: number | undefined, error: unknown = new Error('network')): string {
-  if (status === undefined && error === undefined) return 'Another tab is confirming this payment…';
+export function retryMessage(status: number | undefined, networkFailed: boolean): string {
+  if (status === undefined && !networkFailed) return 'Another tab is confirming this payment…';
   if (status === undefined) {
     return navigator.onLine
       ? 'The connection dropped; trying again with the same payment…'
@@ -108,14 +108,15 @@ export function retryMessage(status: number | undefined, error: unknown = new Er
  */
 export async function confirmPayment(operation: Operation, report: Report): Promise<void> {
   markSubmitted(operation.key);
-  report(CheckoutStatus.Confirming, navigator.onLine ? 'Confirming your payment…' : retryMessage(undefined));
+  report(CheckoutStatus.Confirming, navigator.onLine ? 'Confirming your payment…' : retryMessage(undefined, true));
   for (;;) {
     let result: OperationResult<Payment>;
     try {
       result = await operation.send<Payment>();
     } catch (error) {
       if (isOncelyError(error, ErrorCode.OperationPending) || isOncelyError(error, ErrorCode.Aborted)) {
-        report(CheckoutStatus.Confirming, retryMessage(isOncelyError(error, ErrorCode.OperationPending) ? error.lastStatus : undefined));
+        const lastStatus = isOncelyError(error, ErrorCode.OperationPending) ? error.lastStatus : undefined;
+        report(CheckoutStatus.Confirming, retryMessage(lastStatus, true));
         await waitForNetwork(2_000);
         continue;
       }
