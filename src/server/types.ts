@@ -25,7 +25,10 @@ export interface StepContext<Input> {
   readonly input: Input;
   /** Outputs of the steps committed so far. */
   readonly data: Readonly<Record<string, unknown>>;
-  /** `uuid5(namespace, clientId + ":" + key + ":ext" + n)`: the key for external system `n`. */
+  /**
+   * `uuid5(namespace, clientId + ":" + key + ":ext" + n)`: the key for external system `n`.
+   * Unambiguous because client ids contain no `:` (the application checks them at startup).
+   */
   derivedKey(n: number): string;
 }
 
@@ -60,7 +63,9 @@ export interface ExternalStep<Input> {
   readonly sent: string;
   /** Committed with the outcome, e.g. `EXT1_DONE`. */
   readonly done: string;
+  /** Sends the instruction with `derivedKey`. A call that throws counts as `unknown`, never as a failure. */
   call(ctx: StepContext<Input>, derivedKey: string): Promise<ExternalOutcome>;
+  /** Asks the system what it did with `derivedKey` (resume at `sent`). A probe that throws counts as `unknown`. */
   probe(ctx: StepContext<Input>, derivedKey: string): Promise<ProbeOutcome>;
 }
 
