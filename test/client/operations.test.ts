@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/create-client.js';
 import { ErrorCode, InvalidKeyError, KeyReusedError, OncelyError, OperationAbortedError, isOncelyError } from '../../src/errors.js';
 import { memoryJournal } from '../../src/journal/memory.js';
-import { CREDENTIAL_HEADERS, type OperationRecord } from '../../src/journal/types.js';
+import { CREDENTIAL_HEADERS, type Journal, type OperationRecord } from '../../src/journal/types.js';
 import { deriveKey } from '../../src/keys.js';
 import { BASE_URL, dedupe, json, problem, sequence, useProtocolServer } from '../support/protocol-server.js';
 import { PAYMENT, TOKEN, testClient } from './helpers.js';
@@ -19,7 +19,16 @@ function gate(): { readonly wait: () => Promise<void>; readonly release: () => v
 
 describe('an operation', () => {
   it('is in the journal, pending, before its first attempt reaches the server', async () => {
-    const client = testClient();
+    // A journal whose writes land late: if the client sent before put() resolved, the record would be missing.
+    const inner = memoryJournal();
+    const slow: Journal = {
+      ...inner,
+      put: async (operation) => {
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        return inner.put(operation);
+      },
+    };
+    const client = testClient({ journal: slow });
     const atArrival: Array<OperationRecord | undefined> = [];
     server.reply(async ({ key }) => {
       atArrival.push(await client.journal.get(key ?? ''));
