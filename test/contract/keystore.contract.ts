@@ -201,12 +201,12 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       await open();
       const admitted = await store.admit(input('k1'));
       if (!admitted.owned) throw new Error('not owned');
-      expect(await store.park(admitted.lease, { retryAfterMs: 150 })).toBe(true);
+      expect(await store.park(admitted.lease, { retryAfterMs: 400 })).toBe(true);
       const row = await store.load(clientId, 'k1');
       expect(row).toMatchObject({ attempts: 1, leaseRemainingMs: null });
       const mine = async () => (await store.sweep(1000)).filter((r) => r.clientId === clientId).map((r) => r.key);
       expect(await mine()).toEqual([]);
-      await sleep(200);
+      await sleep(500);
       expect(await mine()).toEqual(['k1']);
       expect(await store.takeOver(clientId, 'k1', 10_000)).not.toBeNull();
       expect(await mine()).toEqual([]);

@@ -9,7 +9,8 @@ afterEach(async () => {
 });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const LEASE_MS = 300;
+// Long enough that a loaded machine never lets a live lease lapse before the 409 check.
+const LEASE_MS = 600;
 
 /**
  * Freezes the first attempt right after `point` commits, as if the process had died there: it
@@ -144,19 +145,19 @@ describe('createRecoveryWorker', () => {
   });
 
   it('completes a parked row once its backoff is due, and backs off again while the probe cannot tell', async () => {
-    app = await createTestApp({ parkBackoff: { baseMs: 200, maxMs: 5000 } });
+    app = await createTestApp({ parkBackoff: { baseMs: 400, maxMs: 5000 } });
     app.rail.script.push('timeout-after-apply');
     app.rail.probeBlind = true;
     expect((await app.post({ amount: 30 })).status).toBe(202);
     const worker = createRecoveryWorker({ store: app.store, handler: app.handler });
     expect((await worker.runOnce()).pending).toBe(0);
-    await sleep(300);
+    await sleep(600);
     expect((await worker.runOnce()).pending).toBe(1);
-    // Parked with attempts = 1 this time: the next try is due after 200 · 2 = 400 ms, not sooner.
+    // Parked with attempts = 1 this time: the next try is due after 400 · 2 = 800 ms, not sooner.
     await sleep(50);
     expect((await worker.runOnce()).pending).toBe(0);
     app.rail.probeBlind = false;
-    await sleep(450);
+    await sleep(900);
     expect((await worker.runOnce()).finished).toBe(1);
     await assertCompletedOnce();
     expect(app.rail.calls).toBe(1);
