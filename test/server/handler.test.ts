@@ -68,6 +68,7 @@ describe('createIdempotencyHandler: the response matrix', () => {
     const originalBody = await (await app.post({ amount: 10 })).text();
     const otherBody = await app.post({ amount: 11 });
     expect(otherBody.status).toBe(422);
+    expect(otherBody.headers.get('idempotency-key')).toBe('key-1');
     expect((await otherBody.json()).type).toBe('https://oncely.dev/problems/key-reused');
     expect((await app.post({ amount: 10 }, { path: '/v1/payments?currency=USD' })).status).toBe(422);
     const replay = await app.post({ amount: 10 });
@@ -189,6 +190,7 @@ describe('createIdempotencyHandler: the response matrix', () => {
     const first = await app.post({ amount: 5 });
     expect(first.status).toBe(503);
     expect(first.headers.get('retry-after')).toBe('2');
+    expect(first.headers.get('idempotency-key')).toBe('key-1');
     expect((await first.json()).type).toBe('https://oncely.dev/problems/upstream-unavailable');
     const retry = await app.post({ amount: 5 });
     expect(retry.status).toBe(201);

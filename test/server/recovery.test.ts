@@ -80,6 +80,7 @@ describe('outcome unknown', () => {
     const first = await app.post({ amount: 30 });
     expect(first.status).toBe(202);
     expect(Number(first.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(first.headers.get('idempotency-key')).toBe('key-1');
     expect((await first.json()).type).toBe('https://oncely.dev/problems/outcome-unknown');
     const retry = await app.post({ amount: 30 });
     expect(retry.status).toBe(201);
