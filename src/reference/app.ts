@@ -18,6 +18,7 @@ import { type Clients, createClients } from './clients.js';
 import { FaultKind, type Faults, createFaults } from './faults.js';
 import { jsonResponse, notFound } from './http.js';
 import { createInbox } from './inbox.js';
+import { trackLeases } from './lease-tracker.js';
 import { createPaymentOperation } from './payments.js';
 import { createRail } from './rails.js';
 import { createRiskSystem } from './risk.js';
@@ -101,8 +102,9 @@ export interface ReferenceApp {
   inFlight(): number;
   /**
    * Shuts down: new requests get `503` from now on, in-flight requests get up to `graceMs` to
-   * finish (an unfinished one keeps its recovery point and is resumed after its lease), the
-   * loops stop and the store is closed. Resolves to the requests still unfinished at the end.
+   * finish, the leases of any still unfinished are released (their rows keep their recovery
+   * points and can be taken over at once), the loops stop and the store is closed. Resolves to
+   * the requests still unfinished at the end.
    */
   close(graceMs?: number): Promise<number>;
 }
@@ -140,8 +142,9 @@ export function createReferenceApp(options: ReferenceAppOptions): ReferenceApp {
   const risk = createRiskSystem({ store, faults });
   const rail = createRail({ store, faults });
   const inbox = createInbox({ store });
+  const leases = trackLeases(store);
   const handler = createIdempotencyHandler({
-    store,
+    store: leases.store,
     // The handler holds operations of different inputs side by side; each parses its own input,
     // so widening the input type to `unknown` here is sound.
     operations: [createPaymentOperation({ risk, rail }) as unknown as IdempotentOperation<unknown>],
@@ -158,7 +161,7 @@ export function createReferenceApp(options: ReferenceAppOptions): ReferenceApp {
     ...(options.parkBackoff === undefined ? {} : { parkBackoff: options.parkBackoff }),
   });
   const routes = createRoutes({ store, rail, inbox, maxBodyBytes });
-  const worker = createRecoveryWorker({ store, handler, intervalMs: options.recoveryIntervalMs ?? 1000 });
+  const worker = createRecoveryWorker({ store: leases.store, handler, intervalMs: options.recoveryIntervalMs ?? 1000 });
   const reaper = createReaper({ store, metrics, intervalMs: options.reaperIntervalMs ?? 60_000 });
   const ready = store.migrate(referenceSchema);
   // A failed migration surfaces through `ready` and every request; never as an unhandled rejection.
@@ -223,8 +226,11 @@ export function createReferenceApp(options: ReferenceAppOptions): ReferenceApp {
       draining = true;
       const deadline = Date.now() + graceMs;
       while (active > 0 && Date.now() < deadline) await sleep(20);
-      await Promise.all([worker.stop(), reaper.stop()]);
       const unfinished = active;
+      // Whatever is still running gives its key back now rather than blocking it for a lease:
+      // the row keeps its recovery point and the old owner's remaining fenced writes are refused.
+      await Promise.all(leases.held().map((lease) => store.release(lease, { forget: false }).catch(() => false)));
+      await Promise.all([worker.stop(), reaper.stop()]);
       await ready.catch(() => undefined);
       await store.close();
       return unfinished;

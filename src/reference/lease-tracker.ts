@@ -1,0 +1,83 @@
+/**
+ * Which leases this process holds right now, so that shutdown can give them back.
+ *
+ * A server stopped while a request is still inside a phase would otherwise leave that key
+ * blocked for the rest of its lease (10 s by default). Releasing the lease instead clears it at
+ * once: the row keeps its recovery point, the next server (or a client retry) takes it over
+ * immediately, and the old owner's remaining fenced writes are refused.
+ *
+ * @module
+ */
+import type { KeyStore, Lease } from '../server/store/types.js';
+
+/** A store wrapper that remembers the leases granted through it until they are given up. */
+export interface LeaseTracker {
+  /** The wrapped store: pass it to the handler. */
+  readonly store: KeyStore;
+  /** Leases granted and not yet finished, released, parked or lost. */
+  held(): Lease[];
+}
+
+const id = (lease: Lease): string => `${lease.clientId}\u0000${lease.key}`;
+
+/**
+ * Wraps `store` so that every lease it grants is tracked until its owner lets go of it.
+ *
+ * @example
+ * ```ts
+ * const tracker = trackLeases(store);
+ * const handler = createIdempotencyHandler({ store: tracker.store, operations, authenticate });
+ * // at shutdown
+ * for (const lease of tracker.held()) await store.release(lease, { forget: false });
+ * ```
+ */
+export function trackLeases(store: KeyStore): LeaseTracker {
+  const leases = new Map<string, Lease>();
+  const hold = (lease: Lease): void => void leases.set(id(lease), lease);
+  const drop = (lease: Lease): void => {
+    // Only the current holder's token: a stale owner's late call must not forget a newer lease.
+    if (leases.get(id(lease))?.token === lease.token) leases.delete(id(lease));
+  };
+  const tracked: KeyStore = {
+    get dialect() {
+      return store.dialect;
+    },
+    migrate: (app) => store.migrate(app),
+    async admit(input) {
+      const result = await store.admit(input);
+      if (result.owned) hold(result.lease);
+      return result;
+    },
+    load: (clientId, key) => store.load(clientId, key),
+    async takeOver(clientId, key, leaseMs) {
+      const lease = await store.takeOver(clientId, key, leaseMs);
+      if (lease) hold(lease);
+      return lease;
+    },
+    async commitPhase(lease, phase, work) {
+      const result = await store.commitPhase(lease, phase, work);
+      if (!result.ok) drop(lease);
+      return result;
+    },
+    async finish(lease, response, work) {
+      try {
+        return await store.finish(lease, response, work);
+      } finally {
+        drop(lease);
+      }
+    },
+    async release(lease, options) {
+      drop(lease);
+      return store.release(lease, options);
+    },
+    async park(lease, options) {
+      drop(lease);
+      return store.park(lease, options);
+    },
+    sweep: (limit) => store.sweep(limit),
+    reap: (batchSize) => store.reap(batchSize),
+    transaction: (work) => store.transaction(work),
+    close: () => store.close(),
+  };
+  return { store: tracked, held: () => [...leases.values()] };
+}
