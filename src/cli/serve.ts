@@ -5,8 +5,8 @@
  * then one pino JSON line per request and per lifecycle event. stderr: startup errors only.
  *
  * SIGTERM/SIGINT: new requests get `503` at once; requests in flight get `--grace` to finish (one
- * still running after that keeps its recovery point and is resumed by the next server after its
- * lease); the recovery worker and reaper stop, the store closes, exit code 0.
+ * still running after that has its lease released: its row keeps its recovery point and is taken
+ * over at once by the next server); the recovery worker and reaper stop, the store closes, exit 0.
  *
  * @module
  */
