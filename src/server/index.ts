@@ -43,4 +43,4 @@ export {
   type RecoveryWorkerOptions,
 } from './worker.js';
 export { sqliteKeyStore, type SqliteKeyStoreOptions } from './store/sqlite.node.js';
-export { postgresKeyStore, type PgliteLike, type PostgresKeyStoreOptions } from './store/postgres.node.js';
+export { postgresKeyStore, type PgliteLike, type PgliteQueryable, type PgliteResults, type PostgresKeyStoreOptions } from './store/postgres.node.js';

@@ -6,6 +6,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, paymentBody, spawnServe, type Served } from '../reference/serve-process.js';
+import { postgresKeyStore } from '../../src/server/store/postgres.node.js';
+import type { AdmitInput } from '../../src/server/store/types.js';
 import { findPgBin, startThrowawayCluster, type ThrowawayCluster } from '../support/pg.js';
 
 const PAYMENTS = 200;
@@ -91,4 +93,24 @@ describe.skipIf(!runnable)('the reference server while PostgreSQL restarts', () 
     },
     120_000,
   );
+
+  it('rejects every store call while the database is down and serves again once it is back, with the same pool', async () => {
+    const store = postgresKeyStore({ connectionString: cluster.url, schema: 'oncely_fail_closed', connectTimeoutMs: 1000 });
+    const input = (key: string): AdmitInput => ({
+      clientId: 'acme', key, requestHash: 'h', endpoint: 'POST /v1/payments', requestBody: '{}', leaseMs: 10_000, ttlMs: 3_600_000,
+    });
+    try {
+      await store.migrate();
+      expect((await store.admit(input('before'))).owned).toBe(true);
+      await cluster.stop();
+      const calls = await Promise.allSettled([store.admit(input('during')), store.load('acme', 'before'), store.sweep(10), store.transaction(async () => 1)]);
+      expect(calls.map((call) => call.status)).toEqual(['rejected', 'rejected', 'rejected', 'rejected']);
+      await cluster.start();
+      expect((await store.admit(input('after'))).owned).toBe(true);
+      expect((await store.load('acme', 'before'))?.state).toBe('started');
+      expect(await store.load('acme', 'during')).toBeUndefined();
+    } finally {
+      await store.close();
+    }
+  });
 });

@@ -31,18 +31,39 @@ export interface Runner {
 /**
  * The part of a PGlite instance the store uses (structural, so `@electric-sql/pglite` stays a
  * development dependency of this package).
+ *
+ * @example
+ * ```ts
+ * import { PGlite } from '@electric-sql/pglite';
+ * const pglite: PgliteLike = await PGlite.create();
+ * const store = postgresKeyStore({ pglite, schema: 'oncely' });
+ * ```
  */
 export interface PgliteLike extends PgliteQueryable {
   transaction<T>(work: (tx: PgliteQueryable) => Promise<T>): Promise<T>;
 }
 
-/** A PGlite instance or transaction: `query` runs one statement, `exec` a script. */
+/**
+ * A PGlite instance or transaction: `query` runs one statement, `exec` a script.
+ *
+ * @example
+ * ```ts
+ * const run = (db: PgliteQueryable) => db.query('SELECT 1 AS one');
+ * ```
+ */
 export interface PgliteQueryable {
   query<T>(sql: string, params?: unknown[]): Promise<PgliteResults<T>>;
   exec(sql: string): Promise<Array<PgliteResults<unknown>>>;
 }
 
-/** PGlite's result shape (the fields the store reads). */
+/**
+ * PGlite's result shape (the fields the store reads).
+ *
+ * @example
+ * ```ts
+ * const changed = (result: PgliteResults<unknown>) => result.affectedRows ?? 0;
+ * ```
+ */
 export interface PgliteResults<T> {
   rows: T[];
   affectedRows?: number;
@@ -75,6 +96,8 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
       connectionString: options.connectionString,
       max: options.max,
       connectionTimeoutMillis: options.connectTimeoutMs,
+      // Client-side bound too: `statement_timeout` cannot fire on a server that stopped answering.
+      query_timeout: options.statementTimeoutMs + options.connectTimeoutMs,
       // Set per session at connect time: no extra round trip per checkout.
       options: `-c search_path=${options.schema},public -c statement_timeout=${options.statementTimeoutMs}`,
     });

@@ -17,9 +17,16 @@ import { createPgRunner, createPgliteRunner, type PgliteLike, type Query, type R
 import { dropExpiredPartitions, ensurePartitions, migrate, type PartitionPlan } from './postgres-schema.node.js';
 import type { AdmitResult, AppSchema, Fenced, FinalResponse, KeyRow, KeyStore, Lease, PhaseCommit, StoredResponse, Tx } from './types.js';
 
-export type { PgliteLike } from './postgres-runner.node.js';
+export type { PgliteLike, PgliteQueryable, PgliteResults } from './postgres-runner.node.js';
 
-/** Options of {@link postgresKeyStore}: exactly one of `connectionString`, `pool` or `pglite`. */
+/**
+ * Options of {@link postgresKeyStore}: exactly one of `connectionString`, `pool` or `pglite`.
+ *
+ * @example
+ * ```ts
+ * const options: PostgresKeyStoreOptions = { connectionString: 'postgres://db.internal/payments', schema: 'oncely', ttlMs: 7 * 86_400_000 };
+ * ```
+ */
 export interface PostgresKeyStoreOptions {
   /**
    * A libpq URL; the store creates (and on `close()` ends) its own `pg` pool.
