@@ -110,4 +110,15 @@ describe('reference app in-process: unknown outcomes and recovery', () => {
     expect(await t.steps('H3', 'pay-1')).toBe(1);
     expect((await (await t.get('/metrics', null)).text())).toMatch(/oncely_leases_lost_total 1/);
   });
+
+  it('reaps a finished key after its retention window: the lookup is 404 and the payment record stays', async () => {
+    t = await createInProcess({ leaseMs: 100, ttlMs: 200 });
+    expect((await t.post('short-lived', payment())).status).toBe(201);
+    expect((await t.get('/v1/idempotency-keys/short-lived')).status).toBe(200);
+    await settle(250);
+    expect(await t.app.reaper.runOnce()).toBe(1);
+    expect((await t.get('/v1/idempotency-keys/short-lived')).status).toBe(404);
+    expect((await t.getJson<{ count: number }>('/v1/ledger')).count).toBe(1);
+    expect((await (await t.get('/metrics', null)).text())).toContain('oncely_keys_reaped_total 1');
+  });
 });
