@@ -14,6 +14,7 @@
  *
  * @module
  */
+import { validate as validateUuid } from 'uuid';
 import { fingerprint } from '../fingerprint.js';
 import { DEFAULT_NAMESPACE, parseKeyHeader } from '../keys.js';
 import { createServerMetrics, type RequestOutcome, type ServerMetrics } from './metrics.js';
@@ -81,7 +82,6 @@ export interface IdempotencyHandler {
   readonly metrics: ServerMetrics;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 const seconds = (ms: number): string => String(Math.max(1, Math.ceil(ms / 1000)));
 
@@ -113,7 +113,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     metrics: options.metrics ?? createServerMetrics(),
     backoff: options.parkBackoff ?? { baseMs: 1000, maxMs: 60_000 },
   };
-  if (!UUID.test(config.namespace)) throw new TypeError(`createIdempotencyHandler: namespace must be a UUID, got ${config.namespace}`);
+  if (!validateUuid(config.namespace)) throw new TypeError(`createIdempotencyHandler: namespace must be a UUID, got ${config.namespace}`);
   const operations = new Map<string, IdempotentOperation<unknown>>();
   for (const operation of options.operations) {
     const endpoint = `${operation.method.toUpperCase()} ${operation.path}`;
