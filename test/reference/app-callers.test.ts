@@ -106,4 +106,20 @@ describe('reference app in-process: keys and callers', () => {
     expect((await t.post('pay-1', payment())).status).toBe(503);
     await closing;
   });
+
+  it('fails closed when the store cannot be reached: 503 with Retry-After on payments, reads, the inbox and /healthz', async () => {
+    const errors: unknown[] = [];
+    t = await createInProcess({ onError: (error) => errors.push(error) });
+    await t.app.store.close();
+    for (const response of [
+      await t.post('pay-1', payment()),
+      await t.get('/v1/ledger'),
+      await t.get('/v1/idempotency-keys/pay-1'),
+      await t.get('/healthz', null),
+    ]) {
+      expect(response.status).toBe(503);
+      expect(Number(response.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    }
+    expect(errors).toHaveLength(3);
+  });
 });
