@@ -2,23 +2,27 @@
  * Group commit for the SQLite journal: every call made in the same tick runs in one
  * transaction, and each call's promise settles only after that transaction has committed.
  *
- * A commit is the expensive part of a journal write (WAL frame write, locks, a checkpoint now
- * and then); an uploader settling a thousand rows at once, or a client finishing many requests
- * together, pays for one instead of a thousand. A caller awaiting one call at a time sees
- * exactly one transaction per call, as without the queue. Durability is unchanged: nothing
- * resolves before the commit that contains it.
+ * A commit is the expensive part of a journal write (WAL frame writes, lock syscalls, a
+ * checkpoint now and then); an uploader settling a thousand rows at once, or a client finishing
+ * many requests together, pays for one instead of a thousand. A caller awaiting one call at a
+ * time sees exactly one transaction per call, as without the queue. Durability is unchanged:
+ * nothing resolves before the commit that contains it.
  *
- * Each call runs inside its own savepoint, so a call that throws rolls back only its own
- * changes and rejects alone; a failure of the transaction itself (lock timeout, I/O error)
- * rejects every call of the group.
+ * A call that fails rejects alone: a single-statement call is undone by SQLite's statement
+ * atomicity, a multi-statement call (`atomic`) runs in its own savepoint. If SQLite itself
+ * ended the transaction (I/O error, disk full), the rest of the group is not run and every call
+ * of the group rejects — none of them is reported done unless its commit happened.
  *
  * @module
  * @internal
  */
 import type Database from 'better-sqlite3';
 
+/** `read` takes no write lock; `write` is one statement; `atomic` is several, all or none. */
+export type TaskKind = 'read' | 'write' | 'atomic';
+
 interface Task {
-  readonly write: boolean;
+  readonly kind: TaskKind;
   readonly run: (db: Database.Database) => unknown;
   readonly resolve: (value: unknown) => void;
   readonly reject: (error: unknown) => void;
@@ -26,11 +30,13 @@ interface Task {
 
 /** Runs journal calls in grouped transactions; see the module comment. */
 export interface CommitQueue {
-  /** Queues `run`; `write` says whether it writes (a read-only group needs no write lock). */
-  submit<T>(write: boolean, run: (db: Database.Database) => T): Promise<T>;
+  /** Queues `run`, to be run in this tick's group. */
+  submit<T>(kind: TaskKind, run: (db: Database.Database) => T): Promise<T>;
   /** Runs whatever is queued now, synchronously (before closing the connection). */
   drain(): void;
 }
+
+type Outcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: unknown };
 
 /**
  * Creates the queue. `connect` opens (or returns) the connection when a group runs; `mapError`
@@ -46,44 +52,38 @@ export function commitQueue(connect: () => Database.Database, mapError: (error: 
     return wrapped.inSavepoint;
   };
 
-  const settle = (task: Task, run: () => unknown): void => {
-    try {
-      task.resolve(run());
-    } catch (error) {
-      task.reject(mapError(error));
-    }
+  const runGroup = (db: Database.Database, tasks: readonly Task[]): Outcome[] => {
+    const outcomes: Outcome[] = [];
+    const inSavepoint = savepointRunner(db);
+    const group = db.transaction(() => {
+      for (const task of tasks) {
+        try {
+          outcomes.push({ ok: true, value: task.kind === 'atomic' ? inSavepoint(task) : task.run(db) });
+        } catch (error) {
+          // SQLite rolled the whole transaction back: later calls would run outside it.
+          if (!db.inTransaction) throw error;
+          outcomes.push({ ok: false, error });
+        }
+      }
+    });
+    if (tasks.some((task) => task.kind !== 'read')) group.immediate();
+    else group.deferred();
+    return outcomes;
   };
 
   const flush = (): void => {
     const tasks = queue;
     queue = [];
     if (tasks.length === 0) return;
-    let db: Database.Database;
+    let outcomes: Outcome[];
     try {
-      db = connect();
-    } catch (error) {
-      for (const task of tasks) task.reject(mapError(error));
-      return;
-    }
-    if (tasks.length === 1) {
-      const [task] = tasks as [Task];
-      settle(task, () => task.run(db));
-      return;
-    }
-    const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
-    const inSavepoint = savepointRunner(db);
-    const group = db.transaction(() => {
-      for (const task of tasks) {
-        try {
-          outcomes.push({ ok: true, value: inSavepoint(task) });
-        } catch (error) {
-          outcomes.push({ ok: false, error });
-        }
+      const db = connect();
+      if (tasks.length === 1) {
+        const [task] = tasks as [Task];
+        outcomes = [{ ok: true, value: task.kind === 'atomic' ? db.transaction(() => task.run(db)).immediate() : task.run(db) }];
+      } else {
+        outcomes = runGroup(db, tasks);
       }
-    });
-    try {
-      if (tasks.some((task) => task.write)) group.immediate();
-      else group.deferred();
     } catch (error) {
       for (const task of tasks) task.reject(mapError(error));
       return;
@@ -96,9 +96,9 @@ export function commitQueue(connect: () => Database.Database, mapError: (error: 
   };
 
   return {
-    submit<T>(write: boolean, run: (db: Database.Database) => T): Promise<T> {
+    submit<T>(kind: TaskKind, run: (db: Database.Database) => T): Promise<T> {
       return new Promise<T>((resolve, reject) => {
-        queue.push({ write, run, resolve: resolve as (value: unknown) => void, reject });
+        queue.push({ kind, run, resolve: resolve as (value: unknown) => void, reject });
         // Calls made synchronously one after another (a map over rows, Promise.all) all land
         // before this microtask runs, and form one group.
         if (queue.length === 1) queueMicrotask(flush);

@@ -9,7 +9,10 @@
  * |---------|--------------------------------------------------------------------------------|
  * | 1       | one row per operation; a single process resumed everything it found             |
  * | 2       | `claim_owner` / `claimed_until` so processes sharing a file resume disjoint ops; |
- * |         | partial index on pending rows, index on settled rows for pruning                |
+ * |         | the `(state, created_at)` index becomes a partial index on pending rows only     |
+ *
+ * Settled rows carry no index on purpose: every index is one more page written per commit,
+ * and only `prune()` (rare, maintenance) would use it — it scans instead.
  *
  * Every journal file carries `PRAGMA application_id` = {@link APPLICATION_ID}, so a SQLite
  * database that belongs to something else is recognised and never written to.
@@ -54,7 +57,6 @@ const MIGRATIONS: Readonly<Record<number, string>> = {
     ALTER TABLE oncely_operations ADD COLUMN claimed_until INTEGER;
     DROP INDEX oncely_operations_state;
     CREATE INDEX oncely_operations_pending ON oncely_operations (created_at) WHERE state = 'pending';
-    CREATE INDEX oncely_operations_settled ON oncely_operations (updated_at) WHERE state <> 'pending';
   `,
 };
 

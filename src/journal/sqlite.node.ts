@@ -20,7 +20,7 @@ import {
 import { defaultJournalPath, ensureJournalDirectory } from './default.node.js';
 import { prepareSchema } from './sqlite-schema.node.js';
 import { journalErrorFrom, schemaError, closedError } from './sqlite-errors.node.js';
-import { commitQueue } from './sqlite-queue.node.js';
+import { commitQueue, type TaskKind } from './sqlite-queue.node.js';
 import { statements, toRecord, type Row, type Statements } from './sqlite-statements.node.js';
 
 /**
@@ -173,24 +173,39 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
 
   const mapError = (error: unknown): unknown => journalErrorFrom(error, path, busyTimeoutMs);
   const queue = commitQueue(() => open().db, mapError);
-  const run = <T>(write: boolean, work: (sql: Statements, db: Database.Database) => T): Promise<T> => {
+  const run = <T>(kind: TaskKind, work: (sql: Statements) => T): Promise<T> => {
     if (closed) return Promise.reject(closedError(path));
-    return queue.submit(write, (db) => work(open().sql, db));
+    return queue.submit(kind, () => work(open().sql));
   };
 
   const insert = (sql: Statements, operation: NewOperation, now: number): PutOutcome => {
-    const row = sql.insert.get({
+    const createdAt = operation.createdAt ?? now;
+    const { changes } = sql.insert.run({
       key: operation.key,
       method: operation.method,
       url: operation.url,
       headers: JSON.stringify(operation.headers),
       body: operation.body,
       fingerprint: operation.fingerprint,
-      createdAt: operation.createdAt ?? now,
+      createdAt,
       now,
     });
-    if (row) return { created: true, record: toRecord(row) };
-    return { created: false, record: toRecord(sql.get.get(operation.key) as Row) };
+    if (changes === 0) return { created: false, record: toRecord(sql.get.get(operation.key) as Row) };
+    const record: OperationRecord = {
+      key: operation.key,
+      method: operation.method,
+      url: operation.url,
+      headers: { ...operation.headers },
+      body: operation.body,
+      fingerprint: operation.fingerprint,
+      state: OperationState.Pending,
+      createdAt,
+      updatedAt: now,
+      attempts: 0,
+      lastStatus: null,
+      result: null,
+    };
+    return { created: true, record };
   };
 
   return {
@@ -198,22 +213,22 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
     path,
     durability,
     put(operation) {
-      return run(true, (sql) => insert(sql, operation, Date.now()));
+      return run('write', (sql) => insert(sql, operation, Date.now()));
     },
     putMany(operations) {
-      return run(true, (sql, db) => {
+      return run('atomic', (sql) => {
         const now = Date.now();
-        return db.transaction(() => operations.map((operation) => insert(sql, operation, now))).immediate();
+        return operations.map((operation) => insert(sql, operation, now));
       });
     },
     get(key) {
-      return run(false, (sql) => {
+      return run('read', (sql) => {
         const row = sql.get.get(key);
         return row ? toRecord(row) : undefined;
       });
     },
     update(key, patch: OperationPatch) {
-      return run(true, (sql) => {
+      return run('write', (sql) => {
         const row = sql.update.get({
           key,
           now: Date.now(),
@@ -230,23 +245,23 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
       });
     },
     list(filter = {}) {
-      return run(false, (sql) => {
+      return run('read', (sql) => {
         const limit = filter.limit ?? -1;
         const rows = filter.state === undefined ? sql.listAll.all(limit) : sql.listByState[filter.state].all(limit);
         return rows.map(toRecord);
       });
     },
     claim(key, owner, ttlMs) {
-      return run(true, (sql) => {
+      return run('write', (sql) => {
         const now = Date.now();
         return sql.claim.get({ key, owner, now, until: now + ttlMs }) !== undefined;
       });
     },
     async release(key, owner) {
-      await run(true, (sql) => sql.release.run(key, owner));
+      await run('write', (sql) => sql.release.run(key, owner));
     },
     prune(olderThanMs) {
-      return run(true, (sql) => sql.prune.run(Date.now() - olderThanMs).changes);
+      return run('write', (sql) => sql.prune.run(Date.now() - olderThanMs).changes);
     },
     async close() {
       // Calls already queued still run (they were made before close); later ones reject.

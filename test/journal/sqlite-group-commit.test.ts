@@ -43,6 +43,17 @@ describe('SQLite journal group commit', () => {
     await reader.close();
   });
 
+  it('undoes all of a putMany that fails part-way, alone or grouped with other calls', async () => {
+    const journal = sqliteJournal({ path });
+    const broken = operation({ headers: { 'x-bad': 1n } as unknown as Record<string, string> });
+    const [first, second, bystander] = [operation(), operation(), operation()];
+    await expect(journal.putMany([first, broken])).rejects.toBeInstanceOf(JournalError);
+    const grouped = await Promise.allSettled([journal.putMany([second, broken]), journal.put(bystander)]);
+    expect(grouped.map((g) => g.status)).toEqual(['rejected', 'fulfilled']);
+    expect((await journal.list()).map((r) => r.key)).toEqual([bystander.key]);
+    await journal.close();
+  });
+
   it('rejects every call of a group with a JournalError when the file stays locked, and loses none once it is free', async () => {
     const journal = sqliteJournal({ path, busyTimeoutMs: 100 });
     await journal.list();
