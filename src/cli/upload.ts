@@ -4,7 +4,7 @@
  *
  * ```
  * pass 1  read the whole file: UTF-8? header? how many rows?   ── a bad file stops here, nothing sent
- * pass 2  read again, 500 rows at a time:
+ * pass 2  read again, BATCH_SIZE (500) rows at a time:
  *           map rows → invalid (reported with line) | {key, body}
  *           journal.putMany(batch)  ── durable before any of them is sent
  *           already settled in the journal → counted, not resent
@@ -15,20 +15,17 @@
  *
  * @module
  */
-import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { createClient } from '../client/create-client.js';
 import { isOncelyError } from '../errors.js';
-import { canonicalJson } from '../fingerprint.js';
 import { sqliteJournal } from '../journal/sqlite.node.js';
 import { OperationState, type NewOperation } from '../journal/types.js';
 import { deriveKey } from '../keys.js';
 import { parseCommandArgs, readInteger, readList, reportParseFailure, usageError } from './args.js';
-import { CsvFileError, readCsvBatches, type CsvRecord } from './upload-csv.js';
+import { inspectFile, rowFingerprint, validBatches, type FileSettings } from './upload-file.js';
 import { createProgress, type Progress } from './upload-progress.js';
 import { createTally, renderReport, type Tally, type UploadReport } from './upload-report.js';
-import { DEFAULT_KEY_COLUMNS, createRowMapper, isInvalidRow, type RowMapper, type RowUpload } from './upload-rows.js';
+import { DEFAULT_KEY_COLUMNS, type RowUpload } from './upload-rows.js';
 
 const spec = {
   name: 'upload',
@@ -50,95 +47,14 @@ const spec = {
   },
 } as const;
 
-/** Rows journaled per transaction. */
-const BATCH_SIZE = 500;
-/** Read buffer: large enough that parsing, not I/O, sets the pace. */
-const CHUNK_BYTES = 256 * 1024;
-
 /** Settings of one run, resolved once from the arguments. */
-interface UploadSettings {
-  readonly file: string;
+interface UploadSettings extends FileSettings {
   readonly url: string | undefined;
   readonly token: string | undefined;
   readonly concurrency: number;
   readonly journalPath: string | undefined;
-  readonly keyColumns: readonly string[];
-  readonly bodyColumns: readonly string[] | undefined;
-  readonly namespace: string | undefined;
   readonly dryRun: boolean;
   readonly reportPath: string | undefined;
-}
-
-/**
- * The protocol fingerprint of a row's POST, the same bytes `fingerprint()` hashes, computed
- * with node:crypto: synchronous and several times cheaper than WebCrypto's `digest` per row,
- * which is what a million-row file needs.
- *
- * @example
- * ```ts
- * rowFingerprint('/v1/payments', '{"amount":1250,"currency":"EUR"}') === await fingerprint('POST', '/v1/payments', body); // true
- * ```
- */
-export function rowFingerprint(path: string, body: string): string {
-  return createHash('sha256').update(`POST\n${path}\n${canonicalJson(JSON.parse(body))}`).digest('hex');
-}
-
-function chunks(file: string): AsyncIterable<Uint8Array> {
-  return createReadStream(file, { highWaterMark: CHUNK_BYTES });
-}
-
-/** Pass 1: proves the file is readable CSV with a usable header and counts its data rows. */
-async function inspect(settings: UploadSettings): Promise<{ rows: number } | { problem: string }> {
-  let header: CsvRecord | undefined;
-  let rows = 0;
-  try {
-    for await (const batch of readCsvBatches(chunks(settings.file))) {
-      for (const record of batch) {
-        if (header === undefined) {
-          header = record;
-          const made = createRowMapper(header, settings);
-          if (!made.ok) return { problem: made.problem };
-        } else {
-          rows += 1;
-        }
-      }
-    }
-  } catch (error) {
-    if (error instanceof CsvFileError) return { problem: error.message };
-    const code = (error as { code?: unknown }).code;
-    if (code === 'ENOENT' || code === 'EISDIR' || code === 'EACCES') return { problem: `cannot read ${settings.file} (${String(code)})` };
-    throw error;
-  }
-  if (header === undefined) return { problem: 'the file is empty: it needs a header line and at least one row' };
-  return { rows };
-}
-
-/** Pass 2, row by row: yields batches of valid rows and records invalid ones in the tally. */
-async function* validBatches(settings: UploadSettings, tally: Tally, stop: () => boolean): AsyncGenerator<RowUpload[]> {
-  let map: RowMapper | undefined;
-  let batch: RowUpload[] = [];
-  for await (const records of readCsvBatches(chunks(settings.file))) {
-    for (const record of records) {
-      if (map === undefined) {
-        const made = createRowMapper(record, settings);
-        if (!made.ok) throw new CsvFileError(made.problem, record.line);
-        map = made.map;
-        continue;
-      }
-      const row = map(record);
-      if (isInvalidRow(row)) {
-        tally.record('invalid', { line: row.line, reason: row.reason });
-      } else {
-        batch.push(row);
-        if (batch.length >= BATCH_SIZE) {
-          yield batch;
-          batch = [];
-        }
-      }
-    }
-    if (stop()) return;
-  }
-  if (batch.length > 0) yield batch;
 }
 
 function resolveSettings(argv: readonly string[]): { ok: true; settings: UploadSettings } | { ok: false; exitCode: 0 | 2; message: string } {
@@ -198,7 +114,7 @@ export async function upload(argv: readonly string[]): Promise<number> {
   const { settings } = resolved;
   const started = Date.now();
 
-  const inspected = await inspect(settings);
+  const inspected = await inspectFile(settings);
   if ('problem' in inspected) {
     console.error(`oncely upload: ${settings.file}: ${inspected.problem}\nnothing was sent.`);
     return 1;

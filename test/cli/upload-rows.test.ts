@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { fingerprint } from '../../src/fingerprint.js';
 import { deriveKey } from '../../src/keys.js';
-import { rowFingerprint } from '../../src/cli/upload.js';
+import { rowFingerprint } from '../../src/cli/upload-file.js';
 import { DEFAULT_KEY_COLUMNS, createRowMapper, isInvalidRow } from '../../src/cli/upload-rows.js';
 import type { CsvRecord } from '../../src/cli/upload-csv.js';
 
