@@ -121,6 +121,36 @@ describe('the checkout page', () => {
     }
   });
 
+  it('sends an order pending in two open tabs from one tab at a time after an offline Pay, and charges once when back online', async () => {
+    const { context, tab: first } = await newPage();
+    const second = await context.newPage();
+    const requests: PaymentRequest[] = [];
+    recordPayments(first, 'first', requests);
+    recordPayments(second, 'second', requests);
+    const url = orderUrl(server.origin);
+    await Promise.all([first.goto(url), second.goto(url)]);
+    const key = await waitForStatus(first, 'pending');
+    expect(await waitForStatus(second, 'pending')).toBe(key);
+
+    await context.setOffline(true);
+    await first.click('[data-action="pay"]');
+    // The second tab follows the first one's Pay: both now hold the same pending operation.
+    await waitForStatus(second, 'confirming');
+    await first.waitForTimeout(2_000);
+    await context.setOffline(false);
+
+    expect(await waitForStatus(first, 'paid')).toBe(key);
+    expect(await waitForStatus(second, 'paid')).toBe(key);
+    expect(await server.entriesFor(key)).toHaveLength(1);
+    expect(requests.map((request) => request.status)).not.toContain(409);
+    const sorted = [...requests].sort((a, b) => a.startedAt - b.startedAt);
+    for (let i = 1; i < sorted.length; i += 1) {
+      const previous = sorted[i - 1]!;
+      const current = sorted[i]!;
+      if (previous.tab !== current.tab) expect(previous.endedAt).toBeLessThanOrEqual(current.startedAt);
+    }
+  });
+
   it('finishes a payment whose tab was closed mid-payment when another order loads, and never sends an order that was only viewed', async () => {
     const { context, tab: closed } = await newPage();
     await closed.goto(orderUrl(slowServer.origin));

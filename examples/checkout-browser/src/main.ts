@@ -8,7 +8,7 @@
  */
 import { createClient, type Operation } from '../../../src/browser.js';
 import { orderFromUrl, paymentBody, urlForOrder } from './order.js';
-import { confirmPayment, retryMessage, wasSubmitted, type Report } from './payment.js';
+import { confirmPayment, onSubmittedElsewhere, retryMessage, wasSubmitted, type Report } from './payment.js';
 import { resumeOtherPayments } from './others.js';
 import { CheckoutStatus, createCheckoutView } from './view.js';
 
@@ -55,14 +55,24 @@ async function start(): Promise<void> {
 
   const record = await client.journal.get(operation.key);
   const settled = record !== undefined && record.state !== 'pending';
+  let confirming = false;
+  const confirm = (): void => {
+    confirming = true;
+    void confirmPayment(operation, report);
+  };
   if (settled || wasSubmitted(operation.key)) {
     // Paid or declined before (send() answers from the journal without a request), or Pay was
     // pressed before this page load: carry on with the same key.
-    void confirmPayment(operation, report);
+    confirm();
   } else {
     view.showStatus(CheckoutStatus.Pending, 'Review your order, then press Pay.');
   }
-  view.onPay(() => void confirmPayment(operation, report));
+  view.onPay(confirm);
+  // Pay pressed in another tab showing this order: follow it here too. Both tabs then send
+  // the same operation, and the journal's claim lets only one of them have it in flight.
+  onSubmittedElsewhere(operation.key, () => {
+    if (!confirming) confirm();
+  });
 
   await resumeOtherPayments(client, operation.key, view.showOthers);
 }

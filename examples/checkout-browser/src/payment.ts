@@ -45,6 +45,21 @@ export function wasSubmitted(key: string): boolean {
   return localStorage.getItem(MARKER + key) !== null;
 }
 
+/**
+ * Calls `handler` when another tab of this origin presses Pay for `key` (the `storage` event
+ * fires in every tab but the one that wrote the marker).
+ *
+ * @example
+ * ```ts
+ * onSubmittedElsewhere(operation.key, () => void confirmPayment(operation, report));
+ * ```
+ */
+export function onSubmittedElsewhere(key: string, handler: () => void): void {
+  window.addEventListener('storage', (event) => {
+    if (event.key === MARKER + key && event.newValue !== null) handler();
+  });
+}
+
 function markSubmitted(key: string): void {
   localStorage.setItem(MARKER + key, String(Date.now()));
 }
