@@ -75,4 +75,22 @@ describe('oncely serve crash matrix: SIGKILL right after each recovery point', (
       await restarted.stop();
     }
   });
+
+  it('lets a surviving server sharing the SQLite file finish what a crashed one left at EXT2_SENT', async () => {
+    const db = `${dir}/shared.db`;
+    const key = 'shared-crash';
+    const [doomed, survivor] = await Promise.all([
+      spawnServe(['--db', db, ...LEASE, '--recovery-interval', '0', '--faults', 'crash-after:EXT2_SENT:1']),
+      spawnServe(['--db', db, ...LEASE, '--recovery-interval', '100ms']),
+    ]);
+    try {
+      expect(await postPayment(doomed.url, key, paymentBody(4200, 'crash-EXT2_SENT'))).toBeUndefined();
+      expect((await doomed.exited).signal).toBe('SIGKILL');
+      const finished = await eventually(async () => (await getJson(survivor.url, `/v1/idempotency-keys/${key}`)).body['state'] === 'finished');
+      expect(finished).toBe(true);
+      expect(effects(db, key)).toEqual(ONCE);
+    } finally {
+      await survivor.stop();
+    }
+  });
 });
