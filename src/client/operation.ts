@@ -264,15 +264,22 @@ export function createOperation(
     send<T>(sendOptions: SendOptions = {}): Promise<OperationResult<T>> {
       engine.assertOpen();
       let chain = engine.inflight.get(ref.key);
-      if (chain === undefined) {
+      // A chain whose waiters all gave up is winding down: a new click must not inherit its
+      // abort, so it starts a fresh chain, but only once the old one has let go of the key.
+      if (chain === undefined || chain.controller.signal.aborted) {
+        const previous = chain?.promise.then(
+          () => undefined,
+          () => undefined,
+        );
         const controller = new AbortController();
         const clientSignal = engine.options.signal;
         if (clientSignal?.aborted) controller.abort(new OperationAbortedError(ref, { cause: clientSignal.reason }));
+        const run = (): Promise<OperationResult> => runChain(engine.options, ref, credentials, controller.signal);
         const started: Chain = {
           ref,
           controller,
           waiters: 0,
-          promise: runChain(engine.options, ref, credentials, controller.signal).finally(() => {
+          promise: (previous ? previous.then(run) : run()).finally(() => {
             if (engine.inflight.get(ref.key) === started) engine.inflight.delete(ref.key);
           }),
         };

@@ -207,6 +207,24 @@ describe('an operation', () => {
     expect(server.seen).toHaveLength(1);
   });
 
+  it('starts a fresh send when clicked again right after an aborted wait', async () => {
+    let calls = 0;
+    server.reply(async () => {
+      calls += 1;
+      if (calls === 1) await new Promise((resolve) => setTimeout(resolve, 200));
+      return json(201, { id: 'pay_1' });
+    });
+    const op = await testClient().prepare('POST', 'v1/payments', { json: PAYMENT });
+    const controller = new AbortController();
+    const first = op.send({ signal: controller.signal });
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    controller.abort();
+    const again = op.send();
+    await expect(first).rejects.toBeInstanceOf(OperationAbortedError);
+    await expect(again).resolves.toMatchObject({ status: 201, key: op.key });
+    expect(new Set(server.seen.map((s) => s.key))).toEqual(new Set([op.key]));
+  });
+
   it('stops operations in flight on close() and leaves them pending', async () => {
     const hang = gate();
     server.reply(async () => {
