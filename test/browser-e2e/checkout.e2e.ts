@@ -26,8 +26,12 @@ async function newPage(): Promise<{ context: BrowserContext; tab: Page }> {
 }
 
 beforeAll(async () => {
+  // One at a time, so that when one fails (no Chromium in CI) those already started are
+  // assigned and afterAll stops them.
+  browser = await launchChromium();
   page = await buildPage();
-  [browser, server, slowServer] = await Promise.all([launchChromium(), startServer(page.dir), startServer(page.dir, `slow:ext2:${SLOW_RAIL_MS}`)]);
+  server = await startServer(page.dir);
+  slowServer = await startServer(page.dir, `slow:ext2:${SLOW_RAIL_MS}`);
 });
 
 afterEach(async () => {
