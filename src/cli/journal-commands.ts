@@ -8,7 +8,9 @@
  *
  * @module
  */
+import { existsSync } from 'node:fs';
 import { createClient } from '../client/create-client.js';
+import { defaultJournalPath } from '../journal/default.node.js';
 import { sqliteJournal } from '../journal/sqlite.node.js';
 import { OperationState, isExpired, type OperationRecord } from '../journal/types.js';
 import { parseCommandArgs, readInteger, reportParseFailure, usageError } from './args.js';
@@ -111,7 +113,14 @@ export async function pending(argv: readonly string[]): Promise<number> {
   if (!parsed.ok) return reportParseFailure(parsed);
   const ttl = readTtl(parsed.values['key-ttl']);
   if (!ttl.ok) return reportParseFailure(usageError(pendingSpec, ttl.problem));
-  const journal = sqliteJournal(parsed.values.journal === undefined ? {} : { path: parsed.values.journal });
+  const path = defaultJournalPath({ path: parsed.values.journal });
+  // Opening a journal creates it: a mistyped path must not leave an empty journal behind.
+  if (!existsSync(path)) {
+    if (parsed.values.json === true) console.log('[]');
+    else console.log(`no journal at ${path}`);
+    return 0;
+  }
+  const journal = sqliteJournal({ path });
   try {
     const now = Date.now();
     const rows = (await journal.list({ state: OperationState.Pending })).map((record) => toRow(record, ttl.value, now));
@@ -151,7 +160,12 @@ export async function resume(argv: readonly string[]): Promise<number> {
   const token = parsed.values.token ?? process.env['ONCELY_TOKEN'];
   // Without credentials every resend would be refused (401), and a refusal is final: never try.
   if (token === undefined || token === '') return reportParseFailure(usageError(resumeSpec, '--token (or $ONCELY_TOKEN) is required'));
-  const journal = sqliteJournal(parsed.values.journal === undefined ? {} : { path: parsed.values.journal });
+  const path = defaultJournalPath({ path: parsed.values.journal });
+  if (!existsSync(path)) {
+    console.error(`oncely resume: no journal at ${path}`);
+    return 1;
+  }
+  const journal = sqliteJournal({ path });
   try {
     const first = (await journal.list({ state: OperationState.Pending, limit: 1 }))[0];
     if (first === undefined) {

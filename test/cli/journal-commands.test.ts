@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -76,6 +76,14 @@ describe('oncely pending and oncely resume', () => {
     expect(run.stderr).toMatch(/--token \(or \$ONCELY_TOKEN\) is required/);
     const after = JSON.parse((await runCli(['pending', '--journal', path, '--json'])).stdout) as unknown[];
     expect(after).toHaveLength(1);
+  });
+
+  it('says there is no journal at a mistyped path instead of creating an empty one there', async () => {
+    const path = join(dir, 'typo', 'jornal.db');
+    const run = await runCli(['pending', '--journal', path]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`no journal at ${path}`);
+    expect(existsSync(path)).toBe(false);
   });
 
   it('formats ages the way people read them', () => {
