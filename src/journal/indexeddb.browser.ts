@@ -8,6 +8,10 @@
  * IndexedDB transaction, and `readwrite` transactions on one store run one at a time across
  * tabs, which is what makes `put` and the lease-record claim atomic.
  *
+ * Durability: a call resolves once its transaction has completed, i.e. the browser has the write
+ * and it survives a reload, a closed tab or a crashed browser. Whether it is flushed to disk
+ * before that (power loss) is the browser's choice for idb-keyval's default transactions.
+ *
  * @module
  */
 import { createStore, type UseStore } from 'idb-keyval';
