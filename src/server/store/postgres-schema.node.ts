@@ -186,6 +186,13 @@ export async function dropExpiredPartitions(runner: Runner, schema: string, rete
   const nowMs = clock[0]!.now_ms;
   const due = (await listPartitions(runner.query, schema)).filter((part) => part.upper <= nowMs);
   let removed = 0;
+  // Detached but never dropped (an instance died between the two steps): finish the job.
+  const { rows: orphans } = await runner.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = $1 AND c.relkind = 'r' AND NOT c.relispartition AND c.relname LIKE 'oncely\\_keys\\_p%'`,
+    [schema],
+  );
+  for (const { name } of orphans) removed += await countAndDrop(runner, schema, name);
   for (const part of due) {
     const detached = await runner
       .transaction(async (query) => {
@@ -200,10 +207,20 @@ export async function dropExpiredPartitions(runner: Runner, schema: string, rete
         return true;
       })
       .catch(() => false); // busy (lock timeout) or already dropped by another instance: next reap
-    if (!detached) continue;
-    const { rows } = await runner.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${schema}.${part.name}`, []);
-    await runner.query(`DROP TABLE ${schema}.${part.name}`, []);
-    removed += rows[0]?.n ?? 0;
+    if (detached) removed += await countAndDrop(runner, schema, part.name);
   }
   return removed;
+}
+
+/** Counts a detached partition's keys (no query can reach it any more, so no one waits) and drops it. */
+async function countAndDrop(runner: Runner, schema: string, name: string): Promise<number> {
+  try {
+    const { rows } = await runner.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${schema}.${name}`, []);
+    await runner.query(`DROP TABLE IF EXISTS ${schema}.${name}`, []);
+    return rows[0]?.n ?? 0;
+  } catch (error) {
+    // 42P01: another instance's reaper dropped it first.
+    if ((error as { code?: unknown }).code === '42P01') return 0;
+    throw error;
+  }
 }

@@ -15,7 +15,8 @@
 import type pg from 'pg';
 import { createPgRunner, createPgliteRunner, type PgliteLike, type Query, type Runner } from './postgres-runner.node.js';
 import { dropExpiredPartitions, ensurePartitions, migrate, type PartitionPlan } from './postgres-schema.node.js';
-import type { AdmitResult, AppSchema, Fenced, FinalResponse, KeyRow, KeyStore, Lease, PhaseCommit, StoredResponse, Tx } from './types.js';
+import { ROW, toAdmitResult, toRow, type Admitted, type RawRow } from './postgres-rows.node.js';
+import type { AppSchema, Fenced, FinalResponse, KeyStore, Lease, PhaseCommit, StoredResponse, Tx } from './types.js';
 
 export type { PgliteLike, PgliteQueryable, PgliteResults } from './postgres-runner.node.js';
 
@@ -77,80 +78,6 @@ export interface PostgresKeyStoreOptions {
    */
   readonly maxResponseBytes?: number;
 }
-
-const ROW = `client_id, key, request_hash, endpoint, request_body, state, recovery_point, data,
-  response_status, response_headers, response_body,
-  CASE WHEN lease_token IS NULL THEN NULL
-       ELSE greatest(0, ceil(extract(epoch FROM lease_until - now()) * 1000))::float8 END AS lease_remaining_ms,
-  attempts, floor(extract(epoch FROM created_at) * 1000)::float8 AS created_ms,
-  floor(extract(epoch FROM expires_at) * 1000)::float8 AS expires_ms`;
-
-interface RawRow {
-  client_id: string;
-  key: string;
-  request_hash: string;
-  endpoint: string;
-  request_body: string;
-  state: 'started' | 'finished';
-  recovery_point: string | null;
-  data: Record<string, unknown>;
-  response_status: number | null;
-  response_headers: Record<string, string> | null;
-  response_body: string | null;
-  lease_remaining_ms: number | null;
-  attempts: number;
-  created_ms: number;
-  expires_ms: number;
-}
-
-/** `to_jsonb(row)` from `oncely_admit`: timestamps as ISO strings, computed fields absent. */
-interface JsonRow extends Omit<RawRow, 'lease_remaining_ms' | 'created_ms' | 'expires_ms'> {
-  lease_until: string | null;
-  lease_token: string | null;
-  created_at: string;
-  expires_at: string;
-}
-
-const toRow = (raw: RawRow): KeyRow => ({
-  clientId: raw.client_id,
-  key: raw.key,
-  requestHash: raw.request_hash,
-  endpoint: raw.endpoint,
-  requestBody: raw.request_body,
-  state: raw.state,
-  recoveryPoint: raw.recovery_point,
-  data: raw.data,
-  response:
-    raw.response_status === null
-      ? null
-      : { status: raw.response_status, headers: raw.response_headers ?? {}, body: raw.response_body ?? '' },
-  leaseRemainingMs: raw.lease_remaining_ms,
-  attempts: raw.attempts,
-  createdAt: raw.created_ms,
-  expiresAt: raw.expires_ms,
-});
-
-/** Admission's row, with the lease computed against the database clock it was read with. */
-const fromJson = (json: JsonRow, nowMs: number): KeyRow =>
-  toRow({
-    ...json,
-    lease_remaining_ms:
-      json.lease_token === null || json.lease_until === null ? null : Math.max(0, Math.ceil(Date.parse(json.lease_until) - nowMs)),
-    created_ms: Date.parse(json.created_at),
-    expires_ms: Date.parse(json.expires_at),
-  });
-
-interface Admitted {
-  owned: boolean;
-  lease: string | null;
-  row_json: JsonRow;
-  now_ms: number;
-}
-
-const toAdmitResult = (clientId: string, key: string, found: Admitted): AdmitResult => {
-  const row = fromJson(found.row_json, found.now_ms);
-  return found.owned && found.lease !== null ? { owned: true, lease: { clientId, key, token: found.lease }, row } : { owned: false, row };
-};
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
