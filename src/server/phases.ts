@@ -184,7 +184,6 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
       // A call or probe that throws (connection reset, timeout) tells us nothing about whether the
       // instruction arrived: that is an unknown outcome, never a failure.
       let outcome: ExternalOutcome;
-      const beat = heartbeat(store, lease, step.sent, leaseMs);
       try {
         if (atSent) {
           // EXTn_SENT is ambiguous by construction: the dead attempt may or may not have reached
@@ -198,7 +197,6 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
         report(error);
         outcome = { outcome: 'unknown' };
       }
-      if (!(await beat.stop())) throw new LeaseLost();
       switch (outcome.outcome) {
         case 'done': {
           const produced = outcome.data ?? {};
@@ -231,35 +229,6 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
     report(error);
     return giveUp(1000, error);
   }
-}
-
-/**
- * Keeps the lease alive while an external call outlasts a third of it, by re-committing the
- * `sent` point (fenced, no data), so a slow but live call is not taken over by a retry or the
- * worker. `stop()` waits for a beat in progress, so no beat can land after the outcome's commit
- * and move the row back to `sent`; it resolves to `false` when a beat found the lease lost.
- */
-function heartbeat(store: KeyStore, lease: Lease, point: string, leaseMs: number): { stop(): Promise<boolean> } {
-  let held = true;
-  let beating: Promise<void> = Promise.resolve();
-  const timer = setInterval(() => {
-    beating = beating.then(async () => {
-      if (!held) return;
-      try {
-        held = (await store.commitPhase(lease, { recoveryPoint: point, leaseMs })).ok;
-      } catch {
-        // A missed beat only shortens the lease; the outcome's own commit is what counts.
-      }
-    });
-  }, Math.max(1, Math.floor(leaseMs / 3)));
-  timer.unref?.();
-  return {
-    async stop() {
-      clearInterval(timer);
-      await beating;
-      return held;
-    },
-  };
 }
 
 function backoffMs(run: Pick<RunStepsInput<unknown>, 'attempts' | 'backoff'>): number {

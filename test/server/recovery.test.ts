@@ -73,29 +73,6 @@ describe('takeover after a lost lease', () => {
   );
 });
 
-describe('a slow external call', () => {
-  it('keeps its lease alive: a retry meanwhile gets 409, the worker finds nothing, the owner finishes', async () => {
-    app = await createTestApp({ leaseMs: 300 });
-    let open!: () => void;
-    app.rail.gate = new Promise((resolve) => (open = resolve));
-    const owner = app.post({ amount: 30 });
-    while (app.rail.calls === 0) await sleep(5);
-    await sleep(900);
-    expect((await app.store.load('acme', 'key-1'))?.leaseRemainingMs).toBeGreaterThan(0);
-    const retry = await app.post({ amount: 30 });
-    expect(retry.status).toBe(409);
-    const worker = createRecoveryWorker({ store: app.store, handler: app.handler });
-    expect((await worker.runOnce()).busy + (await worker.runOnce()).finished).toBe(0);
-    open();
-    const answer = await owner;
-    expect(answer.status).toBe(201);
-    expect(answer.headers.get('idempotency-replay')).toBeNull();
-    expect(app.handler.metrics.snapshot().events).toMatchObject({ lease_takeovers: 0, leases_lost: 0 });
-    expect((await app.store.load('acme', 'key-1'))?.recoveryPoint).toBe('EXT2_DONE');
-    await assertCompletedOnce();
-  });
-});
-
 describe('outcome unknown', () => {
   it('answers 202, then a retry probes the rail, finds it applied and completes without a second call', async () => {
     app = await createTestApp();
