@@ -12,6 +12,11 @@
  * (all steps done)   final step: its work + state=finished + response, one transaction
  * ```
  *
+ * The lease is refreshed at each commit, never during an external call (PROTOCOL.md): a hung
+ * call must not hold its key forever. Give every external call a timeout well inside the lease;
+ * a slower one is taken over, and the late owner is fenced out when it tries to commit. That is
+ * safe because the new owner probes by `Kn` before calling again.
+ *
  * Every commit is fenced by the lease token. A fenced write that comes back `ok: false` means
  * another actor took the row over: this attempt stops at once and commits nothing more; the new
  * owner resumes from the last committed point, so no step's work is committed twice.
