@@ -12,6 +12,16 @@ import { normalizeOptions, type ClientOptions } from './options.js';
 import { prepareRequest, type RequestOptions } from './request.js';
 import type { OperationResult, PendingOperation, ResumeOutcome } from './results.js';
 
+/** How resume() reports an operation that ended in each error. */
+const RESUME_STATE: Partial<Record<ErrorCode, 'failed' | 'pending' | 'expired'>> = {
+  [ErrorCode.Http]: 'failed',
+  [ErrorCode.KeyReused]: 'failed',
+  [ErrorCode.InvalidKey]: 'failed',
+  [ErrorCode.OperationPending]: 'pending',
+  [ErrorCode.Aborted]: 'pending',
+  [ErrorCode.ExpiredOperation]: 'expired',
+};
+
 /**
  * Options of {@link Client.resume}.
  *
@@ -129,9 +139,10 @@ export function buildClient(options: ClientOptions, defaultJournal: (() => Journ
       const result = await createOperation(engine, ref, clientCredentials(resolved), signal).send(signal ? { signal } : {});
       return { key, state: 'succeeded', result };
     } catch (error) {
-      if (!isOncelyError(error)) throw error;
-      const unsettled = error.code === ErrorCode.OperationPending || error.code === ErrorCode.Aborted;
-      return { key, state: unsettled ? 'pending' : error.code === ErrorCode.ExpiredOperation ? 'expired' : 'failed', error };
+      const state = isOncelyError(error) ? RESUME_STATE[error.code] : undefined;
+      // Anything else (a broken journal, a closed client) is not about this operation: stop.
+      if (state === undefined) throw error;
+      return { key, state, error: error as OncelyError };
     }
   };
 

@@ -101,7 +101,7 @@ export interface PendingOperation extends OperationRef {
  * - `failed`: a final non-2xx; `error` is the typed error (`HttpError`, `KeyReusedError`…).
  * - `pending`: still unknown (`OperationPendingError`) or aborted; it stays resumable.
  * - `expired`: older than `keyTtlMs`, not resent (`ExpiredOperationError`).
- * - `skipped`: another process or tab holds its claim.
+ * - `skipped`: another process or tab holds its claim, or settled it meanwhile.
  *
  * @example
  * ```ts

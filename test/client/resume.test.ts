@@ -1,6 +1,6 @@
 /** After a crash or reload: pending operations are resent byte for byte, claimed first, and never when expired. */
 import { describe, expect, it } from 'vitest';
-import { ExpiredOperationError, HttpError } from '../../src/errors.js';
+import { ExpiredOperationError, HttpError, JournalError } from '../../src/errors.js';
 import { memoryJournal } from '../../src/journal/memory.js';
 import type { Journal, NewOperation } from '../../src/journal/types.js';
 import { json, problem, useProtocolServer } from '../support/protocol-server.js';
@@ -124,6 +124,17 @@ describe('resume()', () => {
     const again = await testClient({ journal }).post('v1/payments', { json: PAYMENT, key: 'order-1' });
     expect(again).toMatchObject({ status: first.status, key: 'order-1', data: first.data });
     expect(server.seen).toHaveLength(1);
+  });
+
+  it('stops and throws when the journal itself fails, instead of reporting the operation failed', async () => {
+    const inner = memoryJournal();
+    await inner.put(LEFT_BEHIND);
+    const broken: Journal = {
+      ...inner,
+      update: () => Promise.reject(new JournalError('disk full', { path: '/tmp/j.db', hint: 'free some space' })),
+    };
+    await expect(testClient({ journal: broken }).resume()).rejects.toBeInstanceOf(JournalError);
+    expect((await inner.get('crashed-op-1'))?.state).toBe('pending');
   });
 
   it('resumes many pending operations, each once', async () => {
