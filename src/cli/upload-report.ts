@@ -37,8 +37,10 @@ export interface UploadReport {
   readonly file: string;
   readonly url: string | null;
   readonly dryRun: boolean;
-  /** Whether Ctrl-C (SIGINT) stopped the run before every row was sent. */
+  /** Whether the run stopped before every row was sent (see `stopReason`). */
   readonly interrupted: boolean;
+  /** `interrupted` (Ctrl-C), `unreachable` (the server settled nothing for many rows in a row), `journal` (it failed); `null` when not stopped. */
+  readonly stopReason: string | null;
   readonly rows: number;
   readonly valid: number;
   readonly executed: number;
@@ -63,7 +65,15 @@ export const MAX_LISTED = 1000;
 export interface Tally {
   readonly counts: Record<Exclude<RowOutcome, 'invalid'> | 'invalid', number>;
   record(outcome: RowOutcome, problem?: RowProblem): void;
-  report(base: { file: string; url: string | null; dryRun: boolean; interrupted: boolean; rows: number; elapsedMs: number }): UploadReport;
+  report(base: {
+    file: string;
+    url: string | null;
+    dryRun: boolean;
+    interrupted: boolean;
+    stopReason: string | null;
+    rows: number;
+    elapsedMs: number;
+  }): UploadReport;
 }
 
 /**
@@ -116,13 +126,13 @@ function listing(title: string, rows: readonly RowProblem[], total: number): str
  *
  * @example
  * ```ts
- * console.log(renderReport(tally.report({ file, url, dryRun: false, interrupted: false, rows, elapsedMs })));
+ * console.log(renderReport(tally.report({ file, url, dryRun: false, interrupted: false, stopReason: null, rows, elapsedMs })));
  * ```
  */
 export function renderReport(report: UploadReport): string {
   const head = report.dryRun
     ? `dry run of ${report.file}: nothing was sent`
-    : `${report.interrupted ? 'stopped' : 'uploaded'} ${report.file} → ${report.url ?? ''} in ${(report.elapsedMs / 1000).toFixed(1)}s (${report.rowsPerSecond} rows/s)`;
+    : `${report.interrupted ? `stopped (${report.stopReason ?? 'interrupted'})` : 'uploaded'} ${report.file} → ${report.url ?? ''} in ${(report.elapsedMs / 1000).toFixed(1)}s (${report.rowsPerSecond} rows/s)`;
   const figures: Array<[string, number]> = report.dryRun
     ? [
         ['rows', report.rows],

@@ -100,8 +100,9 @@ function resolveSettings(argv: readonly string[]): { ok: true; settings: UploadS
 
 /**
  * `oncely upload FILE.csv --url URL --token TOKEN [...]`. Exit codes: 0 every valid row has a
- * final outcome; 1 some rows are still pending, or the file cannot be read (nothing sent);
- * 2 usage error; 130 stopped by Ctrl-C (run it again to resume).
+ * final outcome; 1 some rows are still pending (the server settled nothing for a long run of
+ * rows, or the journal failed), or the file cannot be read (nothing sent); 2 usage error; 130
+ * stopped by Ctrl-C. In every case but a usage error, running it again resumes.
  *
  * @example
  * ```ts
@@ -121,19 +122,20 @@ export async function upload(argv: readonly string[]): Promise<number> {
   }
   const tally = createTally();
   const progress = createProgress({ total: inspected.rows, stream: process.stderr, unit: 'rows' });
-  let interrupted = false;
+  const stopped: { reason: StopReason | undefined } = { reason: undefined };
   const finish = async (): Promise<number> => {
     const report: UploadReport = tally.report({
       file: settings.file,
       url: settings.dryRun ? null : (settings.url ?? null),
       dryRun: settings.dryRun,
-      interrupted,
+      interrupted: stopped.reason !== undefined,
+      stopReason: stopped.reason ?? null,
       rows: inspected.rows,
       elapsedMs: Date.now() - started,
     });
     console.log(renderReport(report));
     if (settings.reportPath !== undefined) await writeFile(settings.reportPath, `${JSON.stringify(report, null, 2)}\n`);
-    if (interrupted) return 130;
+    if (stopped.reason === 'interrupted') return 130;
     return settings.dryRun || report.complete ? 0 : 1;
   };
 
@@ -146,19 +148,15 @@ export async function upload(argv: readonly string[]): Promise<number> {
     }
     return finish();
   }
-  await send(settings, tally, progress, (value) => {
-    interrupted = value;
-  });
+  await send(settings, tally, progress, stopped);
   return finish();
 }
 
+/** Why a run stopped before every row was sent. */
+type StopReason = 'interrupted' | 'unreachable' | 'journal';
+
 /** Pass 2 for real: journal in batches, send with bounded concurrency, stop cleanly on SIGINT. */
-async function send(
-  settings: UploadSettings,
-  tally: Tally,
-  progress: Progress,
-  setInterrupted: (value: boolean) => void,
-): Promise<void> {
+async function send(settings: UploadSettings, tally: Tally, progress: Progress, stopped: { reason: StopReason | undefined }): Promise<void> {
   const target = new URL(settings.url as string);
   const path = target.pathname + target.search;
   const journal = sqliteJournal(settings.journalPath === undefined ? {} : { path: settings.journalPath });
@@ -171,13 +169,23 @@ async function send(
     // A rerun after a kill waits at most this long for the dead process's claims to run out.
     claimTtlMs: 5_000,
   });
+  // Three reasons to stop early, each leaving the journal consistent for a rerun: Ctrl-C; a
+  // server that settles nothing (every row of a long run ending pending means it is down or
+  // unreachable: retrying a million rows one budget at a time helps nobody); a journal that
+  // cannot be written (nothing may be sent that is not journaled first).
+  const stop = (reason: StopReason, message: string): void => {
+    if (abort.signal.aborted) return;
+    stopped.reason = reason;
+    process.stderr.write(`\nstopping: ${message}; run the same command again to resume\n`);
+    abort.abort(new Error(message));
+  };
   const onSigint = (): void => {
     if (abort.signal.aborted) process.exit(130); // a second Ctrl-C: leave now, the journal is consistent
-    setInterrupted(true);
-    process.stderr.write('\nstopping: finishing the journal writes; run the same command again to resume\n');
-    abort.abort(new Error('stopped by Ctrl-C'));
+    stop('interrupted', 'interrupted (Ctrl-C)');
   };
   process.on('SIGINT', onSigint);
+  const unreachableAfter = Math.max(16, 2 * settings.concurrency);
+  let pendingInARow = 0;
 
   let done = 0;
   const counted = (): void => {
@@ -189,11 +197,16 @@ async function send(
     try {
       const op = await client.prepare('POST', path, { key: row.key, body: row.body, headers: { 'content-type': 'application/json' } });
       const result = await op.send();
+      pendingInARow = 0;
       tally.record(result.replayed ? 'replayed' : 'executed');
     } catch (error) {
-      if (isOncelyError(error) && (error.code === 'OPERATION_PENDING' || error.code === 'ABORTED')) {
+      if (isOncelyError(error) && (error.code === 'OPERATION_PENDING' || error.code === 'ABORTED' || error.code === 'JOURNAL_ERROR')) {
         tally.record('pending', { line: row.line, key: row.key, reason: error.message });
+        if (error.code === 'JOURNAL_ERROR') stop('journal', `the journal failed: ${error.message}`);
+        pendingInARow += 1;
+        if (pendingInARow >= unreachableAfter) stop('unreachable', `${pendingInARow} rows in a row got no final outcome from ${target.origin}`);
       } else {
+        pendingInARow = 0;
         const status = (error as { status?: unknown }).status;
         tally.record('declined', {
           line: row.line,

@@ -1,4 +1,5 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -150,6 +151,29 @@ describe('oncely upload', () => {
     expect(second.code, second.stderr).toBe(0);
     expect((await ledgerCount(server)) - before).toBe(1_000);
   }, 180_000);
+
+  it('stops early with exit 1 and every sent row pending when nothing answers at the URL', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const probe = createServer().listen(0, '127.0.0.1', () => {
+        const { port: free } = probe.address() as { port: number };
+        probe.close(() => resolve(free));
+      });
+    });
+    const file = join(dir, 'unreachable.csv');
+    writeFileSync(file, payroll(200, 'unreachable'));
+    const report = join(dir, 'unreachable.json');
+    const run = await runCli([
+      'upload', file, '--url', `http://127.0.0.1:${port}/v1/payments`, '--token', 'test_acme',
+      '--journal', join(dir, 'unreachable.db'), '--report', report,
+    ]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/stopping: 16 rows in a row got no final outcome/);
+    const json = JSON.parse(readFileSync(report, 'utf8')) as UploadReport;
+    expect(json.stopReason).toBe('unreachable');
+    expect(json.executed + json.replayed + json.declined).toBe(0);
+    expect(json.pending).toBeGreaterThanOrEqual(16);
+    expect(json.pending).toBeLessThan(200);
+  }, 120_000);
 
   it('replays every row from the server when a finished file is resubmitted from another machine (a fresh journal)', async () => {
     const file = join(dir, 'twice.csv');
