@@ -2,7 +2,7 @@
  * The IndexedDB journal for browsers: a pending checkout survives a reload or a closed tab and
  * is resumed with the same key and bytes.
  *
- * Storage is one idb-keyval custom store. Each value is a {@link Row}; one extra entry under
+ * Storage is one idb-keyval custom store. Each value is a `Row`; one extra entry under
  * the array key `['meta']` holds the schema version and an insertion counter (array keys sort
  * after every string key, so a key range over strings never sees it). Every method is one
  * IndexedDB transaction, and `readwrite` transactions on one store run one at a time across
@@ -14,8 +14,7 @@
  *
  * @module
  */
-import { createStore, type UseStore } from 'idb-keyval';
-import { JournalError } from '../errors.js';
+import { META_KEY, OPERATIONS, SCHEMA, journalStore, type Meta, type Row } from './indexeddb-store.browser.js';
 import { OperationState, type Journal, type NewOperation, type OperationRecord, type PutOutcome } from './types.js';
 import { webLockClaims, type LockRequester } from './web-locks.js';
 
@@ -65,27 +64,6 @@ export interface IndexedDbJournal extends Journal {
   readonly dbName: string;
 }
 
-/** What is stored under each operation key. */
-interface Row {
-  readonly record: OperationRecord;
-  /** Insertion order, the tie-break of `list()` for equal `createdAt`. */
-  readonly seq: number;
-  /** Lease-record claim (unused when Web Locks hold the claims). */
-  readonly claimOwner: string | null;
-  readonly claimedUntil: number | null;
-}
-
-interface Meta {
-  readonly schema: number;
-  readonly seq: number;
-}
-
-const STORE = 'operations';
-const SCHEMA = 1;
-const META_KEY = ['meta'];
-/** Every string key: strings sort before arrays in IndexedDB's key order. */
-const OPERATIONS = (): IDBKeyRange => IDBKeyRange.upperBound([], true);
-
 /**
  * Creates a journal in IndexedDB (idb-keyval custom store). The database is opened on first
  * use; where IndexedDB is missing or the database belongs to something else, calls reject with
@@ -103,65 +81,7 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
   const dbName = options.dbName ?? 'oncely';
   const locks = options.locks !== undefined ? options.locks : (globalThis.navigator?.locks ?? null);
   const webLocks = locks ? webLockClaims(locks, dbName) : undefined;
-  let useStore: UseStore | undefined;
-  let closed = false;
-
-  const fail = (message: string, hint: string, cause?: unknown): JournalError =>
-    new JournalError(message, { path: dbName, hint, cause });
-
-  // One IndexedDB transaction; resolves with what `work` reported once the transaction has
-  // committed, so a resolved write is on disk (as far as the browser promises).
-  const raw = <T>(mode: IDBTransactionMode, work: (store: IDBObjectStore, finish: (value: T) => void) => void): Promise<T> => {
-    useStore ??= createStore(dbName, STORE);
-    return useStore(mode, (store) => new Promise<T>((resolve, reject) => {
-      let value: T | undefined;
-      const tx = store.transaction;
-      tx.oncomplete = () => resolve(value as T);
-      tx.onabort = () => reject(tx.error ?? new DOMException('transaction aborted', 'AbortError'));
-      work(store, (result) => {
-        value = result;
-      });
-    }));
-  };
-
-  // Checked once per journal: a database written by a newer oncely may store rows differently.
-  let verified: Promise<void> | undefined;
-  const verify = (): Promise<void> =>
-    raw<Meta | undefined>('readonly', (store, finish) => {
-      const request = store.get(META_KEY);
-      request.onsuccess = () => finish(request.result as Meta | undefined);
-    }).then((meta) => {
-      if (meta && meta.schema > SCHEMA) {
-        throw fail(`the IndexedDB journal has schema version ${meta.schema}, newer than the ${SCHEMA} this oncely knows`, 'upgrade oncely, or give this app another dbName');
-      }
-    });
-
-  const transact = async <T>(mode: IDBTransactionMode, work: (store: IDBObjectStore, finish: (value: T) => void) => void): Promise<T> => {
-    if (closed) throw fail('the IndexedDB journal is closed', 'create a new journal with indexedDbJournal()');
-    if (typeof indexedDB === 'undefined') {
-      throw fail('IndexedDB is not available here', 'use sqliteJournal() in Node, or memoryJournal() if losing operations on exit is acceptable');
-    }
-    try {
-      verified ??= verify().catch((error: unknown) => {
-        verified = undefined;
-        throw error;
-      });
-      await verified;
-      return await raw(mode, work);
-    } catch (error) {
-      throw toJournalError(error);
-    }
-  };
-
-  const toJournalError = (error: unknown): JournalError => {
-    if (error instanceof JournalError) return error;
-    const name = error instanceof Error || error instanceof DOMException ? error.name : '';
-    if (name === 'NotFoundError') {
-      return fail(`the IndexedDB database has no "${STORE}" store: it is not an oncely journal`, 'give the journal its own dbName', error);
-    }
-    if (name === 'QuotaExceededError') return fail('the browser refused to store more data', 'free storage for this site, then retry', error);
-    return fail(`the IndexedDB journal failed (${String(error)})`, 'see the cause; nothing was deleted', error);
-  };
+  const { transact, close: closeStore } = journalStore(dbName);
 
   // Reads the meta entry first: requests on one store complete in the order they were made.
   const withMeta = (store: IDBObjectStore, next: (meta: Meta) => void): void => {
@@ -326,11 +246,8 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
       });
     },
     async close() {
-      if (closed) return;
-      const store = useStore;
       await webLocks?.releaseAll();
-      if (store) await store('readonly', (s) => s.transaction.db.close());
-      closed = true;
+      await closeStore();
     },
   };
 }
