@@ -6,6 +6,7 @@
  * ```sh
  * npx tsx bench/upload.ts                      # 100 000 rows at concurrency 1, 8, 32
  * npx tsx bench/upload.ts --rows 5000 --concurrency 1,8,32 --dry-rows 1000000
+ * npx tsx bench/upload.ts --rows 0 --dry-rows 100000   # memory of the dry run alone
  * ```
  *
  * Each run is a real uploader process with a fresh journal and its own key namespace (so every
@@ -98,7 +99,7 @@ try {
   const server = await startServer(join(dir, 'server.db'));
   const results: Array<Record<string, number | string>> = [];
   try {
-    for (const concurrency of concurrencies) {
+    for (const concurrency of rows > 0 ? concurrencies : []) {
       const report = join(dir, `report-${concurrency}.json`);
       const run = await measured([
         'upload', file, '--url', `${server.url}/v1/payments`, '--token', 'test_acme',

@@ -32,7 +32,7 @@ const resumeSpec = {
     'Operations older than the key retention are reported, never resent.',
   options: {
     journal: journalOption,
-    token: { type: 'string', value: 'TOKEN', help: 'bearer token to send with (default: $ONCELY_TOKEN)' },
+    token: { type: 'string', value: 'TOKEN', help: 'bearer token to send with (default: $ONCELY_TOKEN, better: a flag shows in ps)' },
     'key-ttl': ttlOption,
     json: jsonOption,
   },
