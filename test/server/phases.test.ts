@@ -39,6 +39,25 @@ describe('runSteps through the handler', () => {
   });
 });
 
+describe('createIdempotencyHandler with several operations', () => {
+  it('answers 422 to a key reused with another method on the same path', async () => {
+    app = await createTestApp();
+    const post = paymentOperation(app.risk, app.rail);
+    const handler = createIdempotencyHandler({ store: app.store, operations: [post, { ...post, method: 'PUT' }], authenticate: () => 'acme' });
+    const send = (method: string) =>
+      handler.handle(
+        new Request('http://oncely.test/v1/payments', {
+          method,
+          headers: { 'idempotency-key': 'k-method', 'content-type': 'application/json' },
+          body: '{"amount":4}',
+        }),
+      );
+    expect((await send('POST'))?.status).toBe(201);
+    expect((await send('PUT'))?.status).toBe(422);
+    expect(await app.count('ledger')).toBe(1);
+  });
+});
+
 describe('createIdempotencyHandler options', () => {
   it('refuses a namespace that is not a UUID and two operations on one endpoint', () => {
     const store = sqliteKeyStore({ path: ':memory:' });
