@@ -143,26 +143,44 @@ const rows = names.map((name) => {
     maxUsPerOp: r1(Math.max(...wall)),
     opsPerSecond: Math.round(1e6 / us),
     medianCpuUsPerOp: r1(median(samples[name].map((sample) => sample.cpu))),
+    /** What one core sustains when the journal is all it runs: the figure a loaded machine cannot hide. */
+    cpuBoundOpsPerSecond: Math.round(1e6 / median(samples[name].map((sample) => sample.cpu))),
   };
 });
 
 const byName = (name: Variant) => rows.find((row) => row.variant === name)!;
+const judge = (measured: number, target: number, atMost: boolean) => ({ target, measured, met: atMost ? measured <= target : measured >= target });
+// Judged on wall time (what the issue asks) and on CPU time (what the code costs when the shared
+// machine's other work is taken out); both are reported.
 const targets = {
-  batchedOpsPerSecond: { target: TARGET_BATCHED_OPS_PER_S, measured: byName('sqlite batched').opsPerSecond, met: byName('sqlite batched').opsPerSecond >= TARGET_BATCHED_OPS_PER_S },
-  processUsPerOp: { target: TARGET_PROCESS_US_PER_OP, measured: byName('sqlite process').medianUsPerOp, met: byName('sqlite process').medianUsPerOp <= TARGET_PROCESS_US_PER_OP },
+  wall: {
+    batchedOpsPerSecond: judge(byName('sqlite batched').opsPerSecond, TARGET_BATCHED_OPS_PER_S, false),
+    processUsPerOp: judge(byName('sqlite process').medianUsPerOp, TARGET_PROCESS_US_PER_OP, true),
+  },
+  cpu: {
+    batchedOpsPerSecond: judge(byName('sqlite batched').cpuBoundOpsPerSecond, TARGET_BATCHED_OPS_PER_S, false),
+    processUsPerOp: judge(byName('sqlite process').medianCpuUsPerOp, TARGET_PROCESS_US_PER_OP, true),
+  },
 };
 
 console.log(`journal cost per operation (put + settle), median of ${rounds} alternating rounds; ops/round: ${ops} (power: ${powerOps}), batch ${batch}`);
-console.log(`${'variant'.padEnd(16)} ${'µs/op'.padStart(9)} ${'min'.padStart(9)} ${'max'.padStart(9)} ${'ops/s'.padStart(9)} ${'cpu µs/op'.padStart(10)}`);
+console.log(
+  `${'variant'.padEnd(16)} ${'µs/op'.padStart(9)} ${'min'.padStart(9)} ${'max'.padStart(9)} ${'ops/s'.padStart(9)} ${'cpu µs/op'.padStart(10)} ${'cpu ops/s'.padStart(10)}`,
+);
 for (const row of rows) {
   const cells = [row.medianUsPerOp, row.minUsPerOp, row.maxUsPerOp].map((v) => v.toFixed(1).padStart(9));
-  console.log(`${row.variant.padEnd(16)} ${cells.join(' ')} ${String(row.opsPerSecond).padStart(9)} ${row.medianCpuUsPerOp.toFixed(1).padStart(10)}`);
+  console.log(
+    `${row.variant.padEnd(16)} ${cells.join(' ')} ${String(row.opsPerSecond).padStart(9)} ${row.medianCpuUsPerOp.toFixed(1).padStart(10)} ${String(row.cpuBoundOpsPerSecond).padStart(10)}`,
+  );
 }
 console.log(`load average while measuring: ${loadavg().map((v) => v.toFixed(2)).join(' ')} on ${cpus().length} cores`);
-console.log(
-  `targets: batched ≥ ${TARGET_BATCHED_OPS_PER_S} ops/s: ${targets.batchedOpsPerSecond.met ? 'met' : 'MISSED'}; ` +
-    `process ≤ ${TARGET_PROCESS_US_PER_OP} µs/op: ${targets.processUsPerOp.met ? 'met' : 'MISSED'}`,
-);
+for (const basis of ['wall', 'cpu'] as const) {
+  const { batchedOpsPerSecond: batchedTarget, processUsPerOp: processTarget } = targets[basis];
+  console.log(
+    `targets (${basis} time): batched ≥ ${TARGET_BATCHED_OPS_PER_S} ops/s: ${batchedTarget.met ? 'met' : 'MISSED'} (${batchedTarget.measured}); ` +
+      `process ≤ ${TARGET_PROCESS_US_PER_OP} µs/op: ${processTarget.met ? 'met' : 'MISSED'} (${processTarget.measured})`,
+  );
+}
 
 const out = fileURLToPath(new URL('./results/journal.json', import.meta.url));
 mkdirSync(join(out, '..'), { recursive: true });
