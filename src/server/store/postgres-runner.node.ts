@@ -102,7 +102,9 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
       options: `-c search_path=${options.schema},public -c statement_timeout=${options.statementTimeoutMs}`,
     });
   if (owned) pool.on('error', () => undefined);
-  else pool.on('connect', (client) => void client.query(`SET search_path = ${options.schema}, public`).catch(() => undefined));
+  // The store's own SQL names its schema; the app's SQL runs in transactions, which on a pool we
+  // did not configure set the schema themselves (in the same round trip as BEGIN).
+  const begin = owned ? 'BEGIN' : `BEGIN; SET LOCAL search_path = ${options.schema}, public`;
 
   const over =
     (client: pg.Pool | pg.PoolClient): Query =>
@@ -125,7 +127,7 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
       };
       client.on('error', onError);
       try {
-        await client.query('BEGIN');
+        await client.query(begin);
         const result = await work(over(client));
         await client.query('COMMIT');
         return result;

@@ -56,8 +56,10 @@ export interface PostgresKeyStoreOptions {
    */
   readonly partitionMs?: number;
   /**
-   * How long a call waits for a connection before rejecting (fail closed).
-   * @default 2000
+   * How long a call waits for a connection before rejecting (fail closed). `pg` applies it to
+   * opening a connection and to waiting for a free one in the pool, so under overload a call
+   * fails (the handler answers `503`) instead of queueing without bound.
+   * @default 5000
    */
   readonly connectTimeoutMs?: number;
   /**
@@ -109,7 +111,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
         connectionString: options.connectionString,
         pool: options.pool,
         schema,
-        connectTimeoutMs: options.connectTimeoutMs ?? 2000,
+        connectTimeoutMs: options.connectTimeoutMs ?? 5000,
         statementTimeoutMs: options.statementTimeoutMs ?? 15_000,
         max: options.maxConnections ?? 10,
       });
