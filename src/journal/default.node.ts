@@ -3,7 +3,7 @@
  *
  * @module
  */
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 
@@ -58,14 +58,21 @@ export function defaultJournalPath(options: JournalPathOptions = {}): string {
 }
 
 /**
- * Creates the journal's directory if it is missing, readable by its owner only: a journal holds
- * request bodies (amounts, references) until they are pruned.
+ * Creates the journal's directory and file if they are missing, readable by their owner only: a
+ * journal holds request bodies (amounts, references) until they are pruned. SQLite gives the
+ * `-wal` and `-shm` files the mode of the database file, so they inherit `0600` too. An
+ * existing file is left exactly as it is.
  *
  * @internal
  */
-export function ensureJournalDirectory(path: string): void {
+export function ensureJournalFile(path: string): void {
   if (isInMemory(path)) return;
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  try {
+    closeSync(openSync(path, 'wx', 0o600));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
 }
 
 function isInMemory(path: string): boolean {

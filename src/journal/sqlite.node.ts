@@ -17,7 +17,7 @@ import {
   type OperationRecord,
   type PutOutcome,
 } from './types.js';
-import { defaultJournalPath, ensureJournalDirectory } from './default.node.js';
+import { defaultJournalPath, ensureJournalFile } from './default.node.js';
 import { prepareSchema } from './sqlite-schema.node.js';
 import { journalErrorFrom, schemaError, closedError } from './sqlite-errors.node.js';
 import { commitQueue, type TaskKind } from './sqlite-queue.node.js';
@@ -152,7 +152,7 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
     if (connection) return connection;
     let db: Database.Database | undefined;
     try {
-      ensureJournalDirectory(path);
+      ensureJournalFile(path);
       db = new Database(path, { timeout: busyTimeoutMs });
       db.pragma(`synchronous = ${durability === Durability.Power ? 'FULL' : 'NORMAL'}`);
       if (verifyOnOpen) {

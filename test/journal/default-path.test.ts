@@ -28,7 +28,7 @@ describe('default journal path', () => {
     expect(defaultJournalPath({ path: 'jobs.db', env: { [JOURNAL_ENV]: '/var/lib/app/j.db' } })).toBe(resolve('jobs.db'));
   });
 
-  it('creates the directory of the default journal, owner-only, on first use', async () => {
+  it('creates the directory and file of the default journal, owner-only, on first use', async () => {
     const target = join(dir, 'nested', 'deeper', 'journal.db');
     vi.stubEnv(JOURNAL_ENV, target);
     const journal = sqliteJournal();
@@ -37,6 +37,8 @@ describe('default journal path', () => {
     await journal.put(operation());
     expect(existsSync(target)).toBe(true);
     expect(statSync(join(dir, 'nested', 'deeper')).mode & 0o777).toBe(0o700);
+    expect(statSync(target).mode & 0o777).toBe(0o600);
+    expect(statSync(`${target}-wal`).mode & 0o777).toBe(0o600);
     expect(await journal.list()).toHaveLength(1);
     await journal.close();
   });
