@@ -201,8 +201,18 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
       return rows[0] ? { clientId, key, token: rows[0].lease_token } : null;
     },
 
-    commitPhase: <T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>) =>
-      fenced(lease, async (query, tx) => {
+    async commitPhase<T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>): Promise<Fenced<T | undefined>> {
+      if (!work && !phase.dataFrom) {
+        // Nothing to run in between (the marks around an external call): one fenced UPDATE,
+        // atomic on its own, instead of a four-round-trip transaction.
+        const { rowCount } = await runner.query(
+          `UPDATE ${t} SET recovery_point = $4, data = data || $5::text::jsonb, lease_until = now() + $6 * interval '1 millisecond'
+            WHERE client_id = $1 AND key = $2 AND state = 'started' AND lease_token = $3`,
+          [...fenceArgs(lease), phase.recoveryPoint, JSON.stringify(phase.data ?? {}), phase.leaseMs],
+        );
+        return rowCount === 1 ? { ok: true, value: undefined } : { ok: false };
+      }
+      return fenced(lease, async (query, tx) => {
         const result = work ? await work(tx) : undefined;
         const data = { ...phase.data, ...(phase.dataFrom?.(result) ?? {}) };
         await query(
@@ -211,7 +221,8 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
           [...fenceArgs(lease), phase.recoveryPoint, JSON.stringify(data), phase.leaseMs],
         );
         return result;
-      }),
+      });
+    },
 
     finish: <T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>) =>
       fenced(lease, async (query, tx) => {
