@@ -67,29 +67,43 @@ const retryingKy: KyInstance = ky.create({
 });
 
 let send: (i: number) => Promise<void>;
+/** Called once every operation has been tried: oncely finishes what its journal still holds. */
+let drain: () => Promise<void> = () => Promise.resolve();
+/** Operations this process must not start afresh (oncely: already journaled under a key). */
+const skip = new Set<number>();
 if (spec.strategy === 'oncely') {
   const client = createClient({
     baseUrl: spec.url,
     headers: auth,
     journal: sqliteJournal({ path: spec.journalPath }),
     retry: { limit: 20, backoffMs: 10, maxBackoffMs: 200, maxRetryAfterMs: 1000 },
+    // A claim of the killed process blocks its operations until it lapses; claims are kept
+    // alive while held, so a short one is safe and lets the restarted process take over sooner.
+    claimTtlMs: 2000,
   });
+  const settleResumed = async (): Promise<void> => {
+    for (const outcome of await client.resume({ concurrency: spec.concurrency })) {
+      if (outcome.state === 'succeeded') settle(indexOf((outcome.result.data as { reference?: string } | null)?.reference));
+    }
+  };
   // After a restart: finish what the journal holds, with the journaled keys and bytes.
-  for (const outcome of await client.resume({ concurrency: spec.concurrency })) {
-    if (outcome.state === 'succeeded') settle(indexOf((outcome.result.data as { reference?: string } | null)?.reference));
-  }
-  // An operation already journaled keeps its key: posting it afresh would mint a second one.
-  const journaled = new Map<number, string>();
+  await settleResumed();
   for (const record of await client.journal.list()) {
     if (!record.body) continue;
     const i = indexOf((JSON.parse(record.body) as { reference: string }).reference);
     if (record.state === 'succeeded') settle(i);
-    else journaled.set(i, record.key);
+    else skip.add(i);
   }
   send = async (i) => {
-    const key = journaled.get(i);
-    await client.post(spec.path, { json: body(i), ...(key === undefined ? {} : { key }) });
+    await client.post(spec.path, { json: body(i) });
     settle(i);
+  };
+  drain = async () => {
+    const deadline = Date.now() + 60_000;
+    while ((await client.pending()).length > 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      await settleResumed();
+    }
   };
 } else {
   send = async (i) => {
@@ -109,7 +123,7 @@ if (spec.strategy === 'oncely') {
 let next = 0;
 const worker = async (): Promise<void> => {
   for (;;) {
-    while (next < spec.count && done.has(next)) next += 1;
+    while (next < spec.count && (done.has(next) || skip.has(next))) next += 1;
     if (next >= spec.count) return;
     const i = next;
     next += 1;
@@ -121,5 +135,6 @@ const worker = async (): Promise<void> => {
   }
 };
 await Promise.all(Array.from({ length: spec.concurrency }, worker));
+await drain();
 console.log('finished');
 process.exit(0);

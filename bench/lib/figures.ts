@@ -64,7 +64,7 @@ export const QUICK = process.env['BENCH_QUICK'] === '1';
 export const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
 
 /** Seconds of each autocannon run. */
-export const LOAD_SECONDS = Number(process.env['BENCH_LOAD_SECONDS'] ?? (QUICK ? 1 : 3));
+export const LOAD_SECONDS = Number(process.env['BENCH_LOAD_SECONDS'] ?? (QUICK ? 1 : 2));
 
 /** Concurrent connections of each autocannon run. */
 export const CONNECTIONS = Number(process.env['BENCH_CONNECTIONS'] ?? 10);

@@ -3,8 +3,8 @@
  *
  * @module
  */
-import { fileURLToPath } from 'node:url';
-import { TSX, runJson } from './proc.js';
+import { bundled } from './bundle.js';
+import { runJson } from './proc.js';
 
 /** What to fire at the server. */
 export interface LoadSpec {
@@ -35,8 +35,6 @@ export interface LoadResult {
   readonly statuses: Readonly<Record<string, number>>;
 }
 
-const WORKER = fileURLToPath(new URL('./load-worker.ts', import.meta.url));
-
 /**
  * Runs autocannon once with `spec` in its own process.
  *
@@ -46,6 +44,6 @@ const WORKER = fileURLToPath(new URL('./load-worker.ts', import.meta.url));
  * r.rps; r.p99;
  * ```
  */
-export function runLoad(spec: LoadSpec): Promise<LoadResult> {
-  return runJson<LoadResult>([...TSX, WORKER, JSON.stringify(spec)]);
+export async function runLoad(spec: LoadSpec): Promise<LoadResult> {
+  return runJson<LoadResult>([...(await bundled('bench/lib/load-worker.ts')), JSON.stringify(spec)]);
 }

@@ -62,8 +62,8 @@ export async function startServer(argv: readonly string[], options: StartOptions
     let buffered = '';
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`${argv.join(' ')}: no "listening on" line within ${options.timeoutMs ?? 30_000} ms\n${stderr}`));
-    }, options.timeoutMs ?? 30_000);
+      reject(new Error(`${argv.join(' ')}: no "listening on" line within ${options.timeoutMs ?? 90_000} ms\n${stderr}`));
+    }, options.timeoutMs ?? 90_000);
     child.stdout?.on('data', (chunk: Buffer) => {
       buffered += chunk.toString();
       const match = LISTENING.exec(buffered);

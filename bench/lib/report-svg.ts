@@ -55,7 +55,7 @@ function panel(p: Panel, top: number): { svg: string; height: number } {
       const by = y + i * (BAR_H + 3);
       const color = COLORS[bar.series % COLORS.length];
       const w = Number.isFinite(bar.value) ? x(bar.value) - LABEL_W : 0;
-      out.push(`<rect x="${LABEL_W}" y="${by}" width="${w.toFixed(1)}" height="${BAR_H}" fill="${color}" rx="2"/>`);
+      out.push(`<rect class="bar" x="${LABEL_W}" y="${by}" width="${w.toFixed(1)}" height="${BAR_H}" fill="${color}" rx="2"/>`);
       if (bar.min !== undefined && bar.max !== undefined && Number.isFinite(bar.min) && Number.isFinite(bar.max)) {
         const cy = by + BAR_H / 2;
         out.push(`<line x1="${x(bar.min).toFixed(1)}" y1="${cy}" x2="${x(bar.max).toFixed(1)}" y2="${cy}" class="whisker"/>`);

@@ -20,11 +20,12 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { WorkerSpec, Strategy } from '../clients/worker.js';
 import { QUICK, emit, figure, type Figure, type ResultTable } from '../lib/figures.js';
+import { bundled } from '../lib/bundle.js';
 import { startFaultProxy } from '../lib/fault-proxy.js';
 import { ROOT, TSX, startServer, type ServerProcess } from '../lib/proc.js';
 import { executions, startPeer } from '../peers/scenarios.js';
 
-const OPS = Number(process.env['BENCH_CLIENT_OPS'] ?? (QUICK ? 300 : 1000));
+const OPS = Number(process.env['BENCH_CLIENT_OPS'] ?? (QUICK ? 200 : 1000));
 const DROP_RATE = 0.1;
 const KILLS = 10;
 const CONCURRENCY = 8;
@@ -61,7 +62,8 @@ async function drive(spec: WorkerSpec, kills: number): Promise<number> {
   let settled = 0;
   let killed = 0;
   for (;;) {
-    const child = spawn(TSX[0], [...TSX.slice(1), 'bench/clients/worker.ts', JSON.stringify(spec)], {
+    const [node, ...script] = await bundled('bench/clients/worker.ts');
+    const child = spawn(node!, [...script, JSON.stringify(spec)], {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -118,23 +120,38 @@ async function run(strategy: Strategy, kills: number, seed: number): Promise<Run
 }
 
 const perThousand = (n: number): number => Math.round((n * 1000) / OPS);
+const only = process.env['BENCH_CLIENT_ONLY'];
+const chosen = STRATEGIES.filter((s) => only === undefined || s.name === only);
+
+// Counts, not timings: the runs may overlap (each has its own server, proxy and files).
+const jobs = chosen.flatMap(({ name }, i) => [
+  { name, kills: 0, seed: 11 + 2 * i },
+  { name, kills: KILLS, seed: 12 + 2 * i },
+]);
+const results = new Map<string, RunResult>();
+let nextJob = 0;
+const lane = async (): Promise<void> => {
+  for (let j = nextJob++; j < jobs.length; j = nextJob++) {
+    const job = jobs[j]!;
+    const result = await run(job.name, job.kills, job.seed);
+    results.set(`${job.name}.${job.kills === 0 ? 'drops' : 'drops+kills'}`, result);
+    console.error(`clients: ${job.name} kills=${job.kills} ${JSON.stringify(result)}`);
+  }
+};
+await Promise.all(Array.from({ length: 3 }, lane));
+
 const figures: Figure[] = [];
 const rows: Array<Array<string | number | boolean | null>> = [];
-const raw: Record<string, RunResult> = {};
-let seed = 7;
-const only = process.env['BENCH_CLIENT_ONLY'];
-for (const { name, label } of STRATEGIES.filter((s) => only === undefined || s.name === only)) {
-  const calm = await run(name, 0, (seed += 1));
-  const killed = await run(name, KILLS, (seed += 1));
-  raw[`${name}.drops`] = calm;
-  raw[`${name}.drops+kills`] = killed;
+for (const { name, label } of chosen) {
+  const calm = results.get(`${name}.drops`)!;
+  const killed = results.get(`${name}.drops+kills`)!;
   figures.push(
     figure(`clients.${name}.duplicates`, `${label}: duplicate effects per 1 000 (responses dropped)`, 'per 1 000', [perThousand(calm.duplicates)]),
     figure(`clients.${name}.duplicates_killed`, `${label}: duplicate effects per 1 000 (dropped + ${KILLS} client kills)`, 'per 1 000', [perThousand(killed.duplicates)]),
   );
   rows.push([label, perThousand(calm.duplicates), perThousand(calm.lost), perThousand(killed.duplicates), perThousand(killed.lost)]);
-  console.error(`clients: ${name} done (${JSON.stringify({ calm, killed })})`);
 }
+const raw = Object.fromEntries(results);
 
 const table: ResultTable = {
   id: 'clients.duplicates',
@@ -147,4 +164,4 @@ const table: ResultTable = {
     'The naive client runs against the same payment work without an idempotency layer: the reference server answers 400 to a POST without a key.',
   ],
 };
-emit({ suite: 'clients', figures, tables: [table], details: { ops: OPS, dropRate: DROP_RATE, concurrency: CONCURRENCY, raw } });
+emit({ suite: 'clients', figures, tables: [table], details: { ops: OPS, dropRate: DROP_RATE, concurrency: CONCURRENCY, kills: KILLS, raw } });

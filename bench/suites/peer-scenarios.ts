@@ -28,21 +28,27 @@ async function pooled<T, R>(items: readonly T[], limit: number, task: (item: T) 
 
 // Correctness, not timing: the peers' scenarios may overlap (each has its own servers and keys).
 const scenarioRows = await pooled(PEER_LABELS, 3, async ({ name, label }) => {
-  const concurrent = await concurrentDuplicates(name);
-  const reuse = await keyReuse(name);
-  const crash = await crashMidHandler(name, { leaseMs: CRASH_LEASE_MS, windowMs: CRASH_WINDOW_MS });
-  console.error(`peers: ${name} scenarios done`);
-  return [
-    label,
-    concurrent.executions,
-    Object.entries(concurrent.statuses)
-      .map(([s, n]) => `${n}×${s}`)
-      .join(' '),
-    reuse.status,
-    reuse.executions,
-    crash.executions,
-    crash.stuck ? `yes (${crash.finalStatus} for ${CRASH_WINDOW_MS / 1000} s)` : `no (${crash.recoveredAfterMs} ms)`,
-  ];
+  try {
+    const concurrent = await concurrentDuplicates(name);
+    const reuse = await keyReuse(name);
+    const crash = await crashMidHandler(name, { leaseMs: CRASH_LEASE_MS, windowMs: CRASH_WINDOW_MS });
+    console.error(`peers: ${name} scenarios done`);
+    return [
+      label,
+      concurrent.executions,
+      Object.entries(concurrent.statuses)
+        .map(([s, n]) => `${n}×${s}`)
+        .join(' '),
+      reuse.status,
+      reuse.executions,
+      crash.executions,
+      crash.stuck ? `yes (${crash.finalStatus} for ${CRASH_WINDOW_MS / 1000} s)` : `no (${crash.recoveredAfterMs} ms)`,
+    ];
+  } catch (error) {
+    // One peer's harness failure must not cost the other peers' rows; the row says what broke.
+    console.error(`peers: ${name} failed: ${(error as Error).message}`);
+    return [label, null, `harness error: ${(error as Error).message.split('\n')[0]}`, null, null, null, null];
+  }
 });
 
 const scenarios: ResultTable = {
