@@ -13,6 +13,10 @@
  * ended the transaction (I/O error, disk full), the rest of the group is not run and every call
  * of the group rejects — none of them is reported done unless its commit happened.
  *
+ * Waiting for another process's lock happens here, asynchronously: the driver's own busy wait
+ * (which blocks the whole event loop) is kept short, and a group that found the file locked —
+ * which means it changed nothing — is run again after a short pause, until `busyTimeoutMs`.
+ *
  * @module
  * @internal
  */
@@ -23,6 +27,8 @@ export type TaskKind = 'read' | 'write' | 'atomic';
 
 interface Task {
   readonly kind: TaskKind;
+  /** When this call first found the file locked. */
+  lockedSince?: number;
   readonly run: (db: Database.Database) => unknown;
   readonly resolve: (value: unknown) => void;
   readonly reject: (error: unknown) => void;
@@ -32,17 +38,33 @@ interface Task {
 export interface CommitQueue {
   /** Queues `run`, to be run in this tick's group. */
   submit<T>(kind: TaskKind, run: (db: Database.Database) => T): Promise<T>;
-  /** Runs whatever is queued now, synchronously (before closing the connection). */
+  /** Runs whatever is queued now, synchronously and without waiting for locks (before closing). */
   drain(): void;
 }
 
 type Outcome = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: unknown };
 
-/**
- * Creates the queue. `connect` opens (or returns) the connection when a group runs; `mapError`
- * turns a driver error into the error the caller sees.
- */
-export function commitQueue(connect: () => Database.Database, mapError: (error: unknown) => unknown): CommitQueue {
+/** How the queue talks to its journal. */
+export interface CommitQueueOptions {
+  /** Opens (or returns) the connection when a group runs. */
+  readonly connect: () => Database.Database;
+  /** Turns a driver error into the error the caller sees. */
+  readonly mapError: (error: unknown) => unknown;
+  /** How long a group keeps retrying while the file is locked. */
+  readonly busyTimeoutMs: number;
+}
+
+/** Whether `error` (or its cause) says the database was locked by another connection. */
+export function isBusy(error: unknown): boolean {
+  for (let current = error, depth = 0; current instanceof Error && depth < 3; current = current.cause, depth += 1) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'))) return true;
+  }
+  return false;
+}
+
+/** Creates the queue; see the module comment. */
+export function commitQueue({ connect, mapError, busyTimeoutMs }: CommitQueueOptions): CommitQueue {
   let queue: Task[] = [];
   // Built once per connection: wrapping a function in db.transaction() costs more than the
   // savepoint itself.
@@ -71,7 +93,29 @@ export function commitQueue(connect: () => Database.Database, mapError: (error: 
     return outcomes;
   };
 
-  const flush = (): void => {
+  const schedule = (): void => {
+    if (queue.length > 0) queueMicrotask(() => flush(true));
+  };
+
+  // A locked file: nothing of this group happened, so it runs again later (with whatever was
+  // queued meanwhile), unless its oldest call has waited `busyTimeoutMs` already.
+  const retryLater = (tasks: Task[], error: unknown): void => {
+    const now = Date.now();
+    for (const task of tasks) task.lockedSince ??= now;
+    const waited = now - Math.min(...tasks.map((task) => task.lockedSince ?? now));
+    if (waited >= busyTimeoutMs) {
+      for (const task of tasks) task.reject(mapError(error));
+      return;
+    }
+    const pause = Math.min(50, 5 + waited / 10, busyTimeoutMs - waited);
+    setTimeout(() => {
+      const wasEmpty = queue.length === 0;
+      queue = [...tasks, ...queue];
+      if (wasEmpty) schedule();
+    }, pause);
+  };
+
+  const flush = (retry: boolean): void => {
     const tasks = queue;
     queue = [];
     if (tasks.length === 0) return;
@@ -85,7 +129,8 @@ export function commitQueue(connect: () => Database.Database, mapError: (error: 
         outcomes = runGroup(db, tasks);
       }
     } catch (error) {
-      for (const task of tasks) task.reject(mapError(error));
+      if (retry && isBusy(error)) retryLater(tasks, error);
+      else for (const task of tasks) task.reject(mapError(error));
       return;
     }
     tasks.forEach((task, i) => {
@@ -101,9 +146,9 @@ export function commitQueue(connect: () => Database.Database, mapError: (error: 
         queue.push({ kind, run, resolve: resolve as (value: unknown) => void, reject });
         // Calls made synchronously one after another (a map over rows, Promise.all) all land
         // before this microtask runs, and form one group.
-        if (queue.length === 1) queueMicrotask(flush);
+        if (queue.length === 1) schedule();
       });
     },
-    drain: flush,
+    drain: () => flush(false),
   };
 }

@@ -23,6 +23,9 @@ import { journalErrorFrom, schemaError, closedError } from './sqlite-errors.node
 import { commitQueue, type TaskKind } from './sqlite-queue.node.js';
 import { statements, toRecord, type Row, type Statements } from './sqlite-statements.node.js';
 
+/** The longest a single lock wait may block the event loop; see `busyTimeoutMs`. */
+const DRIVER_BUSY_WAIT_MS = 20;
+
 /**
  * How much a committed journal write survives.
  *
@@ -82,8 +85,8 @@ export interface SqliteJournalOptions {
    */
   readonly durability?: Durability;
   /**
-   * How long a write waits for another process's lock on the file before failing with a
-   * `JournalError`.
+   * How long a call waits for another process's lock on the file before failing with a
+   * `JournalError`. The wait does not block the event loop (it is retried asynchronously).
    *
    * @default 5000
    * @example
@@ -153,7 +156,9 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
     let db: Database.Database | undefined;
     try {
       ensureJournalFile(path);
-      db = new Database(path, { timeout: busyTimeoutMs });
+      // The driver's busy wait blocks the event loop, so it stays short; longer waits for a
+      // lock are asynchronous retries in the commit queue.
+      db = new Database(path, { timeout: Math.min(busyTimeoutMs, DRIVER_BUSY_WAIT_MS) });
       db.pragma(`synchronous = ${durability === Durability.Power ? 'FULL' : 'NORMAL'}`);
       if (verifyOnOpen) {
         const check = db.pragma('quick_check', { simple: true });
@@ -172,7 +177,7 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
   };
 
   const mapError = (error: unknown): unknown => journalErrorFrom(error, path, busyTimeoutMs);
-  const queue = commitQueue(() => open().db, mapError);
+  const queue = commitQueue({ connect: () => open().db, mapError, busyTimeoutMs });
   const run = <T>(kind: TaskKind, work: (sql: Statements) => T): Promise<T> => {
     if (closed) return Promise.reject(closedError(path));
     return queue.submit(kind, () => work(open().sql));

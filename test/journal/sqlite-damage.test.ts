@@ -98,6 +98,31 @@ describe('SQLite journal on a damaged, foreign or locked file', () => {
     await journal.close();
   });
 
+  it("waits for another connection's lock without blocking the event loop, and succeeds once it is released", async () => {
+    const journal = sqliteJournal({ path, busyTimeoutMs: 10_000 });
+    const op = operation();
+    await journal.put(op);
+    const other = new Database(path);
+    other.exec('BEGIN IMMEDIATE');
+    // Only a running event loop can fire these timers: a blocking lock wait would starve them,
+    // the lock would never be released, and the update would time out instead.
+    let ticks = 0;
+    const ticker = setInterval(() => (ticks += 1), 10);
+    setTimeout(() => {
+      other.exec('COMMIT');
+      other.close();
+    }, 300);
+    try {
+      const updated = await journal.update(op.key, { attempts: 3 });
+      expect(updated?.attempts).toBe(3);
+      expect(ticks).toBeGreaterThanOrEqual(5);
+    } finally {
+      clearInterval(ticker);
+      if (other.open) other.close();
+      await journal.close();
+    }
+  });
+
   it('reports a path it cannot create as a JournalError naming the path', async () => {
     writeFileSync(join(dir, 'a-file'), 'x');
     path = join(dir, 'a-file', 'journal.db');
