@@ -11,6 +11,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { sqliteJournal } from '../../src/journal/sqlite.node.js';
+import { ROOT } from './fixtures/child-process.js';
 
 const WRITER = fileURLToPath(new URL('./fixtures/journal-writer.ts', import.meta.url));
 const BATCH = 500;
@@ -23,7 +24,7 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Runs the writer until it has reported `batches` commits (plus a moment), then SIGKILLs it. */
 async function writeThenKill(path: string, batches: number): Promise<number> {
-  const child = spawn(process.execPath, ['--import', 'tsx', WRITER, path, String(BATCH), 'process'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', WRITER, path, String(BATCH), 'process'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
