@@ -51,7 +51,12 @@ export function webLockClaims(locks: LockRequester, scope: string): WebLockClaim
     return entry.gone;
   };
 
-  const arm = (key: string, ttlMs: number): ReturnType<typeof setTimeout> => setTimeout(() => drop(key), ttlMs);
+  const arm = (key: string, ttlMs: number): ReturnType<typeof setTimeout> => {
+    const timer = setTimeout(() => void drop(key), ttlMs);
+    // Outside browsers (workers, Deno, tests) a pending claim must not keep the process alive.
+    (timer as { unref?: () => void }).unref?.();
+    return timer;
+  };
 
   return {
     async acquire(key, owner, ttlMs) {
