@@ -49,6 +49,7 @@ function addStats(into: AttemptStats, from: Partial<AttemptStats>): void {
  * ```
  */
 export async function runClientCrash(options: ClientCrashOptions): Promise<ClientCrashResult> {
+  if (options.plans.length === 0) return { keys: new Map(), killed: false, settledBeforeKill: 0, resumedAll: true };
   const journal = join(options.dir, 'client-journal.db');
   const plansFile = join(options.dir, 'client-plans.json');
   writeFileSync(plansFile, JSON.stringify(options.plans));

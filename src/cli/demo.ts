@@ -15,7 +15,7 @@ import { parseCommandArgs, readInteger, reportParseFailure, usageError } from '.
 import { runClientCrash, type ClientCrashResult } from './demo-client-crash.js';
 import { createRandom, type Random } from './demo-random.js';
 import { renderVerification, verifyDemo } from './demo-report.js';
-import { startSupervisedServer } from './demo-server.js';
+import { startSupervisedServer, type SupervisedServer } from './demo-server.js';
 import { emptyStats, planPayments, runWorkload } from './demo-workload.js';
 import { createProgress } from './upload-progress.js';
 
@@ -84,12 +84,19 @@ export async function demo(argv: readonly string[]): Promise<number> {
   say(`oncely demo: ${payments.value} payments, ${concurrency.value} workers, seed ${seed}`);
   say(`  server: oncely serve on SQLite in ${dir}, faults ${faults}`);
 
-  const server = await startSupervisedServer({
-    dbPath: join(dir, 'server.db'),
-    faults,
-    // A short lease, so a payment orphaned by a crash is taken over within a second.
-    extraArgs: ['--lease', '1s'],
-  });
+  let server: SupervisedServer;
+  try {
+    server = await startSupervisedServer({
+      dbPath: join(dir, 'server.db'),
+      faults,
+      // A short lease, so a payment orphaned by a crash is taken over within a second.
+      extraArgs: ['--lease', '1s', '--quiet'],
+    });
+  } catch (error) {
+    console.error(`oncely demo: the reference server did not start: ${error instanceof Error ? error.message : String(error)}`);
+    rmSync(dir, { recursive: true, force: true });
+    return 1;
+  }
   try {
     say(`  listening on ${server.url}; one client process will be killed and resumed\n`);
     const plans = planPayments(random.fork('plans'), 0, payments.value);
@@ -141,7 +148,13 @@ export async function demo(argv: readonly string[]): Promise<number> {
       console.log(JSON.stringify({ seed, faults, ...verification, ok }, null, 2));
     } else {
       console.log(renderVerification({ ...verification, ok }));
-      if (!crash.killed) console.log('  note: the client process finished before it could be killed');
+      if (!crash.killed) {
+        console.log(
+          crashPlans.length === 0
+            ? '  note: too few payments to spare some for the client crash'
+            : '  note: the client process finished before it could be killed',
+        );
+      }
     }
     return ok ? 0 : 1;
   } finally {
