@@ -90,6 +90,12 @@ async function readClientsFile(path: string): Promise<Record<string, string>> {
  * ```
  */
 export async function serve(argv: readonly string[]): Promise<number> {
+  // Listening for the stop signals from the very start: a SIGTERM that arrives while the store is
+  // opening or just after the listening line must still mean "drain and exit 0", not a hard kill.
+  const stopSignal = new Promise<NodeJS.Signals>((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+    process.once('SIGINT', () => resolve('SIGINT'));
+  });
   const parsed = parseCommandArgs(argv, spec);
   if (!parsed.ok) return reportParseFailure(parsed);
   const values = parsed.values;
@@ -187,10 +193,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   if (durations['recovery-interval']! > 0) app.worker.start();
   if (durations['reaper-interval']! > 0) app.reaper.start();
 
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-    process.once('SIGINT', () => resolve('SIGINT'));
-  });
+  const signal = await stopSignal;
   log.info({ event: 'draining', signal, inFlight: app.inFlight() });
   const unfinished = await app.close(durations['grace']!);
   await new Promise<void>((resolve) => {

@@ -26,6 +26,12 @@ describe('oncely serve lifecycle', () => {
     expect(events).toEqual(['started', 'draining', 'stopped']);
   });
 
+  it('drains and exits 0 even when SIGTERM arrives right as the listening line is printed', async () => {
+    const server = await spawnServe(['--db', `${dir}/early.db`]);
+    server.proc.kill('SIGTERM');
+    expect(await server.exited).toEqual({ code: 0, signal: null });
+  });
+
   it('releases the lease of a payment that outlives the grace period, so the next server completes it at once, once', async () => {
     const db = `${dir}/grace.db`;
     // A 30 s lease: were it not released on shutdown, the retry below would get 409 for 30 s.
