@@ -39,20 +39,21 @@ const RECOVERY_POINTS = ['H1_DONE', 'EXT1_SENT', 'EXT1_DONE', 'H2_DONE', 'EXT2_S
 
 /**
  * The faults the demo injects: crashes after two randomly chosen recovery points (about
- * `payments / 80` crashes in all, at least 2, at most 8, so the run stays under a minute),
+ * `payments / 100` crashes expected in all, at least 2, at most 5: each restart costs a process
+ * start, and the run should stay under a minute),
  * rail timeouts (the rail applied the charge but the answer is lost: `202`), risk-check
  * 503s, and a rail 25 ms slower than instant, so that a duplicate sent at the same moment finds
  * the first one still in flight (`409`) rather than already finished.
  *
  * @example
  * ```ts
- * demoFaults(createRandom('42'), 500); // 'crash-after:EXT2_SENT:0.0060,crash-after:H1_DONE:0.0060,timeout:ext2:0.04,unavailable:ext1:0.04,slow:ext2:25'
+ * demoFaults(createRandom('42'), 500); // 'crash-after:EXT2_SENT:0.0050,crash-after:H1_DONE:0.0050,timeout:ext2:0.04,unavailable:ext1:0.04,slow:ext2:25'
  * ```
  */
 export function demoFaults(random: Random, payments: number): string {
   const first = random.pick(RECOVERY_POINTS);
   const second = random.pick(RECOVERY_POINTS.filter((point) => point !== first));
-  const crashes = Math.min(8, Math.max(2, Math.round(payments / 80)));
+  const crashes = Math.min(5, Math.max(2, Math.round(payments / 100)));
   const p = Math.min(0.5, crashes / (2 * payments)).toFixed(4);
   return [`crash-after:${first}:${p}`, `crash-after:${second}:${p}`, 'timeout:ext2:0.04', 'unavailable:ext1:0.04', 'slow:ext2:25'].join(',');
 }
