@@ -186,13 +186,6 @@ export async function dropExpiredPartitions(runner: Runner, schema: string, rete
   const nowMs = clock[0]!.now_ms;
   const due = (await listPartitions(runner.query, schema)).filter((part) => part.upper <= nowMs);
   let removed = 0;
-  // Detached but never dropped (an instance died between the two steps): finish the job.
-  const { rows: orphans } = await runner.query<{ name: string }>(
-    `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-      WHERE n.nspname = $1 AND c.relkind = 'r' AND NOT c.relispartition AND c.relname LIKE 'oncely\\_keys\\_p%'`,
-    [schema],
-  );
-  for (const { name } of orphans) removed += await countAndDrop(runner, schema, name);
   for (const part of due) {
     const detached = await runner
       .transaction(async (query) => {
@@ -206,9 +199,27 @@ export async function dropExpiredPartitions(runner: Runner, schema: string, rete
         await query(`ALTER TABLE ${schema}.oncely_keys DETACH PARTITION ${schema}.${part.name}`, []);
         return true;
       })
-      .catch(() => false); // busy (lock timeout) or already dropped by another instance: next reap
+      // Busy (autovacuum or a long query held the lock past the timeout) or already taken by
+      // another instance: skipped, the next pass gets it.
+      .catch(() => false);
     if (detached) removed += await countAndDrop(runner, schema, part.name);
   }
+  return removed;
+}
+
+/**
+ * Drops partitions detached but never dropped (an instance died between the two steps) and
+ * resolves to the keys they held. Runs before {@link ensurePartitions}, which could otherwise
+ * trip over such a table's name.
+ */
+export async function dropDetachedPartitions(runner: Runner, schema: string): Promise<number> {
+  const { rows: orphans } = await runner.query<{ name: string }>(
+    `SELECT c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = $1 AND c.relkind = 'r' AND NOT c.relispartition AND c.relname LIKE 'oncely\\_keys\\_p%'`,
+    [schema],
+  );
+  let removed = 0;
+  for (const { name } of orphans) removed += await countAndDrop(runner, schema, name);
   return removed;
 }
 

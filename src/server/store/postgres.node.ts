@@ -14,7 +14,7 @@
  */
 import type pg from 'pg';
 import { createPgRunner, createPgliteRunner, type PgliteLike, type Query, type Runner } from './postgres-runner.node.js';
-import { dropExpiredPartitions, ensurePartitions, migrate, type PartitionPlan } from './postgres-schema.node.js';
+import { dropDetachedPartitions, dropExpiredPartitions, ensurePartitions, migrate, type PartitionPlan } from './postgres-schema.node.js';
 import { ROW, toAdmitResult, toRow, type Admitted, type RawRow } from './postgres-rows.node.js';
 import type { AppSchema, Fenced, FinalResponse, KeyStore, Lease, PhaseCommit, StoredResponse, Tx } from './types.js';
 
@@ -281,8 +281,9 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
 
     // Whole partitions are dropped, so there is no batch to size.
     async reap() {
+      const orphaned = await dropDetachedPartitions(runner, schema);
       await ensurePartitions(runner, schema, plan);
-      return dropExpiredPartitions(runner, schema, ttlMs);
+      return orphaned + (await dropExpiredPartitions(runner, schema, ttlMs));
     },
 
     transaction: <T>(work: (tx: Tx) => Promise<T>) => runner.transaction((query) => work(txOver(query))),
