@@ -82,8 +82,15 @@ export interface Engine {
 
 /** Thrown inside the p-retry loop to ask for a retry after `delayMs`. */
 class RetryLater extends Error {
-  constructor(readonly delayMs: number) {
+  /** `false` when nothing was sent (the claim is held elsewhere): no retry is spent. */
+  readonly consumes: boolean;
+
+  constructor(
+    readonly delayMs: number,
+    consumes: boolean,
+  ) {
     super(`retry in ${delayMs} ms`);
+    this.consumes = consumes;
   }
 }
 
@@ -159,11 +166,13 @@ async function runChain(
     throw new AbortError(finalError(ref, stored, report.body));
   };
 
-  const attempt = async (attemptNumber: number): Promise<OperationResult> => {
+  let sent = 0;
+  const attempt = async (): Promise<OperationResult> => {
     let outcome: AttemptOutcome;
     let report: AttemptReport | undefined;
     if (await journal.claim(ref.key, ownerId, claimTtlMs)) {
-      hooks.onAttempt?.({ ...ref, attempt: attemptNumber });
+      sent += 1;
+      hooks.onAttempt?.({ ...ref, attempt: sent });
       report = await sendAttempt({
         method: record.method,
         url: record.url,
@@ -184,14 +193,14 @@ async function runChain(
     }
     const now = Date.now();
     const elapsedMs = now - started;
-    const decision = decide(outcome, attemptNumber, { retry, ref, elapsedMs, totalAttempts: attempts, now, random: Math.random });
+    const decision = decide(outcome, sent, { retry, ref, elapsedMs, totalAttempts: attempts, now, random: Math.random });
     if (decision.action === 'fail') throw new AbortError(decision.error);
     // decide() settles only on a response, so the report is a ResponseReport here.
     if (decision.action === 'settle') return settle(report as ResponseReport);
     const status = outcome.kind === 'response' ? outcome.status : undefined;
     const error = outcome.kind === 'network' ? outcome.error : undefined;
-    hooks.onRetry?.({ ...ref, attempt: attemptNumber, delayMs: decision.delayMs, status, error });
-    throw new RetryLater(decision.delayMs);
+    if (outcome.kind !== 'claimed-elsewhere') hooks.onRetry?.({ ...ref, attempt: sent, delayMs: decision.delayMs, status, error });
+    throw new RetryLater(decision.delayMs, outcome.kind !== 'claimed-elsewhere');
   };
 
   try {
@@ -201,6 +210,7 @@ async function runChain(
       minTimeout: 0,
       signal,
       shouldRetry: ({ error }) => error instanceof RetryLater,
+      shouldConsumeRetry: ({ error }) => !(error instanceof RetryLater) || error.consumes,
       onFailedAttempt: async ({ error }) => {
         if (error instanceof RetryLater) await sleep(error.delayMs, signal);
       },

@@ -133,8 +133,9 @@ export interface ClientOptions extends ClientHooks {
   readonly maxBodyBytes?: number;
   /**
    * How long a claim on a pending operation lasts before another process may take it over, in
-   * milliseconds. It is refreshed while the operation is being sent.
-   * @default 30_000
+   * milliseconds. It is refreshed while the operation is being sent, so it only matters when a
+   * process dies holding it: the operation is then blocked for at most this long.
+   * @default 10_000
    */
   readonly claimTtlMs?: number;
   /**
@@ -265,7 +266,7 @@ export function normalizeOptions(
     signal: options.signal,
     timeoutMs: nonNegative('timeoutMs', options.timeoutMs ?? 30_000),
     maxBodyBytes: nonNegative('maxBodyBytes', options.maxBodyBytes ?? 65_536),
-    claimTtlMs: nonNegative('claimTtlMs', options.claimTtlMs ?? 30_000),
+    claimTtlMs: nonNegative('claimTtlMs', options.claimTtlMs ?? 10_000),
     ownerId: options.ownerId ?? mintOwnerId(),
     fetch: options.fetch,
     hooks,

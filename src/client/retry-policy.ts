@@ -8,6 +8,7 @@
  * | `409`, `429`, `503`, `202`                | retry after `Retry-After` (capped, no jitter); backoff when absent |
  * | `500`, `502`, `504`, `408`, other `5xx`   | retry after backoff with full jitter        |
  * | `501`, `505`, other `4xx`, `3xx`          | settle (failed): final, never retried       |
+ * | claimed by another process (not sent)     | poll after the initial backoff, until the budget runs out |
  * | retry limit or time budget exhausted      | fail: {@link OperationPendingError}, the operation stays pending |
  *
  * Everything that varies (clock, randomness, elapsed time) comes in as an argument, so the
@@ -119,7 +120,9 @@ function isRetryable(outcome: AttemptOutcome): boolean {
 }
 
 /**
- * Decides what follows an attempt. `attempt` is 1-based within this `send()`.
+ * Decides what follows an attempt. `attempt` counts the requests sent by this `send()` so far
+ * (1 after the first); a `claimed-elsewhere` outcome sent nothing and is bounded by the time
+ * budget alone.
  *
  * @example
  * ```ts
@@ -133,17 +136,21 @@ export function decide(outcome: AttemptOutcome, attempt: number, options: Decide
   if (!isRetryable(outcome)) return { action: 'settle' };
   const { retry } = options;
   const lastStatus = outcome.kind === 'response' ? outcome.status : undefined;
-  const fail = (why: string): RetryDecision => ({
+  const claimed = outcome.kind === 'claimed-elsewhere';
+  const fail = (reason: string): RetryDecision => ({
     action: 'fail',
     error: new OperationPendingError(options.ref, options.totalAttempts ?? attempt, lastStatus, {
-      cause: outcome.kind === 'network' ? outcome.error : new Error(why),
+      reason: claimed ? `another process holds its claim; ${reason}` : reason,
+      ...(outcome.kind === 'network' ? { cause: outcome.error } : {}),
     }),
   });
-  if (attempt > retry.limit) return fail(`retry limit of ${retry.limit} reached`);
+  // Waiting for another process's claim sends nothing, so it spends time, not attempts: a
+  // crashed process's claim runs out after claimTtlMs and this send then goes ahead.
+  if (!claimed && attempt > retry.limit) return fail(`retry limit of ${retry.limit} reached`);
   const serverDelay =
     outcome.kind === 'response' && WAIT_STATUSES.has(outcome.status) ? parseRetryAfter(outcome.retryAfter, options.now) : null;
   const delayMs =
-    serverDelay === null ? backoffDelay(attempt, retry, options.random) : Math.min(serverDelay, retry.maxRetryAfterMs);
+    serverDelay === null ? backoffDelay(claimed ? 1 : attempt, retry, options.random) : Math.min(serverDelay, retry.maxRetryAfterMs);
   if (options.elapsedMs + delayMs > retry.budgetMs) return fail(`time budget of ${retry.budgetMs} ms spent`);
   return { action: 'retry', delayMs };
 }

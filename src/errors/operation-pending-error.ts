@@ -27,11 +27,21 @@ export class OperationPendingError extends OncelyError {
   /** The last status seen, or `undefined` when no response arrived. */
   readonly lastStatus: number | undefined;
 
-  constructor(ref: OperationRef, attempts: number, lastStatus?: number, options?: { readonly cause?: unknown }) {
+  /**
+   * @param options `reason` says why the client stopped (the retry limit, the time budget, a claim
+   *   held by another process) and goes into the message
+   */
+  constructor(
+    ref: OperationRef,
+    attempts: number,
+    lastStatus?: number,
+    options?: { readonly cause?: unknown; readonly reason?: string },
+  ) {
     const last = lastStatus === undefined ? 'no response' : `last status ${lastStatus}`;
+    const reason = options?.reason === undefined ? '' : ` (${options.reason})`;
     super(
       ErrorCode.OperationPending,
-      `${describeOperation(ref)}: outcome still unknown after ${attempts} attempt(s), ${last}; the operation stays pending and resume() can complete it`,
+      `${describeOperation(ref)}: outcome still unknown after ${attempts} attempt(s), ${last}${reason}; the operation stays pending and resume() can complete it`,
       options,
     );
     this.method = ref.method;

@@ -60,6 +60,16 @@ describe('exactly once', () => {
     expect(effect.effects()).toBe(1);
   });
 
+  it("goes ahead once a crashed process's claim runs out, without spending its retries on the wait", async () => {
+    const journal = memoryJournal();
+    const client = testClient({ journal, retry: { limit: 1, backoffMs: 20, budgetMs: 5_000 } });
+    const op = await client.prepare('POST', 'v1/payments', { json: PAYMENT });
+    // The crashed process: it claimed the operation and died without releasing it.
+    expect(await journal.claim(op.key, 'crashed-process', 300)).toBe(true);
+    await expect(op.send()).resolves.toMatchObject({ status: 201, attempts: 1 });
+    expect(server.seen).toHaveLength(1);
+  });
+
   it('sends through a custom fetch (an in-process server core) without any network', async () => {
     const core = dedupe(() => json(201, { id: 'pay_in_process' }));
     const seenKeys: Array<string | null> = [];

@@ -87,6 +87,16 @@ describe('decide', () => {
     expect(decide({ kind: 'claimed-elsewhere' }, 1, base)).toEqual({ action: 'retry', delayMs: 100 });
   });
 
+  it('keeps waiting for a claim held elsewhere past the retry limit, since nothing was sent', () => {
+    expect(decide({ kind: 'claimed-elsewhere' }, 10, base)).toEqual({ action: 'retry', delayMs: 100 });
+  });
+
+  it('gives up on a claim held elsewhere when the time budget is spent, saying so', () => {
+    const decision = decide({ kind: 'claimed-elsewhere' }, 0, { ...base, elapsedMs: 59_950 });
+    expect(decision.action).toBe('fail');
+    expect(decision.action === 'fail' && decision.error.message).toMatch(/another process holds its claim; time budget/);
+  });
+
   it('fails with OperationPendingError once the retry limit is spent', () => {
     const decision = decide(response(503, '1'), 4, { ...base, totalAttempts: 9 });
     expect(decision.action).toBe('fail');
