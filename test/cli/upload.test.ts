@@ -19,7 +19,7 @@ let server: TestServer;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'oncely-upload-test-'));
-  server = await startServer(join(dir, 'server.db'));
+  server = await startServer(join(dir, 'server.db'), ['mixed', 'badfile', 'dry', 'big', 'sigint', 'twice']);
 });
 
 afterAll(async () => {
@@ -27,9 +27,11 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const upload = (file: string, journal: string, ...extra: string[]) => [
-  'upload', file, '--url', `${server.url}/v1/payments`, '--token', 'test_acme', '--journal', journal, ...extra,
+/** Every test pays as a caller of its own, so a leftover process of one test never moves another's ledger. */
+const upload = (caller: string, file: string, journal: string, ...extra: string[]) => [
+  'upload', file, '--url', `${server.url}/v1/payments`, '--token', `tok_${caller}`, '--journal', journal, ...extra,
 ];
+const ledger = (caller: string): Promise<number> => ledgerCount(server, `tok_${caller}`);
 
 describe('oncely upload', () => {
   it('executes the 97 valid rows of a file with 3 malformed rows and reports those 3 with their line numbers', async () => {
@@ -40,9 +42,8 @@ describe('oncely upload', () => {
       [89, 'mixed-89,,2026-12-01,5,EUR,salary 89'],
     ]);
     writeFileSync(file, payroll(100, 'mixed', malformed));
-    const before = await ledgerCount(server);
     const report = join(dir, 'mixed.json');
-    const run = await runCli(upload(file, join(dir, 'mixed.db'), '--report', report));
+    const run = await runCli(upload('mixed', file, join(dir, 'mixed.db'), '--report', report));
     expect(run.code).toBe(0);
     const json = JSON.parse(readFileSync(report, 'utf8')) as UploadReport;
     expect([json.rows, json.executed, json.invalid, json.pending, json.declined]).toEqual([100, 97, 3, 0, 0]);
@@ -54,47 +55,44 @@ describe('oncely upload', () => {
       expect.stringMatching(/key column operation is empty/),
     ]);
     expect(run.stdout).toMatch(/line 51: 5 fields/);
-    expect((await ledgerCount(server)) - before).toBe(97);
+    expect(await ledger('mixed')).toBe(97);
   });
 
   it('sends nothing for a file that is not UTF-8, or has no header, and says why', async () => {
-    const before = await ledgerCount(server);
     const latin1 = join(dir, 'latin1.csv');
     writeFileSync(latin1, Buffer.concat([Buffer.from(payroll(5, 'latin')), Buffer.from([0x4a, 0x6f, 0x73, 0xe9, 0x0a])]));
-    const bad = await runCli(upload(latin1, join(dir, 'latin1.db')));
+    const bad = await runCli(upload('badfile', latin1, join(dir, 'latin1.db')));
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/not valid UTF-8 \(line 7\).*\n.*nothing was sent/);
 
     const headless = join(dir, 'headless.csv');
     writeFileSync(headless, payroll(5, 'headless').split('\n').slice(1).join('\n'));
-    const noHeader = await runCli(upload(headless, join(dir, 'headless.db')));
+    const noHeader = await runCli(upload('badfile', headless, join(dir, 'headless.db')));
     expect(noHeader.code).toBe(1);
     expect(noHeader.stderr).toMatch(/first line must be a header naming the columns "client_ref", "operation", "value_date"/);
-    expect(await ledgerCount(server)).toBe(before);
+    expect(await ledger('badfile')).toBe(0);
   });
 
   it('sends and journals nothing on --dry-run, and still reports the invalid rows', async () => {
     const file = join(dir, 'dry.csv');
     writeFileSync(file, payroll(20, 'dry', new Map([[3, 'dry-3,pay,2026-12-01,x,EUR,salary']])));
-    const before = await ledgerCount(server);
     const run = await runCli(['upload', file, '--dry-run']);
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/valid\s+19[\s\S]*invalid\s+1[\s\S]*line 5: amount "x"/);
-    expect(await ledgerCount(server)).toBe(before);
+    expect(await ledger('dry')).toBe(0);
   });
 
   it('posts exactly 10 000 ledger entries for 10 000 rows when the uploader is SIGKILLed at a random point and run again', async () => {
     const file = join(dir, 'big.csv');
     writeFileSync(file, payroll(10_000, 'big'));
     const journal = join(dir, 'big.db');
-    const before = await ledgerCount(server);
     const killAfter = 1_000 + Math.floor(Math.random() * 6_000);
 
-    const first = startCli(upload(file, journal, '--concurrency', '16'));
+    const first = startCli(upload('big', file, journal, '--concurrency', '16'));
     await new Promise<void>((resolve) => {
       const timer = setInterval(() => {
-        void ledgerCount(server).then((count) => {
-          if (count - before >= killAfter || first.child.exitCode !== null) {
+        void ledger('big').then((count) => {
+          if (count >= killAfter || first.child.exitCode !== null) {
             clearInterval(timer);
             first.child.kill('SIGKILL');
             resolve();
@@ -104,35 +102,34 @@ describe('oncely upload', () => {
     });
     const killed = await first.done;
     expect(killed.signal).toBe('SIGKILL');
-    const partial = (await ledgerCount(server)) - before;
+    const partial = await ledger('big');
     expect(partial).toBeGreaterThan(0);
     expect(partial).toBeLessThan(10_000);
 
-    const second = await runCli(upload(file, journal, '--concurrency', '16', '--report', join(dir, 'big.json')));
+    const second = await runCli(upload('big', file, journal, '--concurrency', '16', '--report', join(dir, 'big.json')));
     expect(second.code, `${second.stdout}\n${second.stderr.slice(-3000)}`).toBe(0);
     const report = JSON.parse(readFileSync(join(dir, 'big.json'), 'utf8')) as UploadReport;
     expect(report.executed + report.replayed).toBe(10_000);
     expect(report.pending).toBe(0);
-    expect((await ledgerCount(server)) - before).toBe(10_000);
+    expect(await ledger('big')).toBe(10_000);
 
     // A finished file, resubmitted: every row is a replay and the ledger does not move.
-    const again = await runCli(upload(file, journal, '--report', join(dir, 'again.json')));
+    const again = await runCli(upload('big', file, journal, '--report', join(dir, 'again.json')));
     expect(again.code, `${again.stdout}\n${again.stderr.slice(-3000)}`).toBe(0);
     const replay = JSON.parse(readFileSync(join(dir, 'again.json'), 'utf8')) as UploadReport;
     expect([replay.replayed, replay.executed]).toEqual([10_000, 0]);
-    expect((await ledgerCount(server)) - before).toBe(10_000);
-  }, 300_000);
+    expect(await ledger('big')).toBe(10_000);
+  }, 600_000);
 
   it('stops cleanly on Ctrl-C (exit 130, a report, nothing lost) and finishes the file when run again', async () => {
     const file = join(dir, 'interrupted.csv');
     writeFileSync(file, payroll(1_000, 'sigint'));
     const journal = join(dir, 'interrupted.db');
-    const before = await ledgerCount(server);
-    const first = startCli(upload(file, journal, '--report', join(dir, 'interrupted.json')));
+    const first = startCli(upload('sigint', file, journal, '--report', join(dir, 'interrupted.json')));
     await new Promise<void>((resolve) => {
       const timer = setInterval(() => {
-        void ledgerCount(server).then((count) => {
-          if (count - before >= 100 || first.child.exitCode !== null) {
+        void ledger('sigint').then((count) => {
+          if (count >= 100 || first.child.exitCode !== null) {
             clearInterval(timer);
             first.child.kill('SIGINT');
             resolve();
@@ -147,9 +144,9 @@ describe('oncely upload', () => {
     expect(report.interrupted).toBe(true);
     expect(report.executed).toBeLessThan(1_000);
 
-    const second = await runCli(upload(file, journal));
+    const second = await runCli(upload('sigint', file, journal));
     expect(second.code, second.stderr).toBe(0);
-    expect((await ledgerCount(server)) - before).toBe(1_000);
+    expect(await ledger('sigint')).toBe(1_000);
   }, 180_000);
 
   it('stops early with exit 1 and every sent row pending when nothing answers at the URL', async () => {
@@ -178,12 +175,11 @@ describe('oncely upload', () => {
   it('replays every row from the server when a finished file is resubmitted from another machine (a fresh journal)', async () => {
     const file = join(dir, 'twice.csv');
     writeFileSync(file, payroll(50, 'twice'));
-    const before = await ledgerCount(server);
-    expect((await runCli(upload(file, join(dir, 'twice-a.db')))).code).toBe(0);
-    const second = await runCli(upload(file, join(dir, 'twice-b.db'), '--report', join(dir, 'twice.json')));
+    expect((await runCli(upload('twice', file, join(dir, 'twice-a.db')))).code).toBe(0);
+    const second = await runCli(upload('twice', file, join(dir, 'twice-b.db'), '--report', join(dir, 'twice.json')));
     expect(second.code).toBe(0);
     const report = JSON.parse(readFileSync(join(dir, 'twice.json'), 'utf8')) as UploadReport;
     expect([report.replayed, report.executed]).toEqual([50, 0]);
-    expect((await ledgerCount(server)) - before).toBe(50);
+    expect(await ledger('twice')).toBe(50);
   });
 });

@@ -3,6 +3,7 @@
  * server on 127.0.0.1, port 0.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
@@ -41,13 +42,21 @@ export function runCli(args: readonly string[], env: NodeJS.ProcessEnv = {}): Pr
 export interface TestServer {
   readonly url: string;
   stop(): Promise<void>;
-  /** `GET path` as the demo caller acme, parsed as JSON. */
-  get<T>(path: string): Promise<T>;
+  /** `GET path` as the caller with `token` (default: the demo caller acme), parsed as JSON. */
+  get<T>(path: string, token?: string): Promise<T>;
 }
 
-/** Starts `oncely serve --port 0 --db <db>` and waits for its listening line. */
-export async function startServer(db: string, extra: readonly string[] = []): Promise<TestServer> {
-  const child = spawn(process.execPath, [...NODE_ARGS, MAIN, 'serve', '--port', '0', '--db', db, '--quiet', ...extra], {
+/**
+ * Starts `oncely serve --port 0 --db <db>` and waits for its listening line. Each name in
+ * `callers` becomes a caller of its own, token `tok_<name>`, so that tests sharing a server
+ * never count each other's ledger entries; `test_acme` stays the demo caller acme.
+ */
+export async function startServer(db: string, callers: readonly string[] = []): Promise<TestServer> {
+  const clientsFile = `${db}.clients.json`;
+  const clients: Record<string, string> = { test_acme: 'acme' };
+  for (const name of callers) clients[`tok_${name}`] = name;
+  writeFileSync(clientsFile, JSON.stringify(clients));
+  const child = spawn(process.execPath, [...NODE_ARGS, MAIN, 'serve', '--port', '0', '--db', db, '--quiet', '--clients', clientsFile], {
     env: { ...process.env, ONCELY_FAULTS: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -70,14 +79,14 @@ export async function startServer(db: string, extra: readonly string[] = []): Pr
         child.kill('SIGKILL');
       });
     },
-    async get<T>(path: string): Promise<T> {
-      const response = await fetch(new URL(path, url), { headers: { authorization: 'Bearer test_acme' } });
+    async get<T>(path: string, token = 'test_acme'): Promise<T> {
+      const response = await fetch(new URL(path, url), { headers: { authorization: `Bearer ${token}` } });
       return (await response.json()) as T;
     },
   };
 }
 
-/** The number of ledger entries of the demo caller acme. */
-export async function ledgerCount(server: TestServer): Promise<number> {
-  return (await server.get<{ count: number }>('/v1/ledger?limit=0')).count;
+/** The number of ledger entries of the caller with `token` (default: the demo caller acme). */
+export async function ledgerCount(server: TestServer, token?: string): Promise<number> {
+  return (await server.get<{ count: number }>('/v1/ledger?limit=0', token)).count;
 }
