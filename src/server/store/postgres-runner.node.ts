@@ -69,6 +69,31 @@ export interface PgliteResults<T> {
   affectedRows?: number;
 }
 
+/** The `options` parameter of a libpq URL (`?options=-c%20work_mem%3D64MB`), or `''`. */
+export function urlOptions(connectionString: string | undefined): string {
+  if (!connectionString) return '';
+  try {
+    return new URL(connectionString).searchParams.get('options') ?? '';
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * The schema a URL's options put first on the search path (`-c search_path=payments,public`), so
+ * `--db 'postgres://…?options=-csearch_path%3Dpayments'` works like `--pg-schema payments`.
+ */
+export function schemaFromUrl(connectionString: string | undefined): string | undefined {
+  return /(?:^|\s)-c\s*search_path\s*=\s*"?([a-z_][a-z0-9_]*)/.exec(urlOptions(connectionString))?.[1];
+}
+
+function withoutOptions(connectionString: string | undefined): string | undefined {
+  if (!connectionString || !urlOptions(connectionString)) return connectionString;
+  const url = new URL(connectionString);
+  url.searchParams.delete('options');
+  return url.toString();
+}
+
 /** Options of {@link createPgRunner}. */
 export interface PgRunnerOptions {
   readonly connectionString?: string | undefined;
@@ -93,13 +118,16 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
   const pool =
     options.pool ??
     new pg.Pool({
-      connectionString: options.connectionString,
+      connectionString: withoutOptions(options.connectionString),
       max: options.max,
       connectionTimeoutMillis: options.connectTimeoutMs,
       // Client-side bound too: `statement_timeout` cannot fire on a server that stopped answering.
       query_timeout: options.statementTimeoutMs + options.connectTimeoutMs,
       // Set per session at connect time: no extra round trip per checkout.
-      options: `-c search_path=${options.schema},public -c statement_timeout=${options.statementTimeoutMs}`,
+      // `pg` lets a URL's `?options=` replace this field wholesale: keep the URL's settings, then ours.
+      options: [urlOptions(options.connectionString), `-c search_path=${options.schema},public -c statement_timeout=${options.statementTimeoutMs}`]
+        .filter(Boolean)
+        .join(' '),
     });
   if (owned) pool.on('error', () => undefined);
   // The store's own SQL names its schema; the app's SQL runs in transactions, which on a pool we

@@ -13,7 +13,7 @@
  * @module
  */
 import type pg from 'pg';
-import { createPgRunner, createPgliteRunner, type PgliteLike, type Query, type Runner } from './postgres-runner.node.js';
+import { createPgRunner, createPgliteRunner, schemaFromUrl, type PgliteLike, type Query, type Runner } from './postgres-runner.node.js';
 import { dropDetachedPartitions, dropExpiredPartitions, ensurePartitions, migrate, type PartitionPlan } from './postgres-schema.node.js';
 import { ROW, toAdmitResult, toRow, type Admitted, type RawRow } from './postgres-rows.node.js';
 import type { AppSchema, Fenced, FinalResponse, KeyStore, Lease, PhaseCommit, StoredResponse, Tx } from './types.js';
@@ -41,7 +41,7 @@ export interface PostgresKeyStoreOptions {
   /**
    * The PostgreSQL schema holding the key table and the app's tables; created if missing.
    * Lower-case letters, digits and `_`.
-   * @default 'public'
+   * @default the first `search_path` entry of the URL's `?options=`, else 'public'
    */
   readonly schema?: string;
   /**
@@ -98,7 +98,7 @@ class LeaseLost {}
  * ```
  */
 export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
-  const schema = options.schema ?? 'public';
+  const schema = options.schema ?? schemaFromUrl(options.connectionString) ?? 'public';
   if (!SCHEMA_NAME.test(schema)) throw new RangeError(`postgresKeyStore: invalid schema name ${JSON.stringify(schema)}`);
   const sources = [options.connectionString, options.pool, options.pglite].filter((source) => source !== undefined);
   if (sources.length !== 1) throw new TypeError('postgresKeyStore: pass exactly one of connectionString, pool or pglite');

@@ -29,4 +29,24 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
     const rows = await pool.query<{ n: number }>(`SELECT n FROM ${schema}.pool_probe`);
     expect(rows.rows).toEqual([{ n: 7 }]);
   });
+
+  it('takes its schema from a URL whose options set search_path, and keeps the URL\'s other settings', async () => {
+    const urlSchema = `${schema}_url`;
+    const withOptions = `${url}?options=${encodeURIComponent(`-c search_path=${urlSchema} -c synchronous_commit=off`)}`;
+    const store = postgresKeyStore({ connectionString: withOptions });
+    try {
+      await store.migrate({ sqlite: '', postgres: 'CREATE TABLE IF NOT EXISTS url_probe (n int)' });
+      const settings = await store.transaction((tx) =>
+        tx.get<{ sc: string; sp: string }>(`SELECT current_setting('synchronous_commit') AS sc, current_setting('search_path') AS sp`),
+      );
+      expect(settings?.sc).toBe('off');
+      expect(settings?.sp.startsWith(urlSchema)).toBe(true);
+      const tables = await pool.query(`SELECT tablename FROM pg_tables WHERE schemaname = $1 ORDER BY 1`, [urlSchema]);
+      expect(tables.rows.map((r) => r.tablename)).toContain('url_probe');
+      expect(tables.rows.map((r) => r.tablename)).toContain('oncely_schema_version');
+    } finally {
+      await store.close();
+      await pool.query(`DROP SCHEMA IF EXISTS ${urlSchema} CASCADE`);
+    }
+  });
 });
