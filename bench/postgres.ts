@@ -4,7 +4,8 @@
  * - first execution (a fresh key per request: the full five-step payment) and replay (one
  *   finished key), req/s and p99, on SQLite, on PostgreSQL with one instance, and on PostgreSQL
  *   with four instances sharing the database (one autocannon per instance, the same total
- *   connections: req/s summed, p99 the worst instance's);
+ *   connections: req/s summed, p99 the worst instance's), and on one instance whose sessions run
+ *   `synchronous_commit=off` (how much of PostgreSQL's cost is the WAL flush of each phase commit);
  * - first-execution throughput with 1 000 000 finished keys stored vs an empty key table, the two
  *   servers alternated round by round (goal ≥ 0.9×). The keys are written straight into the
  *   partitioned table in one statement, shaped like rows the handler finishes.
@@ -73,6 +74,11 @@ const newSchema = (name: string): string => {
 const sqlite = [await serve(join(dir, 'sqlite.db'))];
 const pgSchema = newSchema('one');
 const pgOne = [await serve(PG_URL, pgSchema)];
+// The same with commits acknowledged before their WAL flush: roughly SQLite's synchronous=NORMAL,
+// to show how much of the gap is the per-commit fsync of the other rows (never a production setting
+// for this table: a crash could lose an acknowledged recovery point).
+const asyncSchema = newSchema('async');
+const pgAsync = [await serve(`${PG_URL}?options=${encodeURIComponent('-c synchronous_commit=off')}`, asyncSchema)];
 const fourSchema = newSchema('four');
 const pgFour = [await serve(PG_URL, fourSchema)];
 pgFour.push(...(await Promise.all([1, 2, 3].map(() => serve(PG_URL, fourSchema)))));
@@ -103,7 +109,7 @@ console.error(`postgres bench: ${stored} keys seeded in ${seedMs} ms`);
 const empty = [await serve(PG_URL, emptySchema)];
 const seeded = [await serve(PG_URL, seededSchema)];
 
-const targets = { sqlite, 'postgres-1': pgOne, 'postgres-4': pgFour } as const;
+const targets = { sqlite, 'postgres-1': pgOne, 'postgres-4': pgFour, 'postgres-async': pgAsync } as const;
 for (const [name, group] of Object.entries(targets)) {
   if ((await post(group[0]!.url, `replay-${name}`)) !== 201) throw new Error(`${name}: warm-up payment failed`);
 }
@@ -160,6 +166,8 @@ const LABELS: Record<string, string> = {
   'postgres-1.replay': 'PostgreSQL, 1 instance: replay',
   'postgres-4.first': 'PostgreSQL, 4 instances: first execution',
   'postgres-4.replay': 'PostgreSQL, 4 instances: replay',
+  'postgres-async.first': 'PostgreSQL, 1 instance, synchronous_commit=off: first execution',
+  'postgres-async.replay': 'PostgreSQL, 1 instance, synchronous_commit=off: replay',
   'scale.empty': `PostgreSQL, empty key table: first execution`,
   'scale.seeded': `PostgreSQL, ${stored.toLocaleString('en')} keys stored: first execution`,
 };
