@@ -25,7 +25,18 @@ export interface CsvRecord {
   readonly problem?: string;
 }
 
-/** The file as a whole cannot be read as CSV (not UTF-8, no header). Nothing should be sent. */
+/**
+ * The file as a whole cannot be read as CSV (not UTF-8). Nothing should be sent.
+ *
+ * @example
+ * ```ts
+ * try {
+ *   for await (const record of readCsv(stream)) rows.push(record);
+ * } catch (error) {
+ *   if (error instanceof CsvFileError) console.error(`line ${error.line}: ${error.message}`);
+ * }
+ * ```
+ */
 export class CsvFileError extends Error {
   override readonly name = 'CsvFileError';
   readonly code = 'ERR_CSV_FILE' as const;

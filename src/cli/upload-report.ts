@@ -7,7 +7,14 @@
  * @module
  */
 
-/** Outcomes of a row. */
+/**
+ * Outcomes of a row.
+ *
+ * @example
+ * ```ts
+ * tally.record(RowOutcome.Executed);
+ * ```
+ */
 export const RowOutcome = {
   /** Sent and executed now (2xx, not a replay). */
   Executed: 'executed',
