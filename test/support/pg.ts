@@ -198,7 +198,18 @@ export async function startThrowawayCluster(): Promise<ThrowawayCluster> {
   // synchronous, since an immediate stop would otherwise lose the last ones (a false "lost" result).
   const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`;
   const start = async (): Promise<void> => sh(`${bin}/pg_ctl -D ${dir}/data -o "${options}" -l ${dir}/log -w -t 30 start >/dev/null`);
-  const stop = async (): Promise<void> => sh(`${bin}/pg_ctl -D ${dir}/data -m immediate -w stop >/dev/null`);
+  const stopNow = (): void => sh(`${bin}/pg_ctl -D ${dir}/data -m immediate -w stop >/dev/null`);
+  const stop = async (): Promise<void> => stopNow();
+  // Synchronous, so it can also run from a process 'exit' handler.
+  const destroyNow = (): void => {
+    try {
+      stopNow();
+    } catch {
+      // already stopped
+    }
+    rmSync(dir, { recursive: true, force: true });
+  };
+  process.once('exit', destroyNow);
   await start();
   console.info(`[pg harness] throwaway cluster on 127.0.0.1:${port} (${dir})`);
   return {
@@ -207,8 +218,7 @@ export async function startThrowawayCluster(): Promise<ThrowawayCluster> {
     start,
     stop,
     async destroy() {
-      await stop().catch(() => undefined);
-      rmSync(dir, { recursive: true, force: true });
+      destroyNow();
     },
   };
 }
@@ -224,9 +234,8 @@ export async function requireServerUrl(label: string): Promise<string> {
     console.info(`[pg harness] ${label}: PostgreSQL at ${url}`);
     return url;
   }
-  const cluster = await startThrowawayCluster();
-  process.once('exit', () => void cluster.destroy());
-  return cluster.url;
+  // Destroyed when the test process exits.
+  return (await startThrowawayCluster()).url;
 }
 
 /**
