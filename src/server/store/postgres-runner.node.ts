@@ -123,8 +123,8 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
       connectionTimeoutMillis: options.connectTimeoutMs,
       // Client-side bound too: `statement_timeout` cannot fire on a server that stopped answering.
       query_timeout: options.statementTimeoutMs + options.connectTimeoutMs,
-      // Set per session at connect time: no extra round trip per checkout.
-      // `pg` lets a URL's `?options=` replace this field wholesale: keep the URL's settings, then ours.
+      // Set per session at connect time, so no checkout pays a round trip for it. `pg` lets a
+      // URL's `?options=` replace this field wholesale: keep the URL's settings, then ours.
       options: [urlOptions(options.connectionString), `-c search_path=${options.schema},public -c statement_timeout=${options.statementTimeoutMs}`]
         .filter(Boolean)
         .join(' '),
