@@ -27,6 +27,7 @@ import { sendAttempt, type AttemptReport, type ResponseReport } from './attempt.
 import type { ResolvedOptions } from './options.js';
 import { capText, finalError, isReplay, toResult, type OperationResult } from './results.js';
 import { decide, type AttemptOutcome } from './retry-policy.js';
+import { join, sleep, type Chain } from './waiting.js';
 
 /**
  * Options of {@link Operation.send}.
@@ -60,13 +61,6 @@ export interface Operation {
   send<T = unknown>(options?: SendOptions): Promise<OperationResult<T>>;
 }
 
-interface Chain {
-  readonly ref: OperationRef;
-  readonly controller: AbortController;
-  readonly promise: Promise<OperationResult>;
-  waiters: number;
-}
-
 /**
  * What a client shares with its operations (internal).
  *
@@ -82,31 +76,16 @@ export interface Engine {
 
 /** Thrown inside the p-retry loop to ask for a retry after `delayMs`. */
 class RetryLater extends Error {
-  /** `false` when nothing was sent (the claim is held elsewhere): no retry is spent. */
-  readonly consumes: boolean;
-
+  /**
+   * @param delayMs how long to wait before the next try
+   * @param consumes `false` when nothing was sent (the claim is held elsewhere): no retry is spent
+   */
   constructor(
     readonly delayMs: number,
-    consumes: boolean,
+    readonly consumes: boolean,
   ) {
     super(`retry in ${delayMs} ms`);
-    this.consumes = consumes;
   }
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 /** The result (or typed error) of a record that is already settled. */
@@ -219,32 +198,6 @@ async function runChain(
     clearInterval(keepAlive);
     await journal.release(ref.key, ownerId).catch(() => undefined);
   }
-}
-
-/** Waits for `chain` unless `signal` aborts first; the last waiter to leave stops the chain. */
-function join(chain: Chain, signal: AbortSignal | undefined): Promise<OperationResult> {
-  chain.waiters += 1;
-  return new Promise((resolve, reject) => {
-    let done = false;
-    const leave = (): boolean => {
-      if (done) return false;
-      done = true;
-      chain.waiters -= 1;
-      signal?.removeEventListener('abort', onAbort);
-      return true;
-    };
-    const onAbort = (): void => {
-      if (!leave()) return;
-      reject(new OperationAbortedError(chain.ref, { cause: signal?.reason }));
-      if (chain.waiters === 0) chain.controller.abort(new OperationAbortedError(chain.ref));
-    };
-    chain.promise.then(
-      (result) => leave() && resolve(result),
-      (error: unknown) => leave() && reject(error),
-    );
-    if (signal?.aborted) onAbort();
-    else signal?.addEventListener('abort', onAbort, { once: true });
-  });
 }
 
 /**
