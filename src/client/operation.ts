@@ -25,7 +25,7 @@ import { ExpiredOperationError, JournalError, OperationAbortedError, type Operat
 import { CREDENTIAL_HEADERS, OperationState, isExpired, type OperationRecord, type StoredResult } from '../journal/types.js';
 import { sendAttempt, type AttemptReport, type ResponseReport } from './attempt.js';
 import type { ResolvedOptions } from './options.js';
-import { capText, finalError, isReplay, toResult, type OperationResult } from './results.js';
+import { finalError, isReplay, toResult, toStorable, type OperationResult } from './results.js';
 import { decide, type AttemptOutcome } from './retry-policy.js';
 import { join, sleep, type Chain } from './waiting.js';
 
@@ -131,18 +131,14 @@ async function runChain(
 
   const settle = async (report: ResponseReport): Promise<OperationResult> => {
     const { status } = report.outcome;
-    const stored: StoredResult = {
-      status,
-      headers: report.headers,
-      body: capText(report.body, options.maxBodyBytes),
-      replayed: isReplay(report.headers),
-    };
+    // The caller gets the whole response; the journal gets it without secrets and capped.
+    const live: StoredResult = { status, headers: report.headers, body: report.body, replayed: isReplay(report.headers) };
     const succeeded = status >= 200 && status < 300;
     const state = succeeded ? OperationState.Succeeded : OperationState.Failed;
-    await journal.update(ref.key, { state, result: stored });
-    hooks.onSettled?.({ ...ref, state, status, replayed: stored.replayed, attempts });
-    if (succeeded) return toResult(ref.key, stored, attempts, report.body);
-    throw new AbortError(finalError(ref, stored, report.body));
+    await journal.update(ref.key, { state, result: toStorable(live, options.maxBodyBytes) });
+    hooks.onSettled?.({ ...ref, state, status, replayed: live.replayed, attempts });
+    if (succeeded) return toResult(ref.key, live, attempts);
+    throw new AbortError(finalError(ref, live));
   };
 
   let sent = 0;

@@ -161,6 +161,19 @@ export function parseData(body: string, headers: Readonly<Record<string, string>
   return body;
 }
 
+/** Response headers that carry credentials: a session set by the server is as secret as a token. */
+const RESPONSE_CREDENTIAL_HEADERS: ReadonlySet<string> = new Set(['set-cookie', 'set-cookie2']);
+
+/**
+ * The response as it may be journaled: credential headers dropped, body cut to `maxBytes`.
+ *
+ * @internal
+ */
+export function toStorable(live: StoredResult, maxBytes: number): StoredResult {
+  const headers = Object.fromEntries(Object.entries(live.headers).filter(([name]) => !RESPONSE_CREDENTIAL_HEADERS.has(name)));
+  return { ...live, headers, body: capText(live.body, maxBytes) };
+}
+
 /**
  * Cuts `text` to at most `maxBytes` UTF-8 bytes.
  *
@@ -176,10 +189,10 @@ export function capText(text: string, maxBytes: number): string {
  *
  * @internal
  */
-export function toResult<T>(key: string, stored: StoredResult, attempts: number, body: string = stored.body): OperationResult<T> {
+export function toResult<T>(key: string, stored: StoredResult, attempts: number): OperationResult<T> {
   return {
     status: stored.status,
-    data: parseData(body, stored.headers) as T,
+    data: parseData(stored.body, stored.headers) as T,
     headers: stored.headers,
     key,
     replayed: stored.replayed,
@@ -203,8 +216,8 @@ function problemType(stored: StoredResult): string | undefined {
  *
  * @internal
  */
-export function finalError(ref: OperationRef, stored: StoredResult, body: string = stored.body): OncelyError {
+export function finalError(ref: OperationRef, stored: StoredResult): OncelyError {
   if (stored.status === 422) return new KeyReusedError(ref, 422);
   if (stored.status === 400 && problemType(stored)?.endsWith('/invalid-key') === true) return new InvalidKeyError(ref, 400);
-  return new HttpError(ref, { status: stored.status, headers: stored.headers, body, replayed: stored.replayed });
+  return new HttpError(ref, { status: stored.status, headers: stored.headers, body: stored.body, replayed: stored.replayed });
 }

@@ -55,6 +55,17 @@ describe('an operation', () => {
     expect(records.every((r) => r.headers['x-tenant'] === 'acme')).toBe(true);
   });
 
+  it('keeps a session the server sets (set-cookie) out of the stored response, but hands it to the caller', async () => {
+    server.reply(() => json(201, { id: 'pay_1' }, { 'set-cookie': 'session=s3cret; HttpOnly', 'x-request-id': 'r1' }));
+    const client = testClient();
+    const r = await client.post('v1/payments', { json: PAYMENT });
+    expect(r.headers['x-request-id']).toBe('r1');
+    expect(r.headers['set-cookie']).toContain('s3cret');
+    const stored = await client.journal.get(r.key);
+    expect(stored?.result?.headers['x-request-id']).toBe('r1');
+    expect(JSON.stringify(stored)).not.toContain('s3cret');
+  });
+
   it('sends the credentials with each attempt even though the journal lacks them', async () => {
     server.reply(sequence(() => 'network-error', () => json(201, {})));
     await testClient().post('v1/payments', { json: PAYMENT, headers: { cookie: 'sid=1' } });
