@@ -101,28 +101,45 @@ export async function startServer(argv: readonly string[], options: StartOptions
 }
 
 /**
- * Runs a script to completion and parses the last non-empty stdout line as JSON.
+ * Runs a script to completion and parses the last non-empty stdout line as JSON. With
+ * `timeoutMs`, the script's whole process group is SIGKILLed when it runs longer (a benchmark
+ * that spawned servers of its own must not leave them behind).
  *
  * @example
  * ```ts
  * const result = await runJson<{ rps: number }>([...TSX, 'bench/lib/load-worker.ts', JSON.stringify(spec)]);
  * ```
  */
-export async function runJson<T>(argv: readonly string[], env: Readonly<Record<string, string>> = {}): Promise<T> {
+export async function runJson<T>(argv: readonly string[], env: Readonly<Record<string, string>> = {}, timeoutMs?: number): Promise<T> {
   const [cmd, ...args] = argv;
   if (cmd === undefined) throw new TypeError('runJson: empty argv');
-  const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(cmd, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: timeoutMs !== undefined,
+  });
   let stdout = '';
   let stderr = '';
+  let timedOut = false;
   child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
   child.stderr.on('data', (c: Buffer) => (stderr = (stderr + c.toString()).slice(-4000)));
+  const timer =
+    timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => {
+          timedOut = true;
+          if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+        }, timeoutMs);
   const [code] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
+  clearTimeout(timer);
   const last = stdout.trim().split('\n').at(-1) ?? '';
+  if (timedOut) throw new Error(`${argv.slice(0, 4).join(' ')} ran over ${timeoutMs} ms and was stopped\n${stdout.slice(-2000)}`);
   if (code !== 0) throw new Error(`${argv.slice(0, 4).join(' ')} exited ${String(code)}\n${stderr}`);
   try {
     return JSON.parse(last) as T;
   } catch {
-    throw new Error(`${argv.slice(0, 4).join(' ')}: last stdout line is not JSON: ${last.slice(0, 200)}\n${stderr}`);
+    throw new Error(`${argv.slice(0, 4).join(' ')}: last stdout line is not JSON: ${last.slice(0, 200)}\n${stdout.slice(-2000)}`);
   }
 }
 

@@ -62,14 +62,15 @@ function external(report: BenchReport): string {
 }
 
 /**
- * The Markdown page: run facts, goals, every result table, every figure.
+ * The Markdown page: run facts, goals, every result table, every figure. With `summary`, the
+ * part the README embeds: no per-figure list, headings one level down.
  *
  * @example
  * ```ts
  * writeFileSync('bench/results/latest.md', renderMarkdown(report));
  * ```
  */
-export function renderMarkdown(report: BenchReport): string {
+export function renderMarkdown(report: BenchReport, options: { readonly summary?: boolean } = {}): string {
   const figures = figuresOf(report);
   const failed = Object.entries(report.suites).filter(([, s]) => 'error' in s);
   const lines = [
@@ -86,6 +87,10 @@ export function renderMarkdown(report: BenchReport): string {
     lines.push(`### ${t.title}`, '', table(t.columns, t.rows), '');
     for (const note of t.notes ?? []) lines.push(`- ${note}`);
     if (t.notes?.length) lines.push('');
+  }
+  if (options.summary) {
+    lines.push('Every figure with its min and max, and the other benchmarks of the run: [bench/results/latest.md](bench/results/latest.md).', '');
+    return lines.join('\n').replace(/^### /gm, '#### ');
   }
   lines.push('### All figures', '', table(['figure', 'median', 'min', 'max', 'unit', 'n'], figures.map((f) => [f.label, fmt(f.median, f.unit), fmt(f.min, f.unit), fmt(f.max, f.unit), f.unit, f.n])), '');
   if (failed.length) lines.push('### Suites that failed in this run', '', ...failed.map(([name, s]) => `- \`${name}\`: ${'error' in s ? s.error.split('\n')[0] : ''}`), '');

@@ -10,7 +10,8 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { TSX, sleep, startServer, type ServerProcess } from '../lib/proc.js';
+import { bundled } from '../lib/bundle.js';
+import { sleep, startServer, type ServerProcess } from '../lib/proc.js';
 import type { PeerName } from './serve.js';
 
 /** How a peer server is started for one scenario. */
@@ -59,7 +60,8 @@ export function freshState(pgUrl?: string): PeerState {
  */
 export async function startPeer(peer: PeerName, setup: PeerSetup = {}): Promise<ServerProcess & { state: PeerState }> {
   const state = setup.state ?? freshState();
-  const server = await startServer([...TSX, 'bench/peers/serve.ts', peer], {
+  // Bundled once per process: the crash scenarios restart servers, and tsx would transform at every start.
+  const server = await startServer([...(await bundled('bench/peers/serve.ts')), peer], {
     env: {
       BENCH_APP_DB: state.appDb,
       BENCH_ONCELY_DB: state.oncelyDb,

@@ -51,9 +51,17 @@ async function referenceServer(dir: string): Promise<ServerProcess> {
 }
 
 async function ledger(url: string): Promise<{ effects: number; distinct: number }> {
-  const response = await fetch(`${url}/v1/ledger`, { headers: { authorization: 'Bearer test_acme' } });
-  const body = (await response.json()) as { count: number; entries: Array<{ amount: number }> };
-  return { effects: body.entries.length, distinct: new Set(body.entries.map((e) => e.amount)).size };
+  // The ledger is paged: walk every page, or the count of distinct amounts would be capped.
+  const amounts: number[] = [];
+  let total = 0;
+  for (let offset = 0; ; offset += 1000) {
+    const response = await fetch(`${url}/v1/ledger?limit=1000&offset=${offset}`, { headers: { authorization: 'Bearer test_acme' } });
+    const body = (await response.json()) as { count: number; entries: Array<{ amount: number }> };
+    total = body.count;
+    amounts.push(...body.entries.map((e) => e.amount));
+    if (body.entries.length === 0 || amounts.length >= total) break;
+  }
+  return { effects: total, distinct: new Set(amounts).size };
 }
 
 /** Runs one worker to completion, SIGKILLing it after every `OPS / (kills + 1)` settled operations. */
