@@ -18,6 +18,8 @@ interface Bar {
 interface Row {
   readonly label: string;
   readonly bars: readonly Bar[];
+  /** A short vertical mark at this value on the row (its goal). */
+  readonly tick?: number;
 }
 
 interface Panel {
@@ -30,13 +32,15 @@ interface Panel {
   readonly format: (v: number) => string;
 }
 
-const WIDTH = 960;
-const LABEL_W = 360;
-const BAR_AREA = 470;
+const WIDTH = 1040;
+const LABEL_W = 470;
+const BAR_AREA = 440;
 const BAR_H = 14;
 const COLORS = ['#2563eb', '#f59e0b', '#10b981', '#ef4444'];
 
 const esc = (s: string): string => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+/** Labels longer than the label column are cut with an ellipsis (the full text is in latest.md). */
+const fit = (s: string): string => (s.length > 72 ? `${s.slice(0, 71)}…` : s);
 
 function panel(p: Panel, top: number): { svg: string; height: number } {
   const values = p.rows.flatMap((r) => r.bars.flatMap((b) => [b.value, b.max ?? b.value]));
@@ -50,7 +54,11 @@ function panel(p: Panel, top: number): { svg: string; height: number } {
   let y = top + 50;
   for (const row of p.rows) {
     const rowH = row.bars.length * (BAR_H + 3) + 8;
-    out.push(`<text x="${LABEL_W - 8}" y="${y + rowH / 2}" class="label" text-anchor="end">${esc(row.label)}</text>`);
+    out.push(`<text x="${LABEL_W - 8}" y="${y + rowH / 2}" class="label" text-anchor="end">${esc(fit(row.label))}</text>`);
+    if (row.tick !== undefined) {
+      const tx = x(row.tick).toFixed(1);
+      out.push(`<line x1="${tx}" y1="${y - 3}" x2="${tx}" y2="${y + rowH - 5}" class="goal"/>`);
+    }
     row.bars.forEach((bar, i) => {
       const by = y + i * (BAR_H + 3);
       const color = COLORS[bar.series % COLORS.length];
@@ -108,10 +116,15 @@ export function renderSvg(report: BenchReport): string {
   for (const op of ['>=', '<='] as const) {
     const goalRows = figures
       .filter((f) => f.goal?.op === op)
-      .map((f) => ({ label: `${f.label} (goal ${op} ${f.goal!.value})`, bars: [{ value: f.median, min: f.min, max: f.max, series: f.pass ? 2 : 3 }] }));
+      .map((f) => ({
+        label: `${f.label} (goal ${op} ${f.goal!.value})`,
+        bars: [{ value: f.median, min: f.min, max: f.max, series: f.pass ? 2 : 3 }],
+        tick: f.goal!.value,
+      }));
     if (!goalRows.length) continue;
     panels.push({
-      title: op === '>=' ? 'oncely ratios with a floor (higher is better; green = goal met)' : 'oncely ratios with a ceiling (lower is better; green = goal met)',
+      title:
+        op === '>=' ? 'oncely ratios with a floor (higher is better; black tick = goal)' : 'oncely ratios with a ceiling (lower is better; black tick = goal)',
       series: [['goal met', 2], ['goal missed', 3]],
       rows: goalRows,
       format: (v) => `${v.toFixed(2)}×`,
@@ -134,6 +147,7 @@ export function renderSvg(report: BenchReport): string {
 .small { font-size: 11px; fill: #4b5563; }
 .whisker { stroke: #111827; stroke-width: 1.2; }
 .marker { stroke: #6b7280; stroke-dasharray: 4 3; }
+.goal { stroke: #111827; stroke-width: 2.5; }
 </style>
 <rect width="100%" height="100%" fill="#ffffff"/>
 <text x="16" y="24" class="title">oncely benchmarks</text>
