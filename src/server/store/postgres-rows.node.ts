@@ -33,7 +33,7 @@ export interface RawRow {
   expires_ms: number;
 }
 
-/** `to_jsonb(row)` from `oncely_admit`: timestamps as ISO strings, computed fields absent. */
+/** `row_to_json(row)` from `oncely_admit`: timestamps as ISO strings, computed fields absent. */
 interface JsonRow extends Omit<RawRow, 'lease_remaining_ms' | 'created_ms' | 'expires_ms'> {
   lease_until: string | null;
   lease_token: string | null;

@@ -47,7 +47,7 @@ CREATE TABLE ${s}.oncely_keys (
   recovery_point   text,
   data             jsonb       NOT NULL DEFAULT '{}',
   response_status  int,
-  response_headers jsonb,
+  response_headers json, -- json, not jsonb: a replay sends the headers in their stored order
   response_body    text,
   lease_token      text,
   lease_until      timestamptz,
@@ -63,7 +63,7 @@ CREATE INDEX oncely_keys_unfinished ON ${s}.oncely_keys (next_attempt_at, create
 
 CREATE FUNCTION ${s}.oncely_admit(p_client text, p_key text, p_hash text, p_endpoint text, p_body text,
                                   p_lease_ms float8, p_ttl_ms float8)
-RETURNS TABLE (owned boolean, lease text, row_json jsonb)
+RETURNS TABLE (owned boolean, lease text, row_json json)
 LANGUAGE plpgsql VOLATILE AS $fn$
 #variable_conflict use_column
 BEGIN
@@ -71,7 +71,7 @@ BEGIN
     RAISE EXCEPTION 'oncely_admit needs READ COMMITTED (found %)', current_setting('transaction_isolation');
   END IF;
   PERFORM pg_advisory_xact_lock(hashtextextended(p_client || chr(31) || p_key, 1804));
-  RETURN QUERY SELECT false, NULL::text, to_jsonb(k) FROM ${s}.oncely_keys k
+  RETURN QUERY SELECT false, NULL::text, row_to_json(k) FROM ${s}.oncely_keys k
     WHERE k.client_id = p_client AND k.key = p_key;
   IF FOUND THEN RETURN; END IF;
   RETURN QUERY WITH ins AS (
@@ -80,7 +80,7 @@ BEGIN
     VALUES (p_client, p_key, p_hash, p_endpoint, p_body, 'started', gen_random_uuid()::text,
             now() + p_lease_ms * interval '1 millisecond', now(), now() + p_ttl_ms * interval '1 millisecond')
     RETURNING k.*)
-  SELECT true, ins.lease_token, to_jsonb(ins) FROM ins;
+  SELECT true, ins.lease_token, row_to_json(ins) FROM ins;
 END
 $fn$;`,
 ];

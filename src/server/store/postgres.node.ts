@@ -233,7 +233,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
           throw new RangeError(`postgresKeyStore: a ${bytes}-byte response exceeds maxResponseBytes (${maxResponseBytes})`);
         }
         await query(
-          `UPDATE ${t} SET state = 'finished', response_status = $4, response_headers = $5::text::jsonb, response_body = $6,
+          `UPDATE ${t} SET state = 'finished', response_status = $4, response_headers = $5::text::json, response_body = $6,
                   lease_token = NULL, lease_until = NULL
             WHERE client_id = $1 AND key = $2 AND lease_token = $3`,
           [...fenceArgs(lease), final.status, JSON.stringify(final.headers), final.body],

@@ -128,6 +128,15 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       expect(again.row.response).toEqual(created);
     });
 
+    it('keeps the stored headers in their original order (a replay writes them as first sent)', async () => {
+      const admitted = await store.admit(input('order-1'));
+      if (!admitted.owned) throw new Error('not owned');
+      const headers = { 'content-type': 'application/json', location: '/v1/payments/p1', 'idempotency-key': 'order-1' };
+      await store.finish(admitted.lease, { status: 201, headers, body: '{}' });
+      expect(Object.keys((await store.load('acme', 'order-1'))!.response!.headers)).toEqual(Object.keys(headers));
+      expect(Object.keys((await store.admit(input('order-1'))).row.response!.headers)).toEqual(Object.keys(headers));
+    });
+
     it('forgets a released row with no recovery point and keeps one with progress', async () => {
       const bare = await store.admit(input('release-1'));
       if (!bare.owned) throw new Error('not owned');
