@@ -50,7 +50,7 @@ describe('exactly once', () => {
     const a = testClient({ journal, ownerId: 'process-a' });
     const b = testClient({ journal, ownerId: 'process-b', retry: { backoffMs: 5, budgetMs: 5_000, limit: 1_000 } });
     const first = a.post('v1/payments', { json: PAYMENT, key: 'order-1' });
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    await server.arrival(1);
     const second = b.post('v1/payments', { json: PAYMENT, key: 'order-1' });
     await new Promise((resolve) => setTimeout(resolve, 30));
     release();

@@ -193,7 +193,7 @@ describe('an operation', () => {
     const client = testClient();
     const controller = new AbortController();
     const sending = client.post('v1/payments', { json: PAYMENT, signal: controller.signal });
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await server.arrival(1);
     controller.abort();
     const error = await sending.catch((e: unknown) => e);
     hang.release();
@@ -228,7 +228,7 @@ describe('an operation', () => {
     const op = await testClient().prepare('POST', 'v1/payments', { json: PAYMENT });
     const controller = new AbortController();
     const first = op.send({ signal: controller.signal });
-    await new Promise((resolve) => setTimeout(resolve, 30));
+    await server.arrival(1);
     controller.abort();
     const again = op.send();
     await expect(first).rejects.toBeInstanceOf(OperationAbortedError);
@@ -245,7 +245,7 @@ describe('an operation', () => {
     const journal = memoryJournal();
     const client = testClient({ journal });
     const sending = client.post('v1/payments', { json: PAYMENT });
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await server.arrival(1);
     await client.close();
     await expect(sending).rejects.toBeInstanceOf(OperationAbortedError);
     hang.release();

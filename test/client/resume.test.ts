@@ -100,7 +100,7 @@ describe('resume()', () => {
     const a = testClient({ journal, ownerId: 'process-a' });
     const b = testClient({ journal, ownerId: 'process-b' });
     const sending = a.post('v1/payments', { json: PAYMENT });
-    await new Promise((resolve) => setTimeout(resolve, 50));
+    await server.arrival(1);
     const [outcome] = await b.resume();
     expect(outcome).toMatchObject({ state: 'skipped' });
     release();

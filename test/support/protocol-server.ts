@@ -88,6 +88,8 @@ export interface ProtocolServer {
   readonly seen: SeenRequest[];
   /** Replaces the script (and clears `seen`). */
   reply(script: Script): void;
+  /** Resolves once `count` requests have arrived since the last `reply()`: "the attempt is in flight". */
+  arrival(count: number): Promise<void>;
 }
 
 /**
@@ -96,6 +98,7 @@ export interface ProtocolServer {
  */
 export function useProtocolServer(): ProtocolServer {
   const seen: SeenRequest[] = [];
+  let waiting: Array<{ readonly count: number; readonly resolve: () => void }> = [];
   let script: Script = () => json(201, { ok: true });
   const server = setupServer(
     http.all(`${BASE_URL}/*`, async ({ request }) => {
@@ -110,6 +113,7 @@ export function useProtocolServer(): ProtocolServer {
         headers,
       };
       seen.push(entry);
+      waiting = waiting.filter((w) => (seen.length >= w.count ? (w.resolve(), false) : true));
       const reply = await script(entry, seen.length - 1);
       return reply === 'network-error' ? HttpResponse.error() : reply;
     }),
@@ -117,6 +121,7 @@ export function useProtocolServer(): ProtocolServer {
   beforeAll(() => server.listen({ onUnhandledRequest: 'error' }));
   afterEach(() => {
     seen.length = 0;
+    waiting = [];
     script = () => json(201, { ok: true });
   });
   afterAll(() => server.close());
@@ -126,6 +131,10 @@ export function useProtocolServer(): ProtocolServer {
     reply(next) {
       seen.length = 0;
       script = next;
+    },
+    arrival(count) {
+      if (seen.length >= count) return Promise.resolve();
+      return new Promise((resolve) => waiting.push({ count, resolve }));
     },
   };
 }
