@@ -7,7 +7,15 @@
  * @module
  */
 export { DEFAULT_NAMESPACE, MAX_KEY_LENGTH, deriveKey, isValidKey, newKey, parseKeyHeader, type ParsedKey } from './keys.js';
-export { canonicalJson, fingerprint, type FingerprintBody, type FingerprintOptions } from './fingerprint.js';
+export {
+  canonicalJson,
+  fingerprint,
+  fingerprintInput,
+  webCryptoDigest,
+  type FingerprintBody,
+  type FingerprintDigest,
+  type FingerprintOptions,
+} from './fingerprint.js';
 export { memoryJournal } from './journal/memory.js';
 export { buildClient, createClient, type Client, type ResumeOptions } from './client/create-client.js';
 export type { Operation, SendOptions } from './client/operation.js';

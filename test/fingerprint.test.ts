@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, fingerprint } from '../src/fingerprint.js';
+import { canonicalJson, fingerprint, fingerprintInput, webCryptoDigest } from '../src/fingerprint.js';
 
 const PAYMENT = '{"amount":1250,"currency":"EUR","reference":"inv-7"}';
 
@@ -96,5 +96,26 @@ describe('canonicalJson', () => {
 
   it('escapes strings exactly as JSON.stringify does', () => {
     expect(canonicalJson({ 'é"\n': 'ü\u0000' })).toBe(JSON.stringify({ 'é"\n': 'ü\u0000' }));
+  });
+});
+
+describe('fingerprintInput', () => {
+  it('is the bytes the fingerprint hashes: METHOD, newline, path, newline, canonical body', async () => {
+    const input = fingerprintInput('post', '/v1/payments', '{"reference":"inv-7","currency":"EUR","amount":1250}');
+    expect(new TextDecoder().decode(input)).toBe(`POST\n/v1/payments\n${PAYMENT}`);
+    expect(await webCryptoDigest(input)).toBe('273951c991971bc7dcc0d9cab1991be37dbdff0fcb74baa48b5a759fc528c1b7');
+  });
+
+  it('keeps non-UTF-8 bytes as they are', () => {
+    const input = fingerprintInput('POST', '/p', new Uint8Array([0xff, 0xfe]), { contentType: 'application/json' });
+    expect(Array.from(input.subarray(-2))).toEqual([0xff, 0xfe]);
+    expect(input.length).toBe('POST\n/p\n'.length + 2);
+  });
+});
+
+describe('webCryptoDigest', () => {
+  it('matches the SHA-256 known-answer vectors in lower-case hex, leading zero bytes included', async () => {
+    expect(await webCryptoDigest(new TextEncoder().encode('abc'))).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+    expect(await webCryptoDigest(new Uint8Array(0))).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
   });
 });

@@ -17,6 +17,7 @@ import { createReferenceApp, type ReferenceApp } from '../reference/app.js';
 import { createClients, parseClients } from '../reference/clients.js';
 import { createFaults } from '../reference/faults.js';
 import { createStaticFiles } from '../reference/static-files.node.js';
+import { nodeDigest } from '../server/digest.node.js';
 import type { KeyStore } from '../server/store/types.js';
 import { sqliteKeyStore } from '../server/store/sqlite.node.js';
 import { type CommandSpec, parseCommandArgs, readInteger, reportParseFailure, usageError } from './args.js';
@@ -138,6 +139,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
       recoveryIntervalMs: durations['recovery-interval'] || 1000,
       reaperIntervalMs: durations['reaper-interval'] || 60_000,
       assets: values.static === undefined ? undefined : createStaticFiles(values.static),
+      digest: nodeDigest,
       onError: (error, request) => log.error({ err: error, method: request.method, path: new URL(request.url).pathname }, 'request failed'),
     });
     await app.ready;

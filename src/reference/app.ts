@@ -8,6 +8,7 @@
  *
  * @module
  */
+import type { FingerprintDigest } from '../fingerprint.js';
 import { createIdempotencyHandler, type IdempotencyHandler } from '../server/handler.js';
 import { createServerMetrics, type ServerMetrics } from '../server/metrics.js';
 import { ProblemType, problem } from '../server/problems.js';
@@ -81,6 +82,11 @@ export interface ReferenceAppOptions {
   readonly onError?: ((error: unknown, request: Request) => void) | undefined;
   /** Answers a GET that no API route matched (static files), or `undefined` for `404`. */
   readonly assets?: ((request: Request) => Promise<Response | undefined>) | undefined;
+  /**
+   * SHA-256 of the request fingerprint; `oncely serve` passes the faster `nodeDigest`.
+   * @default webCryptoDigest
+   */
+  readonly digest?: FingerprintDigest | undefined;
 }
 
 /** The app built by {@link createReferenceApp}. */
@@ -159,6 +165,7 @@ export function createReferenceApp(options: ReferenceAppOptions): ReferenceApp {
       },
     },
     ...(options.parkBackoff === undefined ? {} : { parkBackoff: options.parkBackoff }),
+    ...(options.digest === undefined ? {} : { digest: options.digest }),
   });
   const routes = createRoutes({ store, rail, inbox, maxBodyBytes });
   const worker = createRecoveryWorker({ store: leases.store, handler, intervalMs: options.recoveryIntervalMs ?? 1000 });

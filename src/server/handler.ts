@@ -15,7 +15,7 @@
  * @module
  */
 import { validate as validateUuid } from 'uuid';
-import { fingerprint } from '../fingerprint.js';
+import { type FingerprintDigest, fingerprintInput, webCryptoDigest } from '../fingerprint.js';
 import { DEFAULT_NAMESPACE, parseKeyHeader } from '../keys.js';
 import { createServerMetrics, type RequestOutcome, type ServerMetrics } from './metrics.js';
 import { runSteps, type PhaseHooks, type StepsOutcome } from './phases.js';
@@ -61,6 +61,13 @@ export interface IdempotencyHandlerOptions {
    * @default { baseMs: 1000, maxMs: 60000 }
    */
   readonly parkBackoff?: { readonly baseMs: number; readonly maxMs: number };
+  /**
+   * The SHA-256 of the request fingerprint, computed for every keyed request (replays and `409`s
+   * included). The default runs on any platform; on Node pass `nodeDigest`, which is synchronous
+   * and several times faster. Both give identical fingerprints.
+   * @default webCryptoDigest
+   */
+  readonly digest?: FingerprintDigest;
 }
 
 /** What {@link IdempotencyHandler.resume} did with a row. */
@@ -112,6 +119,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     hooks: options.hooks ?? {},
     metrics: options.metrics ?? createServerMetrics(),
     backoff: options.parkBackoff ?? { baseMs: 1000, maxMs: 60_000 },
+    digest: options.digest ?? webCryptoDigest,
   };
   if (!validateUuid(config.namespace)) throw new TypeError(`createIdempotencyHandler: namespace must be a UUID, got ${config.namespace}`);
   const operations = new Map<string, IdempotentOperation<unknown>>();
@@ -188,9 +196,9 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     const method = request.method.toUpperCase();
     // The decoded text, not the bytes: with no Content-Type the fingerprint then still
     // canonicalises a JSON body, exactly as the client's fingerprint() does.
-    const requestHash = await fingerprint(method, url.pathname + url.search, text, {
-      contentType: request.headers.get('content-type'),
-    });
+    const requestHash = await config.digest(
+      fingerprintInput(method, url.pathname + url.search, text, { contentType: request.headers.get('content-type') }),
+    );
     const admission = { clientId, key: parsedKey.key, requestHash, endpoint: `${method} ${url.pathname}`, requestBody: text };
     try {
       return await admitted(operation, parsed.input, admission, echo);

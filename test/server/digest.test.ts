@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import { fingerprint, fingerprintInput, type FingerprintBody, type FingerprintOptions } from '../../src/fingerprint.js';
+import { nodeDigest, sqliteKeyStore, webCryptoDigest } from '../../src/server/index.js';
+import { createTestApp } from './fixtures.js';
+
+const utf8 = new TextEncoder();
+
+/** Requests covering every branch of the canonical body: each must hash the same with both digests. */
+const CASES: ReadonlyArray<readonly [string, string, string, FingerprintBody, FingerprintOptions]> = [
+  ['a JSON body', 'POST', '/v1/payments', '{ "currency": "EUR", "amount": 1250 }', { contentType: 'application/json' }],
+  ['a JSON body with no content type', 'post', '/v1/payments?dry=1', '{"b":[1,{"d":2,"c":3}],"a":"é\\u0000😀"}', {}],
+  ['a JSON body given as bytes', 'POST', '/p', utf8.encode('{"z":1,"a":2}'), { contentType: 'application/merge-patch+json' }],
+  ['a non-JSON text body', 'PUT', '/v1/files/a', 'raw  bytes {', { contentType: 'text/plain' }],
+  ['a JSON-looking body sent as text', 'POST', '/p', '{ "a": 1 }', { contentType: 'text/plain; charset=utf-8' }],
+  ['an empty string body', 'POST', '/v1/upload', '', {}],
+  ['a null body', 'POST', '/v1/upload', null, { contentType: 'application/json' }],
+  ['an undefined body', 'DELETE', '/v1/things/7', undefined, {}],
+  ['non-UTF-8 bytes declared as JSON', 'POST', '/p', new Uint8Array([0xff, 0xfe, 0x7b, 0x00]), { contentType: 'application/json' }],
+  ['binary bytes', 'PUT', '/v1/blobs/x', Uint8Array.from({ length: 4096 }, (_, i) => (i * 37) % 256), { contentType: 'application/octet-stream' }],
+  ['a 64 KiB JSON body', 'POST', '/v1/batch', JSON.stringify({ rows: Array.from({ length: 3000 }, (_, i) => ({ i, note: 'x'.repeat(10) })) }), {}],
+];
+
+describe('nodeDigest', () => {
+  it('matches the SHA-256 known-answer vectors (FIPS 180-2 "abc" and the empty input)', () => {
+    expect(nodeDigest(utf8.encode('abc'))).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+    expect(nodeDigest(new Uint8Array(0))).toBe('e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
+  });
+
+  it('returns its digest synchronously, as a string', () => {
+    expect(typeof nodeDigest(utf8.encode('abc'))).toBe('string');
+  });
+
+  it.each(CASES)('gives the same fingerprint as WebCrypto for %s', async (_name, method, path, body, options) => {
+    const input = fingerprintInput(method, path, body, options);
+    const viaNode = await nodeDigest(input);
+    expect(viaNode).toMatch(/^[0-9a-f]{64}$/);
+    expect(viaNode).toBe(await webCryptoDigest(input));
+    // …and the same as the client's fingerprint(), which is what the journal stores.
+    expect(viaNode).toBe(await fingerprint(method, path, body, options));
+  });
+});
+
+describe('createIdempotencyHandler with the Node digest', () => {
+  it('stores the same request hash the client computes with fingerprint()', async () => {
+    const app = await createTestApp({ digest: nodeDigest });
+    try {
+      const raw = '{ "note": "x", "amount": 7 }';
+      expect((await app.post(undefined, { raw, key: 'k-hash' })).status).toBe(201);
+      const row = await app.store.load('acme', 'k-hash');
+      expect(row?.requestHash).toBe(await fingerprint('POST', '/v1/payments', raw, { contentType: 'application/json' }));
+    } finally {
+      await app.store.close();
+    }
+  });
+
+  it('replays a key admitted by a WebCrypto server and still refuses it for another body (422), over the same store', async () => {
+    const store = sqliteKeyStore({ path: ':memory:' });
+    const before = await createTestApp({ store });
+    try {
+      expect((await before.post({ amount: 1250 }, { key: 'k-upgrade' })).status).toBe(201);
+      const after = await createTestApp({ store, digest: nodeDigest });
+      const replay = await after.post(undefined, { raw: '{ "amount" : 1250 }', key: 'k-upgrade' });
+      expect(replay.status).toBe(201);
+      expect(replay.headers.get('idempotency-replay')).toBe('true');
+      expect((await after.post({ amount: 1251 }, { key: 'k-upgrade' })).status).toBe(422);
+      expect(await after.count('ledger')).toBe(1);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('hashes every keyed request with the injected digest: first execution, replay and mismatch alike', async () => {
+    const inputs: string[] = [];
+    const app = await createTestApp({
+      digest: (input) => {
+        inputs.push(new TextDecoder().decode(input));
+        return nodeDigest(input);
+      },
+    });
+    try {
+      expect((await app.post({ amount: 5 }, { key: 'k-count' })).status).toBe(201);
+      expect((await app.post({ amount: 5 }, { key: 'k-count' })).status).toBe(201);
+      expect((await app.post({ amount: 6 }, { key: 'k-count' })).status).toBe(422);
+      expect(inputs).toEqual(['POST\n/v1/payments\n{"amount":5}', 'POST\n/v1/payments\n{"amount":5}', 'POST\n/v1/payments\n{"amount":6}']);
+    } finally {
+      await app.store.close();
+    }
+  });
+});
