@@ -55,8 +55,10 @@ function goals(figures: readonly Figure[]): string {
 function external(report: BenchReport): string {
   const parts: string[] = [];
   for (const [name, value] of Object.entries(report.external)) {
-    const text = JSON.stringify(value, null, 1) ?? 'null';
-    parts.push(`<details><summary><code>bench/${name}.ts</code></summary>\n\n\`\`\`json\n${text.length > 4000 ? `${text.slice(0, 4000)}\n…` : text}\n\`\`\`\n</details>`);
+    // A benchmark that printed a table instead of JSON is shown as the text it printed.
+    const output = typeof value === 'object' && value !== null && 'output' in value ? (value as { output: unknown }).output : undefined;
+    const [lang, text] = typeof output === 'string' ? ['text', output] : ['json', JSON.stringify(value, null, 1) ?? 'null'];
+    parts.push(`<details><summary><code>bench/${name}.ts</code></summary>\n\n\`\`\`${lang}\n${text.length > 4000 ? `${text.slice(0, 4000)}\n…` : text}\n\`\`\`\n</details>`);
   }
   return parts.join('\n\n');
 }

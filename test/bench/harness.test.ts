@@ -91,7 +91,7 @@ describe('the rendered results', () => {
       },
       scale: { error: 'boom\nstack' },
     },
-    external: { journal: { figures: 'whatever it printed' } },
+    external: { journal: { figures: 'whatever it printed' }, upload: { output: '┌ rows/s ┐' } },
   };
 
   it('puts goals, tables, failed suites and the reproduce command in the Markdown', () => {
@@ -101,6 +101,7 @@ describe('the rendered results', () => {
     expect(md).toContain('| oncely \\| SQLite | 0 |');
     expect(md).toContain('`scale`: boom');
     expect(md).toContain('bench/journal.ts');
+    expect(md).toContain('```text\n┌ rows/s ┐\n```');
   });
 
   it('draws one bar per figure in a well-formed SVG', () => {
