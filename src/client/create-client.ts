@@ -53,7 +53,7 @@ export interface ResumeOptions {
 export interface Client {
   /** The journal operations are kept in. */
   readonly journal: Journal;
-  /** `prepare('POST', path, options)` then `send()`. */
+  /** `prepare('POST', path, options)` then `send()`, journaled as submitted in one write. */
   post<T = unknown>(path: string, options?: RequestOptions): Promise<OperationResult<T>>;
   /** `prepare('PUT', path, options)` then `send()`. */
   put<T = unknown>(path: string, options?: RequestOptions): Promise<OperationResult<T>>;
@@ -65,14 +65,19 @@ export interface Client {
    * Mints (or derives, or validates) the key and journals the operation, durably, before
    * anything is sent. Preparing a key already in the journal with the same request returns a
    * handle to that operation; with a different request it throws {@link KeyReusedError}.
+   * The operation is only prepared: `resume()` leaves it alone until its `send()` is called.
    */
   prepare(method: string, path: string, options?: RequestOptions): Promise<Operation>;
-  /** Unsettled operations in the journal, oldest first; `expired` ones will not be resent. */
+  /**
+   * Unsettled operations in the journal, oldest first; `expired` ones will not be resent, and
+   * those with `submittedAt: null` were only prepared (`resume()` does not send them).
+   */
   pending(): Promise<PendingOperation[]>;
   /**
-   * Sends every pending operation again with its journaled key and bytes (and this client's
-   * current credentials). Each one is claimed first, so processes sharing a journal never send
-   * the same operation at once; expired ones are reported, not sent.
+   * Sends every submitted pending operation again with its journaled key and bytes (and this
+   * client's current credentials). Each one is claimed first, so processes sharing a journal
+   * never send the same operation at once; expired ones are reported, not sent. Operations that
+   * were only prepared, never sent, are not touched (nor reported).
    */
   resume(options?: ResumeOptions): Promise<ResumeOutcome[]>;
   /** Stops operations in flight (they stay pending) and closes a journal the client created. */
@@ -106,10 +111,10 @@ export function buildClient(options: ClientOptions, defaultJournal: (() => Journ
   };
   resolved.signal?.addEventListener('abort', () => void abortAll(engine, resolved.signal?.reason), { once: true });
 
-  const prepare = async (method: string, path: string, requestOptions: RequestOptions = {}): Promise<Operation> => {
+  const journalOperation = async (method: string, path: string, requestOptions: RequestOptions, submitted: boolean): Promise<Operation> => {
     engine.assertOpen();
     const { operation, credentials } = await prepareRequest(resolved, method, path, requestOptions);
-    const { created, record } = await journal.put(operation);
+    const { created, record } = await journal.put({ ...operation, submitted });
     const ref: OperationRef = { method: record.method, url: record.url, key: record.key };
     // The fingerprint covers method, path and body: any difference is another request.
     if (!created && record.fingerprint !== operation.fingerprint) {
@@ -117,11 +122,13 @@ export function buildClient(options: ClientOptions, defaultJournal: (() => Journ
     }
     return createOperation(engine, ref, { ...clientCredentials(resolved), ...credentials }, requestOptions.signal);
   };
+  const prepare = (method: string, path: string, requestOptions: RequestOptions = {}): Promise<Operation> =>
+    journalOperation(method, path, requestOptions, false);
 
   const call =
     (method: string) =>
     async <T>(path: string, requestOptions: RequestOptions = {}): Promise<OperationResult<T>> =>
-      (await prepare(method, path, requestOptions)).send<T>();
+      (await journalOperation(method, path, requestOptions, true)).send<T>();
 
   const resumeOne = async (key: string, signal: AbortSignal | undefined): Promise<ResumeOutcome> => {
     const record = await journal.get(key);
@@ -139,7 +146,9 @@ export function buildClient(options: ClientOptions, defaultJournal: (() => Journ
       const result = await createOperation(engine, ref, clientCredentials(resolved), signal).send(signal ? { signal } : {});
       return { key, state: 'succeeded', result };
     } catch (error) {
-      const state = isOncelyError(error) ? RESUME_STATE[error.code] : undefined;
+      // A 401 settled nothing: the operation is still resumable with other credentials.
+      const unauthorized = isOncelyError(error, ErrorCode.Http) && error.status === 401;
+      const state = isOncelyError(error) ? (unauthorized ? 'pending' : RESUME_STATE[error.code]) : undefined;
       // Anything else (a broken journal, a closed client) is not about this operation: stop.
       if (state === undefined) throw error;
       return { key, state, error: error as OncelyError };
@@ -163,13 +172,15 @@ export function buildClient(options: ClientOptions, defaultJournal: (() => Journ
         key: record.key,
         state: isExpired(record, resolved.keyTtlMs, now) ? 'expired' : 'pending',
         createdAt: record.createdAt,
+        submittedAt: record.submittedAt,
         attempts: record.attempts,
         lastStatus: record.lastStatus,
       }));
     },
     async resume(resumeOptions = {}) {
       engine.assertOpen();
-      const keys = (await journal.list({ state: OperationState.Pending })).map((record) => record.key);
+      const pendingRecords = await journal.list({ state: OperationState.Pending });
+      const keys = pendingRecords.filter((record) => record.submittedAt !== null).map((record) => record.key);
       const outcomes: ResumeOutcome[] = new Array<ResumeOutcome>(keys.length);
       let next = 0;
       const worker = async (): Promise<void> => {

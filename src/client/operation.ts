@@ -6,10 +6,12 @@
  * send:    join the key's in-flight chain, or start one:
  *            get record ── settled? → stored result / typed error (no request)
  *                       └─ expired? → ExpiredOperationError (no request)
+ *            not submitted yet (prepared only)? → update(submittedAt)   ← durable before the first attempt
  *            loop (p-retry):
  *              claim(key) ── refused → re-read (settled elsewhere?) or wait like a 409
  *              attempt: journaled bytes + key + credentials  → update(attempts, lastStatus)
  *              decide:  settle → update(state, result) → result | HttpError…
+ *                       reject (401) → HttpError, record stays pending
  *                       retry  → wait delayMs (claim kept alive meanwhile)
  *                       fail   → OperationPendingError, record stays pending
  *            release claim
@@ -119,6 +121,9 @@ async function runChain(
   const record = await loadRecord(options, ref);
   if (record.state !== OperationState.Pending) return fromSettled(ref, record);
   if (isExpired(record, options.keyTtlMs)) throw new ExpiredOperationError(ref, record.createdAt, options.keyTtlMs);
+  // From here on the caller has asked for it: a crash before or during the first attempt must
+  // leave it for resume(), which skips operations that were only prepared.
+  if (record.submittedAt === null) await journal.update(ref.key, { submittedAt: Date.now() });
 
   const headers = { ...record.headers, ...credentials, 'idempotency-key': ref.key };
   const started = Date.now();
@@ -129,10 +134,16 @@ async function runChain(
   const keepAlive = setInterval(refresh, Math.max(50, claimTtlMs / 3));
   (keepAlive as { unref?: () => void }).unref?.();
 
+  const toLive = (report: ResponseReport): StoredResult => ({
+    status: report.outcome.status,
+    headers: report.headers,
+    body: report.body,
+    replayed: isReplay(report.headers),
+  });
   const settle = async (report: ResponseReport): Promise<OperationResult> => {
     const { status } = report.outcome;
     // The caller gets the whole response; the journal gets it without secrets and capped.
-    const live: StoredResult = { status, headers: report.headers, body: report.body, replayed: isReplay(report.headers) };
+    const live = toLive(report);
     const succeeded = status >= 200 && status < 300;
     const state = succeeded ? OperationState.Succeeded : OperationState.Failed;
     await journal.update(ref.key, { state, result: toStorable(live, options.maxBodyBytes) });
@@ -172,6 +183,7 @@ async function runChain(
     if (decision.action === 'fail') throw new AbortError(decision.error);
     // decide() settles only on a response, so the report is a ResponseReport here.
     if (decision.action === 'settle') return settle(report as ResponseReport);
+    if (decision.action === 'reject') throw new AbortError(finalError(ref, toLive(report as ResponseReport)));
     const status = outcome.kind === 'response' ? outcome.status : undefined;
     const error = outcome.kind === 'network' ? outcome.error : undefined;
     if (outcome.kind !== 'claimed-elsewhere') hooks.onRetry?.({ ...ref, attempt: sent, delayMs: decision.delayMs, status, error });

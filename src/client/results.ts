@@ -83,23 +83,29 @@ export interface SettledEvent extends OperationRef {
  *
  * @example
  * ```ts
- * for (const op of await client.pending()) console.log(op.key, op.state, op.attempts);
+ * for (const op of await client.pending()) console.log(op.key, op.state, op.submittedAt === null ? 'not paid' : 'paid', op.attempts);
  * ```
  */
 export interface PendingOperation extends OperationRef {
   readonly state: 'pending' | 'expired';
   /** Epoch milliseconds when it was journaled. */
   readonly createdAt: number;
+  /**
+   * Epoch milliseconds when it was first asked to be sent, or `null` when it was only prepared
+   * (a UI can show "prepared, not paid"; `resume()` does not send it).
+   */
+  readonly submittedAt: number | null;
   readonly attempts: number;
   readonly lastStatus: number | null;
 }
 
 /**
- * What `client.resume()` did with one pending operation.
+ * What `client.resume()` did with one submitted pending operation.
  *
  * - `succeeded`: sent (or found settled) with a `2xx`; `result` holds it.
  * - `failed`: a final non-2xx; `error` is the typed error (`HttpError`, `KeyReusedError`…).
- * - `pending`: still unknown (`OperationPendingError`) or aborted; it stays resumable.
+ * - `pending`: still unknown (`OperationPendingError`), aborted, or refused with `401`
+ *   (an `HttpError`: fix the credentials); it stays resumable.
  * - `expired`: older than `keyTtlMs`, not resent (`ExpiredOperationError`).
  * - `skipped`: another process or tab holds its claim, or settled it meanwhile.
  *

@@ -24,8 +24,10 @@ export interface HttpErrorResponse {
 }
 
 /**
- * A final non-2xx answer, such as `402` (declined), `401` or `404`. The operation is settled as
- * `failed` and never retried; a `402` is also what the server replays for this key.
+ * A final non-2xx answer, such as `402` (declined), `401` or `404`. Never retried. The operation
+ * is settled as `failed` (a `402` is also what the server replays for this key) — except on a
+ * `401`, where the server executed nothing: the operation stays pending, and `resume()` with
+ * valid credentials completes it.
  *
  * @example
  * ```ts

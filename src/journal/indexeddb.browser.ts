@@ -89,6 +89,12 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
     request.onsuccess = () => next((request.result as Meta | undefined) ?? { schema: SCHEMA, seq: 0 });
   };
 
+  // Rows written before `submittedAt` existed lack it. That code resent every pending record on
+  // resume(), so they read as submitted when journaled: the same behaviour for the same rows.
+  const withDefaults = (row: Row): Row =>
+    row.record.submittedAt === undefined ? { ...row, record: { ...row.record, submittedAt: row.record.createdAt } } : row;
+  const stored = (value: unknown): Row | undefined => (value === undefined ? undefined : withDefaults(value as Row));
+
   const newRow = (operation: NewOperation, seq: number, now: number): Row => ({
     record: {
       key: operation.key,
@@ -100,6 +106,7 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
       state: OperationState.Pending,
       createdAt: operation.createdAt ?? now,
       updatedAt: now,
+      submittedAt: operation.submitted === true ? now : null,
       attempts: 0,
       lastStatus: null,
       result: null,
@@ -134,7 +141,7 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
           }
           const request = store.get(operation.key);
           request.onsuccess = () => {
-            const existing = request.result as Row | undefined;
+            const existing = stored(request.result);
             if (existing) {
               outcomes.push({ created: false, record: existing.record });
             } else {
@@ -156,7 +163,7 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
     transact<T>('readwrite', (store, finish) => {
       const request = store.get(key);
       request.onsuccess = () => {
-        const outcome = change(request.result as Row | undefined);
+        const outcome = change(stored(request.result));
         if (outcome.row) store.put(outcome.row, key);
         finish(outcome.result);
       };
@@ -165,13 +172,13 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
   const read = (key: string): Promise<OperationRecord | undefined> =>
     transact<OperationRecord | undefined>('readonly', (store, finish) => {
       const request = store.get(key);
-      request.onsuccess = () => finish((request.result as Row | undefined)?.record);
+      request.onsuccess = () => finish(stored(request.result)?.record);
     });
 
   const rows = (): Promise<Row[]> =>
     transact<Row[]>('readonly', (store, finish) => {
       const request = store.getAll(OPERATIONS());
-      request.onsuccess = () => finish(request.result as Row[]);
+      request.onsuccess = () => finish((request.result as Row[]).map(withDefaults));
     });
 
   return {

@@ -50,6 +50,7 @@ export function memoryJournal(): Journal {
       state: OperationState.Pending,
       createdAt: operation.createdAt ?? now,
       updatedAt: now,
+      submittedAt: operation.submitted === true ? now : null,
       attempts: 0,
       lastStatus: null,
       result: null,

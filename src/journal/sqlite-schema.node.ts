@@ -10,6 +10,8 @@
  * | 1       | one row per operation; a single process resumed everything it found             |
  * | 2       | `claim_owner` / `claimed_until` so processes sharing a file resume disjoint ops; |
  * |         | the `(state, created_at)` index becomes a partial index on pending rows only     |
+ * | 3       | `submitted_at`: `resume()` resends only operations someone asked to send; rows   |
+ * |         | written before get `submitted_at = created_at` (see `MIGRATIONS`)                |
  *
  * Settled rows carry no index on purpose: every index is one more page written per commit,
  * and only `prune()` (rare, maintenance) would use it — it scans instead.
@@ -26,7 +28,7 @@ import type Database from 'better-sqlite3';
 export const APPLICATION_ID = 0x6f6e636a;
 
 /** The schema version this code reads and writes. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** Version 1's layout, kept verbatim: the migration test builds its fixture from it. */
 export const SCHEMA_V1 = `
@@ -50,13 +52,25 @@ export const SCHEMA_V1 = `
 /**
  * Steps from version `n` to `n + 1`, indexed by `n`. Each runs inside the same immediate
  * transaction as the `user_version` bump, so a crash mid-migration leaves the old version.
+ * Exported for the fixture scripts that rebuild a journal of an older version.
+ *
+ * 2 → 3 marks every existing row submitted (`submitted_at = created_at`): versions 1 and 2
+ * resent every pending row on `resume()`, so keeping that for the rows they wrote changes
+ * nothing for their users, whereas `null` could strand an operation a caller did ask to send.
+ * Settled rows were necessarily sent. Rows written from version 3 on say for themselves.
+ *
+ * @internal
  */
-const MIGRATIONS: Readonly<Record<number, string>> = {
+export const MIGRATIONS: Readonly<Record<number, string>> = {
   1: `
     ALTER TABLE oncely_operations ADD COLUMN claim_owner TEXT;
     ALTER TABLE oncely_operations ADD COLUMN claimed_until INTEGER;
     DROP INDEX oncely_operations_state;
     CREATE INDEX oncely_operations_pending ON oncely_operations (created_at) WHERE state = 'pending';
+  `,
+  2: `
+    ALTER TABLE oncely_operations ADD COLUMN submitted_at INTEGER;
+    UPDATE oncely_operations SET submitted_at = created_at;
   `,
 };
 

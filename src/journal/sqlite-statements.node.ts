@@ -19,6 +19,7 @@ export interface Row {
   state: OperationState;
   created_at: number;
   updated_at: number;
+  submitted_at: number | null;
   attempts: number;
   last_status: number | null;
   result: string | null;
@@ -35,12 +36,13 @@ export const toRecord = (row: Row): OperationRecord => ({
   state: row.state,
   createdAt: row.created_at,
   updatedAt: row.updated_at,
+  submittedAt: row.submitted_at,
   attempts: row.attempts,
   lastStatus: row.last_status,
   result: row.result === null ? null : (JSON.parse(row.result) as OperationRecord['result']),
 });
 
-const COLUMNS = 'key, method, url, headers, body, fingerprint, state, created_at, updated_at, attempts, last_status, result';
+const COLUMNS = 'key, method, url, headers, body, fingerprint, state, created_at, updated_at, submitted_at, attempts, last_status, result';
 
 type Named<R = unknown> = Database.Statement<[Record<string, unknown>], R>;
 
@@ -62,8 +64,8 @@ export function statements(db: Database.Database): Statements {
     // No RETURNING: the caller already holds every value of a new row, and RETURNING costs
     // as much as a third of the statement.
     insert: db.prepare<[Record<string, unknown>]>(
-      `INSERT INTO oncely_operations (key, method, url, headers, body, fingerprint, state, created_at, updated_at)
-       VALUES (@key, @method, @url, @headers, @body, @fingerprint, 'pending', @createdAt, @now)
+      `INSERT INTO oncely_operations (key, method, url, headers, body, fingerprint, state, created_at, updated_at, submitted_at)
+       VALUES (@key, @method, @url, @headers, @body, @fingerprint, 'pending', @createdAt, @now, @submittedAt)
        ON CONFLICT (key) DO NOTHING`,
     ),
     get: db.prepare<[string], Row>(`SELECT ${COLUMNS} FROM oncely_operations WHERE key = ?`),
@@ -72,6 +74,7 @@ export function statements(db: Database.Database): Statements {
     update: db.prepare<[Record<string, unknown>], Row>(
       `UPDATE oncely_operations SET
          state = CASE WHEN @hasState THEN @state ELSE state END,
+         submitted_at = CASE WHEN @hasSubmittedAt THEN @submittedAt ELSE submitted_at END,
          attempts = CASE WHEN @hasAttempts THEN @attempts ELSE attempts END,
          last_status = CASE WHEN @hasLastStatus THEN @lastStatus ELSE last_status END,
          result = CASE WHEN @hasResult THEN @result ELSE result END,

@@ -185,6 +185,7 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
 
   const insert = (sql: Statements, operation: NewOperation, now: number): PutOutcome => {
     const createdAt = operation.createdAt ?? now;
+    const submittedAt = operation.submitted === true ? now : null;
     const { changes } = sql.insert.run({
       key: operation.key,
       method: operation.method,
@@ -193,6 +194,7 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
       body: operation.body,
       fingerprint: operation.fingerprint,
       createdAt,
+      submittedAt,
       now,
     });
     if (changes === 0) return { created: false, record: toRecord(sql.get.get(operation.key) as Row) };
@@ -206,6 +208,7 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
       state: OperationState.Pending,
       createdAt,
       updatedAt: now,
+      submittedAt,
       attempts: 0,
       lastStatus: null,
       result: null,
@@ -239,6 +242,8 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
           now: Date.now(),
           hasState: patch.state === undefined ? 0 : 1,
           state: patch.state ?? null,
+          hasSubmittedAt: patch.submittedAt === undefined ? 0 : 1,
+          submittedAt: patch.submittedAt ?? null,
           hasAttempts: patch.attempts === undefined ? 0 : 1,
           attempts: patch.attempts ?? null,
           hasLastStatus: patch.lastStatus === undefined ? 0 : 1,

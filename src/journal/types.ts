@@ -13,6 +13,10 @@
  *                └── older than keyTtl ─► "expired": surfaced, never resent blindly
  * ```
  *
+ * A pending record is also either submitted (`submittedAt` set: the caller asked for it to be
+ * sent, so `resume()` may finish it) or only prepared (`submittedAt: null`: a key minted ahead,
+ * e.g. when a checkout page renders; nobody asked to send it, so `resume()` leaves it alone).
+ *
  * @module
  */
 
@@ -60,6 +64,11 @@ export interface OperationRecord {
   readonly createdAt: number;
   /** Epoch milliseconds of the last change. */
   readonly updatedAt: number;
+  /**
+   * Epoch milliseconds when the caller first asked for the operation to be sent, or `null` when
+   * it was only prepared. Only submitted operations are resent by `resume()`.
+   */
+  readonly submittedAt: number | null;
   /** Attempts made so far, across processes. */
   readonly attempts: number;
   /** The last HTTP status seen, or `null` when no response arrived yet. */
@@ -72,11 +81,15 @@ export interface OperationRecord {
 export type NewOperation = Pick<OperationRecord, 'key' | 'method' | 'url' | 'headers' | 'body' | 'fingerprint'> & {
   /** Defaults to `Date.now()`. */
   readonly createdAt?: number;
+  /** `true` stores the record with `submittedAt` = now; otherwise it is only prepared (`null`). */
+  readonly submitted?: boolean;
 };
 
 /** Changes {@link Journal.update} may apply. */
 export interface OperationPatch {
   readonly state?: OperationState;
+  /** Marks a prepared operation as submitted (see {@link OperationRecord.submittedAt}). */
+  readonly submittedAt?: number;
   readonly attempts?: number;
   readonly lastStatus?: number | null;
   readonly result?: StoredResult | null;

@@ -123,11 +123,13 @@ describe('the client against the response matrix', () => {
     expect(error).toMatchObject({ status: 402, replayed: true });
   });
 
-  it('throws HttpError on a 401 (missing or unknown token), never retried', async () => {
+  it('throws HttpError on a 401 (missing or unknown token), never retried, and leaves the operation pending', async () => {
     server.reply(() => problem(401, 'unauthorized', { 'www-authenticate': 'Bearer' }));
-    const error = await rejection(testClient().post('v1/payments', { json: PAYMENT }));
+    const client = testClient();
+    const error = await rejection(client.post('v1/payments', { json: PAYMENT, key: 'order-401' }));
     expect(isOncelyError(error, 'HTTP_ERROR') && error.status).toBe(401);
     expect(server.seen).toHaveLength(1);
+    expect(await client.journal.get('order-401')).toMatchObject({ state: 'pending', result: null, attempts: 1, lastStatus: 401 });
   });
 
   it.each([404, 403, 405, 501])('treats a %i as final: exactly one request', async (status) => {

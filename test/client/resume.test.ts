@@ -16,6 +16,8 @@ const LEFT_BEHIND: NewOperation = {
   headers: { 'content-type': 'application/json', 'x-tenant': 'acme' },
   body: '{ "reference": "inv-7",  "currency": "EUR", "amount": 1250 }',
   fingerprint: 'not-checked-on-resume',
+  // Its send() had been called: only submitted operations are resumed.
+  submitted: true,
 };
 
 describe('resume()', () => {

@@ -54,8 +54,13 @@ describe('decide', () => {
     expect(decide(response(status), 1, base)).toEqual({ action: 'settle' });
   });
 
-  it.each([400, 401, 402, 403, 404, 413, 422, 501])('settles a final %i without retrying, even on the first attempt', (status) => {
+  it.each([400, 402, 403, 404, 413, 422, 501])('settles a final %i without retrying, even on the first attempt', (status) => {
     expect(decide(response(status, '1'), 1, base)).toEqual({ action: 'settle' });
+  });
+
+  it('rejects a 401 without settling or retrying: the server executed nothing, other credentials may succeed', () => {
+    expect(decide(response(401, '1'), 1, base)).toEqual({ action: 'reject' });
+    expect(decide(response(401), base.retry.limit + 1, base)).toEqual({ action: 'reject' });
   });
 
   it('retries a network error after the computed backoff', () => {
