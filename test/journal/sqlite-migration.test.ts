@@ -8,6 +8,8 @@ import { SCHEMA_VERSION } from '../../src/journal/sqlite-schema.node.js';
 import { sqliteJournal } from '../../src/journal/sqlite.node.js';
 import { OperationState } from '../../src/journal/types.js';
 import { V1_PATH, V1_ROWS } from '../fixtures/journal/make-v1.js';
+import { V2_PATH, V2_ROWS } from '../fixtures/journal/make-v2.js';
+import { createClient } from '../../src/client/create-client.js';
 
 let dir: string;
 let path: string;
@@ -32,10 +34,10 @@ const inspect = (file: string) => {
 describe('SQLite journal schema migration', () => {
   it('starts from a fixture written by schema version 1, which has no claim columns', () => {
     expect(inspect(V1_PATH)).toEqual({ version: 1, columns: expect.not.arrayContaining(['claim_owner']) as unknown });
-    expect(SCHEMA_VERSION).toBe(2);
+    expect(SCHEMA_VERSION).toBe(3);
   });
 
-  it('migrates a version 1 journal to version 2 and reads every operation back unchanged', async () => {
+  it('migrates a version 1 journal to the current version and reads every operation back unchanged, as submitted', async () => {
     copyFileSync(V1_PATH, path);
     const journal = sqliteJournal({ path });
     const records = await journal.list();
@@ -51,13 +53,14 @@ describe('SQLite journal schema migration', () => {
         state: row.state,
         createdAt: row.created_at,
         updatedAt: row.updated_at,
+        submittedAt: row.created_at,
         attempts: row.attempts,
         lastStatus: row.last_status,
         result: row.result,
       });
     });
     await journal.close();
-    expect(inspect(path)).toEqual({ version: 2, columns: expect.arrayContaining(['claim_owner', 'claimed_until']) as unknown });
+    expect(inspect(path)).toEqual({ version: 3, columns: expect.arrayContaining(['claim_owner', 'claimed_until', 'submitted_at']) as unknown });
   });
 
   it('lets two owners contend for a migrated pending operation: one claim wins', async () => {
@@ -82,7 +85,7 @@ describe('SQLite journal schema migration', () => {
     const second = sqliteJournal({ path });
     expect(await second.list()).toEqual(before);
     await second.close();
-    expect(inspect(path).version).toBe(2);
+    expect(inspect(path).version).toBe(3);
   });
 
   it('refuses a journal from a newer schema version with a JournalError and leaves the file as it was', async () => {
@@ -103,5 +106,73 @@ describe('SQLite journal schema migration', () => {
     expect((error as JournalError).hint).toMatch(/upgrade oncely/);
     expect(readFileSync(path).equals(bytes)).toBe(true);
     expect(inspect(path).version).toBe(SCHEMA_VERSION + 1);
+  });
+});
+
+describe('SQLite journal schema migration from version 2 (submitted_at)', () => {
+  it('starts from a fixture written by schema version 2, which has claim columns but no submitted_at', () => {
+    expect(inspect(V2_PATH)).toEqual({
+      version: 2,
+      columns: expect.arrayContaining(['claim_owner', 'claimed_until']) as unknown,
+    });
+    expect(inspect(V2_PATH).columns).not.toContain('submitted_at');
+  });
+
+  it('migrates a version 2 journal to version 3: every row unchanged and submitted when it was journaled', async () => {
+    copyFileSync(V2_PATH, path);
+    const journal = sqliteJournal({ path });
+    const records = await journal.list();
+    expect(records).toEqual(
+      V2_ROWS.map((row) => ({
+        key: row.key,
+        method: row.method,
+        url: row.url,
+        headers: row.headers,
+        body: row.body,
+        fingerprint: row.fingerprint,
+        state: row.state,
+        createdAt: row.created_at,
+        updatedAt: row.updated_at,
+        submittedAt: row.created_at,
+        attempts: row.attempts,
+        lastStatus: row.last_status,
+        result: row.result,
+      })),
+    );
+    await journal.close();
+    expect(inspect(path)).toEqual({ version: 3, columns: expect.arrayContaining(['submitted_at']) as unknown });
+  });
+
+  it('keeps what a version 2 resume() did: a client resumes both pending operations of the migrated journal', async () => {
+    copyFileSync(V2_PATH, path);
+    const journal = sqliteJournal({ path });
+    const sent: string[] = [];
+    const client = createClient({
+      baseUrl: 'http://127.0.0.1:8787',
+      journal,
+      // The fixture is months old: a retention of years keeps its pending rows unexpired.
+      keyTtlMs: 10 * 365 * 24 * 3_600_000,
+      fetch: async (request) => {
+        sent.push(`${request.method} ${request.headers.get('idempotency-key')}`);
+        return new Response('{}', { status: 201, headers: { 'content-type': 'application/json' } });
+      },
+    });
+    const outcomes = await client.resume();
+    expect(outcomes.map((o) => [o.key, o.state])).toEqual([
+      [V2_ROWS[0].key, 'succeeded'],
+      [V2_ROWS[1].key, 'succeeded'],
+    ]);
+    expect(sent.sort()).toEqual([`POST ${V2_ROWS[0].key}`, `DELETE ${V2_ROWS[1].key}`].sort());
+    await client.close();
+    await journal.close();
+  });
+
+  it('stores operations prepared after the migration as not submitted', async () => {
+    copyFileSync(V2_PATH, path);
+    const journal = sqliteJournal({ path });
+    const { record } = await journal.put({ ...V2_ROWS[0], key: '0193b8a0-2222-7000-8000-000000000009', headers: {}, fingerprint: 'sha256:new' });
+    expect(record.submittedAt).toBeNull();
+    expect((await journal.get(record.key))?.submittedAt).toBeNull();
+    await journal.close();
   });
 });
