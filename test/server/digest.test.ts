@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { fingerprint, fingerprintInput, type FingerprintBody, type FingerprintOptions } from '../../src/fingerprint.js';
+import { createReferenceApp } from '../../src/reference/app.js';
 import { nodeDigest, sqliteKeyStore, webCryptoDigest } from '../../src/server/index.js';
 import { createTestApp } from './fixtures.js';
 
@@ -84,6 +85,35 @@ describe('createIdempotencyHandler with the Node digest', () => {
       expect(inputs).toEqual(['POST\n/v1/payments\n{"amount":5}', 'POST\n/v1/payments\n{"amount":5}', 'POST\n/v1/payments\n{"amount":6}']);
     } finally {
       await app.store.close();
+    }
+  });
+});
+
+describe('createReferenceApp: the digest option', () => {
+  it('hands the digest to its handler, so `oncely serve` fingerprints replays with node:crypto', async () => {
+    let calls = 0;
+    const app = createReferenceApp({
+      store: sqliteKeyStore({ path: ':memory:' }),
+      digest: (input) => {
+        calls += 1;
+        return nodeDigest(input);
+      },
+    });
+    try {
+      const send = () =>
+        app.fetch(
+          new Request('http://oncely.test/v1/payments', {
+            method: 'POST',
+            headers: { authorization: 'Bearer test_acme', 'idempotency-key': 'k-app', 'content-type': 'application/json' },
+            body: JSON.stringify({ amount: 1250, currency: 'EUR', reference: 'inv-digest' }),
+          }),
+        );
+      expect((await send()).status).toBe(201);
+      const replay = await send();
+      expect(replay.headers.get('idempotency-replay')).toBe('true');
+      expect(calls).toBe(2);
+    } finally {
+      await app.close(0);
     }
   });
 });
