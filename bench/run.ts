@@ -78,7 +78,7 @@ const EXTERNAL = ['journal', 'upload', 'postgres'];
  * on a shared 2-core machine (run `npx tsx bench/upload.ts` for its full figures).
  */
 const EXTERNAL_ARGS: Readonly<Record<string, { readonly full: readonly string[]; readonly quick: readonly string[] }>> = {
-  upload: { full: ['--rows', '10000', '--dry-rows', '200000'], quick: ['--rows', '2000', '--dry-rows', '50000'] },
+  upload: { full: ['--rows', '5000', '--dry-rows', '200000'], quick: ['--rows', '2000', '--dry-rows', '50000'] },
 };
 /** No other benchmark may hold the run longer than this. */
 const EXTERNAL_TIMEOUT_MS = values.quick ? 180_000 : 300_000;
