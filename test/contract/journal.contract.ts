@@ -121,6 +121,35 @@ export function runJournalContract(name: string, makeFixture: () => JournalFixtu
       expect(await journal.putMany([])).toEqual([]);
     });
 
+    it('stores an operation as prepared (submittedAt null), or as submitted at the time of the put', async () => {
+      clock.start();
+      const journal = open();
+      const prepared = operation();
+      const submitted = operation({ submitted: true, createdAt: 1_700_000_000_000 });
+      expect((await journal.put(prepared)).record.submittedAt).toBeNull();
+      expect((await journal.put(submitted)).record.submittedAt).toBe(Date.now());
+      expect((await journal.get(prepared.key))?.submittedAt).toBeNull();
+      expect((await journal.get(submitted.key))?.submittedAt).toBe(Date.now());
+      const many = await journal.putMany([operation({ submitted: true }), operation({ submitted: false }), operation()]);
+      expect(many.map((o) => o.record.submittedAt)).toEqual([Date.now(), null, null]);
+      expect((await journal.list()).map((r) => r.submittedAt)).toEqual([Date.now(), null, Date.now(), null, null]);
+    });
+
+    it('marks a prepared operation submitted by update alone: putting it again, even as submitted, changes nothing', async () => {
+      clock.start();
+      const journal = open();
+      const op = operation();
+      await journal.put(op);
+      const again = await journal.put({ ...op, submitted: true });
+      expect(again).toMatchObject({ created: false, record: { submittedAt: null } });
+      clock.advance(1_000);
+      const marked = await journal.update(op.key, { submittedAt: Date.now() });
+      expect(marked).toMatchObject({ state: OperationState.Pending, submittedAt: Date.now(), attempts: 0, body: op.body });
+      const later = await journal.update(op.key, { attempts: 1, lastStatus: 503 });
+      expect(later?.submittedAt).toBe(Date.now());
+      expect(await journal.get(op.key)).toEqual(later);
+    });
+
     it('returns undefined for an unknown key, from get and from update', async () => {
       const journal = open();
       expect(await journal.get('0193b8a0-0000-7000-8000-ffffffffffff')).toBeUndefined();
@@ -222,7 +251,7 @@ export function runJournalContract(name: string, makeFixture: () => JournalFixtu
     if (options.persistent) {
       it('keeps every record, byte for byte, across close and reopen', async () => {
         const first = open();
-        const ops = [operation(), operation({ body: null, method: 'DELETE' }), operation()];
+        const ops = [operation({ submitted: true }), operation({ body: null, method: 'DELETE' }), operation({ submitted: true })];
         await first.putMany(ops);
         await first.update(ops[2]!.key, { state: OperationState.Succeeded, attempts: 1, lastStatus: 201, result });
         const before = await first.list();
@@ -230,6 +259,7 @@ export function runJournalContract(name: string, makeFixture: () => JournalFixtu
         const second = open();
         expect(await second.list()).toEqual(before);
         expect((await second.get(ops[0]!.key))?.body).toBe(ops[0]!.body);
+        expect((await second.list()).map((r) => r.submittedAt === null)).toEqual([false, true, false]);
       });
 
       it('shares one store between two handles: a put by one is seen by the other and never overwritten', async () => {
