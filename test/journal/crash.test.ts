@@ -58,12 +58,26 @@ async function resumeAndVerify(key: string): Promise<void> {
 }
 
 describe('SQLite journal: a client killed with SIGKILL resumes in a fresh process', () => {
-  it('sends an operation journaled just before the kill, once, with its journaled key and bytes', async () => {
-    const child = start(['prepare-wait', server.url, 'v1/pay'], 'victim');
-    const { key } = await child.next((e) => e.event === 'journaled', 'the operation to be journaled', 30_000);
+  it('sends an operation whose post() was killed just before its first attempt, once, with its journaled key and bytes', async () => {
+    const child = start(['post-wait', server.url, 'v1/pay'], 'victim');
+    const { key } = await child.next((e) => e.event === 'attempt', 'the first attempt to start', 30_000);
     await kill(child);
     expect(server.attempts).toHaveLength(0);
     await resumeAndVerify(String(key));
+  }, 90_000);
+
+  it('never sends an operation that was only prepared when the process was killed', async () => {
+    const child = start(['prepare-wait', server.url, 'v1/pay'], 'victim');
+    const { key } = await child.next((e) => e.event === 'journaled', 'the operation to be journaled', 30_000);
+    await kill(child);
+    const resumer = start(['resume', server.url], 'resumer');
+    const done = await resumer.next((e) => e.event === 'resumed', 'resume to finish', 40_000);
+    expect(await resumer.exited).toBe(0);
+    expect(done).toMatchObject({ sent: [], pending: 0, prepared: 1 });
+    expect(server.attempts).toHaveLength(0);
+    const journal = sqliteJournal({ path: journalPath });
+    expect(await journal.get(String(key))).toMatchObject({ state: 'pending', submittedAt: null, attempts: 0 });
+    await journal.close();
   }, 90_000);
 
   it('never executes twice when killed after the request reached the server and before the response', async () => {

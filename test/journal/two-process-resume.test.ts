@@ -37,7 +37,7 @@ const start = (args: string[], name: string, extra: Record<string, string> = {})
 
 describe('SQLite journal shared by two resuming processes', () => {
   it(`sends each of ${OPERATIONS} pending operations from exactly one process, once`, async () => {
-    const preparer = start(['prepare-many', server.url, 'v1/pay', String(OPERATIONS)], 'preparer');
+    const preparer = start(['submit-many', server.url, 'v1/pay', String(OPERATIONS)], 'preparer');
     const { keys } = await preparer.next((e) => e.event === 'journaled-many', 'the operations to be journaled', 40_000);
     expect(await preparer.exited).toBe(0);
     expect(server.attempts).toHaveLength(0);
