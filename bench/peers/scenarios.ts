@@ -7,9 +7,9 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { bundled } from '../lib/bundle.js';
 import { sleep, startServer, type ServerProcess } from '../lib/proc.js';
 import type { PeerName } from './serve.js';
@@ -48,6 +48,19 @@ export function freshState(pgUrl?: string): PeerState {
     namespace: `bench-${suffix}`,
     pgSchema: `bench_${suffix}`,
   };
+}
+
+/**
+ * Deletes a state's temporary files (a PostgreSQL schema is the caller's to drop).
+ *
+ * @example
+ * ```ts
+ * await server.stop();
+ * discard(server.state);
+ * ```
+ */
+export function discard(state: PeerState): void {
+  rmSync(dirname(state.appDb), { recursive: true, force: true });
 }
 
 /**
@@ -145,6 +158,7 @@ export async function concurrentDuplicates(peer: PeerName, count = 100, workMs =
     return { executions: (await executions(server.url)).executions, statuses: countStatuses(statuses.map((s) => s.status)) };
   } finally {
     await server.stop();
+    discard(server.state);
   }
 }
 
@@ -172,6 +186,7 @@ export async function keyReuse(peer: PeerName): Promise<KeyReuseResult> {
     return { firstStatus: first.status, status: second.status, executions: (await executions(server.url)).executions };
   } finally {
     await server.stop();
+    discard(server.state);
   }
 }
 
@@ -240,5 +255,6 @@ export async function crashMidHandler(peer: PeerName, options: { leaseMs: number
     };
   } finally {
     await second.stop();
+    discard(second.state);
   }
 }

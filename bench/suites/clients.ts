@@ -14,7 +14,7 @@
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { appendFileSync, existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -124,6 +124,7 @@ async function run(strategy: Strategy, kills: number, seed: number): Promise<Run
   } finally {
     await proxy.close();
     await server.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 

@@ -10,7 +10,7 @@
 import { CONNECTIONS, LOAD_SECONDS, ROUNDS, emit, figure, type Figure } from '../lib/figures.js';
 import { runLoad, type LoadResult } from '../lib/load.js';
 import { alternate } from '../lib/stats.js';
-import { pay, payBody, startPeer } from '../peers/scenarios.js';
+import { discard, pay, payBody, startPeer } from '../peers/scenarios.js';
 import { PEER_LABELS as PEERS } from '../peers/labels.js';
 
 // Throughput: every peer up at once, idle while the others are measured.
@@ -34,6 +34,7 @@ for (const { name, server } of servers) {
 }
 const loads = await alternate(ROUNDS, measurements);
 await Promise.all(servers.map(({ server }) => server.stop()));
+for (const { server } of servers) discard(server.state);
 
 const figures: Figure[] = [];
 const throughputRows: Array<Array<string | number | boolean | null>> = [];

@@ -15,7 +15,7 @@ import { CONNECTIONS, LOAD_SECONDS, ROUNDS, emit, figure, type Figure, type Resu
 import { runLoad, type LoadResult, type LoadSpec } from '../lib/load.js';
 import type { ServerProcess } from '../lib/proc.js';
 import { alternate, ratios } from '../lib/stats.js';
-import { executions, freshState, pay, payBody, startPeer } from '../peers/scenarios.js';
+import { discard, executions, freshState, pay, payBody, startPeer } from '../peers/scenarios.js';
 import type { PeerName } from '../peers/serve.js';
 
 const PG_URL = process.env['ONCELY_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -57,6 +57,7 @@ const start = async (name: string, peer: PeerName, pgBacked: boolean): Promise<S
   const state = freshState(pgBacked ? PG_URL : undefined);
   const server = await startPeer(peer, { leaseMs: LEASE_MS, holdMs: LEASE_MS, state });
   targets.push({ name, server });
+  cleanups.push(async () => discard(state));
   if (pgBacked) cleanups.push(() => dropSchema(state.pgSchema));
   return server;
 };
