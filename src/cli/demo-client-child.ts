@@ -50,6 +50,9 @@ async function runChild(argv: readonly string[]): Promise<number> {
       const op = await client.prepare('POST', 'v1/payments', {
         json: { amount: plan.amount, currency: 'EUR', reference: plan.reference },
       });
+      // The whole plan is ordered now: marked submitted, so the resuming process also pays the
+      // ones this process is killed before sending (resume() skips operations only prepared).
+      await journal.update(op.key, { submittedAt: Date.now() });
       say(`key ${plan.index} ${op.key}`);
       ops.push({ plan, op });
     }

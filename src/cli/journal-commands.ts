@@ -2,9 +2,9 @@
  * `oncely pending` and `oncely resume`: look into a journal and finish what a crashed process
  * left behind.
  *
- * `pending` only reads the journal (no network, no credentials). `resume` sends every pending
- * operation again with its journaled key and bytes, with the token given now: credentials are
- * never journaled.
+ * `pending` only reads the journal (no network, no credentials). `resume` sends every submitted
+ * pending operation again (not those only prepared, never sent) with its journaled key and
+ * bytes, with the token given now: credentials are never journaled.
  *
  * @module
  */
@@ -28,7 +28,7 @@ const pendingSpec = {
 const resumeSpec = {
   name: 'resume',
   description:
-    'Send every pending operation of a journal again, with its journaled key and body, until it settles. ' +
+    'Send every pending operation of a journal that was submitted (not those only prepared) again, with its journaled key and body, until it settles. ' +
     'Operations older than the key retention are reported, never resent.',
   options: {
     journal: journalOption,
@@ -143,9 +143,10 @@ export async function pending(argv: readonly string[]): Promise<number> {
 }
 
 /**
- * `oncely resume [--journal PATH] [--token TOKEN] [--json]`: sends every pending operation
- * again. Exit code 0 when every one of them settled (succeeded or failed), 1 when some are
- * still pending, expired or held by another process.
+ * `oncely resume [--journal PATH] [--token TOKEN] [--json]`: sends every submitted pending
+ * operation again. Exit code 0 when every one of them settled (succeeded or failed), 1 when some
+ * are still pending (a `401` included: rerun with a valid token), expired or held by another
+ * process.
  *
  * @example
  * ```ts
@@ -158,7 +159,8 @@ export async function resume(argv: readonly string[]): Promise<number> {
   const ttl = readTtl(parsed.values['key-ttl']);
   if (!ttl.ok) return reportParseFailure(usageError(resumeSpec, ttl.problem));
   const token = parsed.values.token ?? process.env['ONCELY_TOKEN'];
-  // Without credentials every resend would be refused (401), and a refusal is final: never try.
+  // Without credentials every resend would only be refused (401). A 401 leaves the operation
+  // pending, so trying costs nothing lasting, but it is a request per operation for nothing.
   if (token === undefined || token === '') return reportParseFailure(usageError(resumeSpec, '--token (or $ONCELY_TOKEN) is required'));
   const path = defaultJournalPath({ path: parsed.values.journal });
   if (!existsSync(path)) {

@@ -229,6 +229,8 @@ async function send(settings: UploadSettings, tally: Tally, progress: Progress, 
         headers: { 'content-type': 'application/json' },
         body: row.body,
         fingerprint: rowFingerprint(path, row.body),
+        // Every row is to be sent: journaled as submitted, so `oncely resume` may finish it too.
+        submitted: true,
       }));
       // Durable before any row of the batch is sent: a crash from here on loses nothing.
       const outcomes = await journal.putMany(operations);

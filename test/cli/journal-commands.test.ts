@@ -20,13 +20,14 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-/** Journals `count` payments the way a process that crashed before sending them would leave them. */
+/** Journals `count` payments the way a process killed after send() and before its first attempt leaves them. */
 async function journalWithoutSending(path: string, count: number): Promise<string[]> {
   const journal = sqliteJournal({ path });
   const client = createClient({ baseUrl: server.url, journal });
   const keys: string[] = [];
   for (let i = 0; i < count; i += 1) {
     const op = await client.prepare('POST', 'v1/payments', { json: { amount: 100 + i, currency: 'EUR', reference: `crashed-${i}` } });
+    await journal.update(op.key, { submittedAt: Date.now() });
     keys.push(op.key);
   }
   await client.close();
