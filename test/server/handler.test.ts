@@ -147,6 +147,14 @@ describe('createIdempotencyHandler: the response matrix', () => {
     );
     expect(chunked?.status).toBe(413);
     expect((await chunked?.json()).type).toBe('https://oncely.dev/problems/too-large');
+    const understated = await app.handler.handle(
+      new Request('http://oncely.test/v1/payments', {
+        method: 'POST',
+        headers: { authorization: 'Bearer test_acme', 'idempotency-key': 'k-lying-length', 'content-length': '10' },
+        body: big,
+      }),
+    );
+    expect(understated?.status).toBe(413);
     expect(await keyRows()).toBe(0);
   });
 
