@@ -49,6 +49,9 @@ for (const { name, label } of PEERS) {
     row.push(Math.round(rps.median), p99.median);
     if (bad > 0) console.error(`peers: ${name} ${mode}: ${bad} non-2xx or errors`);
   }
+  // A fast replay is only worth something if it is the stored answer: show what replays got.
+  const replayStatuses = new Set((loads[`${name}.replay`] ?? []).flatMap((r) => Object.keys(r.statuses)));
+  row.push([...replayStatuses].sort().join(', '));
   throughputRows.push(row);
 }
 
@@ -59,7 +62,7 @@ emit({
     {
       id: 'peers.throughput',
       title: `Server peers: req/s and p99 (autocannon, ${CONNECTIONS} connections, ${LOAD_SECONDS} s × ${ROUNDS} alternated rounds, median)`,
-      columns: ['layer', 'first execution req/s', 'p99 ms', 'replay req/s', 'p99 ms'],
+      columns: ['layer', 'first execution req/s', 'p99 ms', 'replay req/s', 'p99 ms', 'replays answered'],
       rows: throughputRows,
     },
   ],
