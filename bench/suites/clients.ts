@@ -23,7 +23,7 @@ import { QUICK, emit, figure, type Figure, type ResultTable } from '../lib/figur
 import { bundled } from '../lib/bundle.js';
 import { startFaultProxy } from '../lib/fault-proxy.js';
 import { ROOT, TSX, startServer, type ServerProcess } from '../lib/proc.js';
-import { executions, startPeer } from '../peers/scenarios.js';
+import { discard, executions, startPeer } from '../peers/scenarios.js';
 
 const OPS = Number(process.env['BENCH_CLIENT_OPS'] ?? (QUICK ? 200 : 1000));
 const DROP_RATE = 0.1;
@@ -94,7 +94,8 @@ async function drive(spec: WorkerSpec, kills: number): Promise<number> {
 
 async function run(strategy: Strategy, kills: number, seed: number): Promise<RunResult> {
   const dir = mkdtempSync(join(tmpdir(), `oncely-bench-${strategy}-`));
-  const server = strategy === 'naive' ? await startPeer('unguarded') : await referenceServer(dir);
+  const peer = strategy === 'naive' ? await startPeer('unguarded') : undefined;
+  const server = peer ?? (await referenceServer(dir));
   const proxy = await startFaultProxy({ upstream: server.url, dropRate: DROP_RATE, seed });
   const started = Date.now();
   try {
@@ -125,6 +126,7 @@ async function run(strategy: Strategy, kills: number, seed: number): Promise<Run
     await proxy.close();
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
+    if (peer) discard(peer.state);
   }
 }
 
