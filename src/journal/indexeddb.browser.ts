@@ -15,7 +15,7 @@
  * @module
  */
 import { META_KEY, OPERATIONS, SCHEMA, journalStore, type Meta, type Row } from './indexeddb-store.browser.js';
-import { OperationState, type Journal, type NewOperation, type OperationRecord, type PutOutcome } from './types.js';
+import { OperationState, newRecord, type Journal, type NewOperation, type OperationRecord, type PutOutcome } from './types.js';
 import { webLockClaims, type LockRequester } from './web-locks.js';
 
 /**
@@ -96,21 +96,7 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
   const stored = (value: unknown): Row | undefined => (value === undefined ? undefined : withDefaults(value as Row));
 
   const newRow = (operation: NewOperation, seq: number, now: number): Row => ({
-    record: {
-      key: operation.key,
-      method: operation.method,
-      url: operation.url,
-      headers: { ...operation.headers },
-      body: operation.body,
-      fingerprint: operation.fingerprint,
-      state: OperationState.Pending,
-      createdAt: operation.createdAt ?? now,
-      updatedAt: now,
-      submittedAt: operation.submitted === true ? now : null,
-      attempts: 0,
-      lastStatus: null,
-      result: null,
-    },
+    record: newRecord(operation, now),
     seq,
     claimOwner: null,
     claimedUntil: null,

@@ -12,6 +12,7 @@ import {
   type OperationPatch,
   type OperationRecord,
   type PutOutcome,
+  newRecord,
 } from './types.js';
 
 interface Claim {
@@ -39,22 +40,7 @@ export function memoryJournal(): Journal {
   const insert = (operation: NewOperation): PutOutcome => {
     const existing = records.get(operation.key);
     if (existing) return { created: false, record: existing };
-    const now = Date.now();
-    const record: OperationRecord = {
-      key: operation.key,
-      method: operation.method,
-      url: operation.url,
-      headers: { ...operation.headers },
-      body: operation.body,
-      fingerprint: operation.fingerprint,
-      state: OperationState.Pending,
-      createdAt: operation.createdAt ?? now,
-      updatedAt: now,
-      submittedAt: operation.submitted === true ? now : null,
-      attempts: 0,
-      lastStatus: null,
-      result: null,
-    };
+    const record = newRecord(operation, Date.now());
     records.set(record.key, record);
     return { created: true, record };
   };

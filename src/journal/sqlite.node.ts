@@ -10,12 +10,11 @@
  */
 import Database from 'better-sqlite3';
 import {
-  OperationState,
   type Journal,
   type NewOperation,
   type OperationPatch,
-  type OperationRecord,
   type PutOutcome,
+  newRecord,
 } from './types.js';
 import { defaultJournalPath, ensureJournalFile } from './default.node.js';
 import { prepareSchema } from './sqlite-schema.node.js';
@@ -184,35 +183,19 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
   };
 
   const insert = (sql: Statements, operation: NewOperation, now: number): PutOutcome => {
-    const createdAt = operation.createdAt ?? now;
-    const submittedAt = operation.submitted === true ? now : null;
+    const record = newRecord(operation, now);
     const { changes } = sql.insert.run({
-      key: operation.key,
-      method: operation.method,
-      url: operation.url,
-      headers: JSON.stringify(operation.headers),
-      body: operation.body,
-      fingerprint: operation.fingerprint,
-      createdAt,
-      submittedAt,
+      key: record.key,
+      method: record.method,
+      url: record.url,
+      headers: JSON.stringify(record.headers),
+      body: record.body,
+      fingerprint: record.fingerprint,
+      createdAt: record.createdAt,
+      submittedAt: record.submittedAt,
       now,
     });
     if (changes === 0) return { created: false, record: toRecord(sql.get.get(operation.key) as Row) };
-    const record: OperationRecord = {
-      key: operation.key,
-      method: operation.method,
-      url: operation.url,
-      headers: { ...operation.headers },
-      body: operation.body,
-      fingerprint: operation.fingerprint,
-      state: OperationState.Pending,
-      createdAt,
-      updatedAt: now,
-      submittedAt,
-      attempts: 0,
-      lastStatus: null,
-      result: null,
-    };
     return { created: true, record };
   };
 

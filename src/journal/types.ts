@@ -141,6 +141,34 @@ export interface Journal {
   close(): Promise<void>;
 }
 
+/**
+ * The record a journal stores for a new operation: pending, no attempts yet, `submittedAt` set
+ * when the caller asked for it to be sent. One definition, so every backend starts a record alike.
+ *
+ * @example
+ * ```ts
+ * const record = newRecord({ key, method: 'POST', url, headers: {}, body: '{}', fingerprint, submitted: true }, Date.now());
+ * record.state; // 'pending'
+ * ```
+ */
+export function newRecord(operation: NewOperation, now: number): OperationRecord {
+  return {
+    key: operation.key,
+    method: operation.method,
+    url: operation.url,
+    headers: { ...operation.headers },
+    body: operation.body,
+    fingerprint: operation.fingerprint,
+    state: OperationState.Pending,
+    createdAt: operation.createdAt ?? now,
+    updatedAt: now,
+    submittedAt: operation.submitted === true ? now : null,
+    attempts: 0,
+    lastStatus: null,
+    result: null,
+  };
+}
+
 /** Header names that are never written to a journal. */
 export const CREDENTIAL_HEADERS: ReadonlySet<string> = new Set(['authorization', 'cookie', 'proxy-authorization']);
 
