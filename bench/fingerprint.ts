@@ -26,7 +26,7 @@ import { join } from 'node:path';
 import { type ServerType, serve } from '@hono/node-server';
 import { fingerprintInput, webCryptoDigest } from '../src/fingerprint.js';
 import { createReferenceApp, type ReferenceApp } from '../src/reference/app.js';
-import { nodeDigest } from '../src/server/digest.node.js';
+import { nodeDigest } from '../src/digest.node.js';
 import { sqliteKeyStore } from '../src/server/store/sqlite.node.js';
 import { CONNECTIONS, LOAD_SECONDS, QUICK, emit, figure, type Figure } from './lib/figures.js';
 import { runLoad } from './lib/load.js';

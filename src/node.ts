@@ -6,6 +6,7 @@
 import { buildClient, type Client } from './client/create-client.js';
 import type { ClientOptions } from './client/options.js';
 import { sqliteJournal } from './journal/sqlite.node.js';
+import { nodeDigest } from './digest.node.js';
 
 export * from './index.js';
 export { Durability, sqliteJournal, type SqliteJournal, type SqliteJournalOptions } from './journal/sqlite.node.js';
@@ -26,5 +27,5 @@ export { JOURNAL_ENV, defaultJournalPath, type JournalPathOptions } from './jour
  * ```
  */
 export function createClient(options: ClientOptions): Client {
-  return buildClient(options, () => sqliteJournal());
+  return buildClient(options, () => sqliteJournal(), nodeDigest);
 }

@@ -17,7 +17,7 @@ import { createReferenceApp, type ReferenceApp } from '../reference/app.js';
 import { createClients, parseClients } from '../reference/clients.js';
 import { createFaults } from '../reference/faults.js';
 import { createStaticFiles } from '../reference/static-files.node.js';
-import { nodeDigest } from '../server/digest.node.js';
+import { nodeDigest } from '../digest.node.js';
 import type { KeyStore } from '../server/store/types.js';
 import { sqliteKeyStore } from '../server/store/sqlite.node.js';
 import { type CommandSpec, parseCommandArgs, readInteger, reportParseFailure, usageError } from './args.js';

@@ -7,6 +7,7 @@
 import { OncelyError, ErrorCode } from '../errors.js';
 import type { Journal } from '../journal/types.js';
 import { DEFAULT_NAMESPACE } from '../keys.js';
+import { webCryptoDigest, type FingerprintDigest } from '../fingerprint.js';
 import type { AttemptEvent, RetryEvent, SettledEvent } from './results.js';
 
 /**
@@ -179,6 +180,8 @@ export interface ResolvedOptions {
   readonly ownerId: string;
   readonly fetch: ((request: Request) => Promise<Response>) | undefined;
   readonly hooks: ClientHooks;
+  /** SHA-256 for fingerprints: WebCrypto by default, `node:crypto` from the Node entry. */
+  readonly digest: FingerprintDigest;
 }
 
 /**
@@ -235,6 +238,7 @@ export function normalizeOptions(
   options: ClientOptions,
   defaultJournal: (() => Journal) | undefined,
   mintOwnerId: () => string,
+  digest: FingerprintDigest = webCryptoDigest,
 ): ResolvedOptions {
   let baseUrl: string;
   try {
@@ -270,5 +274,6 @@ export function normalizeOptions(
     ownerId: options.ownerId ?? mintOwnerId(),
     fetch: options.fetch,
     hooks,
+    digest,
   };
 }

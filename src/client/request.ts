@@ -5,7 +5,7 @@
  * @module
  */
 import { ErrorCode, InvalidKeyError, OncelyError } from '../errors.js';
-import { fingerprint } from '../fingerprint.js';
+import { fingerprintInput } from '../fingerprint.js';
 import { CREDENTIAL_HEADERS, type NewOperation } from '../journal/types.js';
 import { deriveKey, isValidKey, newKey } from '../keys.js';
 import type { ResolvedOptions } from './options.js';
@@ -113,7 +113,7 @@ export async function prepareRequest(
   }
   // Without a content-type, fetch sends a string body as text/plain: fingerprint it as the server will.
   const contentType = journaled['content-type'] ?? 'text/plain;charset=UTF-8';
-  const fp = await fingerprint(verb, url.pathname + url.search, body, { contentType });
+  const fp = await resolved.digest(fingerprintInput(verb, url.pathname + url.search, body, { contentType }));
   return {
     operation: { key, method: verb, url: url.href, headers: journaled, body, fingerprint: fp },
     credentials,

@@ -9,7 +9,7 @@
  * @module
  */
 import { createHash } from 'node:crypto';
-import type { FingerprintDigest } from '../fingerprint.js';
+import type { FingerprintDigest } from './fingerprint.js';
 
 /**
  * SHA-256 of `input` as lower-case hex, computed synchronously with `node:crypto`. Returns
