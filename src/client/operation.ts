@@ -142,11 +142,12 @@ async function runChain(
   });
   const settle = async (report: ResponseReport): Promise<OperationResult> => {
     const { status } = report.outcome;
-    // The caller gets the whole response; the journal gets it without secrets and capped.
+    // The caller gets the whole response; the journal gets it without secrets and capped. The
+    // attempt count rides on the same write: one journal transaction per settling attempt.
     const live = toLive(report);
     const succeeded = status >= 200 && status < 300;
     const state = succeeded ? OperationState.Succeeded : OperationState.Failed;
-    await journal.update(ref.key, { state, result: toStorable(live, options.maxBodyBytes) });
+    await journal.update(ref.key, { attempts, lastStatus: status, state, result: toStorable(live, options.maxBodyBytes) });
     hooks.onSettled?.({ ...ref, state, status, replayed: live.replayed, attempts });
     if (succeeded) return toResult(ref.key, live, attempts);
     throw new AbortError(finalError(ref, live));
@@ -170,8 +171,6 @@ async function runChain(
       });
       outcome = report.outcome;
       attempts += 1;
-      const lastStatus = outcome.kind === 'response' ? { lastStatus: outcome.status } : {};
-      await journal.update(ref.key, { attempts, ...lastStatus });
     } else {
       const current = await loadRecord(options, ref);
       if (current.state !== OperationState.Pending) return fromSettled(ref, current);
@@ -180,9 +179,13 @@ async function runChain(
     const now = Date.now();
     const elapsedMs = now - started;
     const decision = decide(outcome, sent, { retry, ref, elapsedMs, totalAttempts: attempts, now, random: Math.random });
-    if (decision.action === 'fail') throw new AbortError(decision.error);
     // decide() settles only on a response, so the report is a ResponseReport here.
     if (decision.action === 'settle') return settle(report as ResponseReport);
+    if (report !== undefined) {
+      const lastStatus = outcome.kind === 'response' ? { lastStatus: outcome.status } : {};
+      await journal.update(ref.key, { attempts, ...lastStatus });
+    }
+    if (decision.action === 'fail') throw new AbortError(decision.error);
     if (decision.action === 'reject') throw new AbortError(finalError(ref, toLive(report as ResponseReport)));
     const status = outcome.kind === 'response' ? outcome.status : undefined;
     const error = outcome.kind === 'network' ? outcome.error : undefined;
