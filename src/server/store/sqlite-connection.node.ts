@@ -48,6 +48,27 @@ function toParam(value: unknown): Param {
 }
 
 /**
+ * Switches a connection to WAL. Two processes opening a new file at the same moment race for the
+ * exclusive lock this needs, and SQLite answers SQLITE_BUSY at once instead of calling the busy
+ * handler, so the switch is retried here (a blocking wait: it happens once, at startup) until
+ * `busyTimeoutMs`.
+ */
+function enableWal(db: Database.Database, busyTimeoutMs: number): void {
+  const deadline = Date.now() + busyTimeoutMs;
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (;;) {
+    try {
+      db.pragma('journal_mode = WAL');
+      return;
+    } catch (error) {
+      const code = (error as { code?: unknown }).code;
+      if (code !== 'SQLITE_BUSY' || Date.now() >= deadline) throw error;
+      Atomics.wait(pause, 0, 0, 5 + Math.random() * 20);
+    }
+  }
+}
+
+/**
  * Opens `path` with WAL, `synchronous=NORMAL` (durable at each checkpoint, never corrupt) and a
  * busy timeout, so several server processes can share the file.
  *
@@ -59,9 +80,9 @@ function toParam(value: unknown): Param {
  */
 export function openSqlite(path: string, busyTimeoutMs: number): SqliteConnection {
   const db = new Database(path, { timeout: busyTimeoutMs });
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
   db.pragma(`busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
+  enableWal(db, busyTimeoutMs);
+  db.pragma('synchronous = NORMAL');
 
   const statements = new Map<string, Database.Statement>();
   const prepare = (sql: string): Database.Statement => {
