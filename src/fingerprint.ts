@@ -112,6 +112,30 @@ export async function webCryptoDigest(input: Uint8Array<ArrayBuffer>): Promise<s
   return hex;
 }
 
+/** The slice of `node:crypto` {@link defaultDigest} uses. */
+interface NodeCryptoLike {
+  createHash(algorithm: 'sha256'): { update(data: Uint8Array): { digest(encoding: 'hex'): string } };
+}
+
+/**
+ * The best {@link FingerprintDigest} of the running platform: `node:crypto`'s synchronous
+ * SHA-256 where `process.getBuiltinModule` reaches it (Node ≥ 20.16, Deno, Bun), otherwise
+ * {@link webCryptoDigest}. It reaches `node:crypto` without an `import`, so bundles for the
+ * browser stay free of Node built-ins. Both give identical fingerprints.
+ *
+ * @example
+ * ```ts
+ * const digest = defaultDigest();
+ * await digest(new TextEncoder().encode('abc')); // 'ba7816bf…15ad'
+ * ```
+ */
+export function defaultDigest(): FingerprintDigest {
+  const getBuiltin = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process?.getBuiltinModule;
+  const nodeCrypto = typeof getBuiltin === 'function' ? (getBuiltin('node:crypto') as NodeCryptoLike | undefined) : undefined;
+  if (!nodeCrypto || typeof nodeCrypto.createHash !== 'function') return webCryptoDigest;
+  return (input) => nodeCrypto.createHash('sha256').update(input).digest('hex');
+}
+
 /**
  * The exact bytes the fingerprint hashes: `METHOD + "\n" + path + "\n" + canonical-body`.
  * Hashing them with any {@link FingerprintDigest} gives {@link fingerprint}'s result.

@@ -9,6 +9,7 @@
 export { DEFAULT_NAMESPACE, MAX_KEY_LENGTH, deriveKey, isValidKey, newKey, parseKeyHeader, type ParsedKey } from './keys.js';
 export {
   canonicalJson,
+  defaultDigest,
   fingerprint,
   fingerprintInput,
   webCryptoDigest,

@@ -15,7 +15,7 @@
  * @module
  */
 import { validate as validateUuid } from 'uuid';
-import { type FingerprintDigest, fingerprintInput, webCryptoDigest } from '../fingerprint.js';
+import { type FingerprintDigest, defaultDigest, fingerprintInput } from '../fingerprint.js';
 import { DEFAULT_NAMESPACE, parseKeyHeader } from '../keys.js';
 import { createServerMetrics, type RequestOutcome, type ServerMetrics } from './metrics.js';
 import { runSteps, type PhaseHooks, type StepsOutcome } from './phases.js';
@@ -63,9 +63,9 @@ export interface IdempotencyHandlerOptions {
   readonly parkBackoff?: { readonly baseMs: number; readonly maxMs: number };
   /**
    * The SHA-256 of the request fingerprint, computed for every keyed request (replays and `409`s
-   * included). The default runs on any platform; on Node pass `nodeDigest`, which is synchronous
-   * and several times faster. Both give identical fingerprints.
-   * @default webCryptoDigest
+   * included). The default is `node:crypto`'s synchronous hash where the platform offers it
+   * (Node), else WebCrypto's. Every choice gives identical fingerprints.
+   * @default defaultDigest()
    */
   readonly digest?: FingerprintDigest;
 }
@@ -119,7 +119,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     hooks: options.hooks ?? {},
     metrics: options.metrics ?? createServerMetrics(),
     backoff: options.parkBackoff ?? { baseMs: 1000, maxMs: 60_000 },
-    digest: options.digest ?? webCryptoDigest,
+    digest: options.digest ?? defaultDigest(),
   };
   if (!validateUuid(config.namespace)) throw new TypeError(`createIdempotencyHandler: namespace must be a UUID, got ${config.namespace}`);
   const operations = new Map<string, IdempotentOperation<unknown>>();
@@ -248,9 +248,12 @@ function stored(response: StoredResponse, extra: Readonly<Record<string, string>
   const status = response.status;
   // Fetch forbids a body on 204/205/304; everything else is replayed byte for byte.
   const body = status === 204 || status === 205 || status === 304 ? null : response.body;
-  // `set`, not a spread: a stored header differing only in case must be replaced, not doubled.
-  const headers = new Headers(response.headers);
-  for (const [name, value] of Object.entries(extra)) headers.set(name, value);
+  // A plain object with lower-cased names: a stored header differing from an extra one only in
+  // case is replaced, not doubled, and @hono/node-server writes a plain object straight to the
+  // socket where a Headers instance would first be copied into one.
+  const headers: Record<string, string> = {};
+  for (const name in response.headers) headers[name.toLowerCase()] = response.headers[name]!;
+  for (const name in extra) headers[name.toLowerCase()] = extra[name]!;
   return new Response(body, { status, headers });
 }
 

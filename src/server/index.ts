@@ -31,7 +31,7 @@ export type {
 export type { FinalResponse } from './store/types.js';
 export { createIdempotencyHandler, type IdempotencyHandler, type IdempotencyHandlerOptions, type ResumeOutcome } from './handler.js';
 export { nodeDigest } from '../digest.node.js';
-export { webCryptoDigest, type FingerprintDigest } from '../fingerprint.js';
+export { defaultDigest, webCryptoDigest, type FingerprintDigest } from '../fingerprint.js';
 export { externalKey, runSteps, type PhaseHooks, type RunStepsInput, type StepsOutcome } from './phases.js';
 export { PROBLEM_BASE, ProblemType, problem, problemBody, type ProblemBody } from './problems.js';
 export { RequestOutcome, ServerEvent, createServerMetrics, type ServerMetrics } from './metrics.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { fingerprint, fingerprintInput, type FingerprintBody, type FingerprintOptions } from '../../src/fingerprint.js';
 import { createReferenceApp } from '../../src/reference/app.js';
-import { nodeDigest, sqliteKeyStore, webCryptoDigest } from '../../src/server/index.js';
+import { defaultDigest, nodeDigest, readCappedBody, sqliteKeyStore, webCryptoDigest } from '../../src/server/index.js';
 import { createTestApp } from './fixtures.js';
 
 const utf8 = new TextEncoder();
@@ -38,6 +38,45 @@ describe('nodeDigest', () => {
     expect(viaNode).toBe(await webCryptoDigest(input));
     // …and the same as the client's fingerprint(), which is what the journal stores.
     expect(viaNode).toBe(await fingerprint(method, path, body, options));
+  });
+});
+
+describe('defaultDigest', () => {
+  it('is the synchronous node:crypto hash on Node, not the asynchronous WebCrypto one', () => {
+    const digest = defaultDigest();
+    const hex = digest(utf8.encode('abc'));
+    expect(typeof hex).toBe('string');
+    expect(hex).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+  });
+
+  it.each(CASES)('gives the same fingerprint as WebCrypto for %s', async (_name, method, path, body, options) => {
+    const input = fingerprintInput(method, path, body, options);
+    expect(await defaultDigest()(input)).toBe(await webCryptoDigest(input));
+  });
+
+  it('falls back to WebCrypto where process.getBuiltinModule is missing (browsers)', () => {
+    const saved = process.getBuiltinModule;
+    try {
+      Object.defineProperty(process, 'getBuiltinModule', { value: undefined, configurable: true, writable: true });
+      expect(defaultDigest()).toBe(webCryptoDigest);
+    } finally {
+      Object.defineProperty(process, 'getBuiltinModule', { value: saved, configurable: true, writable: true });
+    }
+  });
+});
+
+describe('readCappedBody', () => {
+  it('reads a body with a Content-Length through arrayBuffer() without touching request.body (the costly web stream)', async () => {
+    const bytes = utf8.encode('{"amount":1}');
+    const request = {
+      headers: new Headers({ 'content-length': String(bytes.byteLength) }),
+      get body(): never {
+        throw new Error('request.body was read');
+      },
+      arrayBuffer: () => Promise.resolve(bytes.slice().buffer),
+    } as unknown as Request;
+    const body = await readCappedBody(request, 1024);
+    expect(body).toEqual({ ok: true, bytes });
   });
 });
 
