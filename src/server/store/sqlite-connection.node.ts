@@ -17,6 +17,12 @@ export interface SqliteConnection {
   locked<T>(fn: () => Promise<T> | T): Promise<T>;
   /** Runs `body` in `BEGIN IMMEDIATE … COMMIT`, rolling back on a throw. Call it under `locked`. */
   immediate<T>(body: () => Promise<T> | T): Promise<T>;
+  /**
+   * Runs `body` as one atomic write, group-committed with the other writes queued meanwhile (see
+   * {@link createGroupCommit}); resolves only after the transaction holding it has committed.
+   * Do not call it under `locked`: it takes the lock itself.
+   */
+  write<T>(body: () => Promise<T> | T): Promise<T>;
   /** The application's view of the open transaction. */
   readonly tx: Tx;
 }
@@ -35,6 +41,100 @@ function createMutex(): <T>(fn: () => Promise<T> | T) => Promise<T> {
     tail = run.catch(() => undefined);
     return run;
   };
+}
+
+interface WriteTask {
+  readonly body: () => unknown;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+/**
+ * Group commit for the key store's writes. A commit is most of what a write costs here (WAL
+ * frame writes and lock syscalls), and an idempotent request makes several (admission, each
+ * recovery point, the final response). So writes queued while the lock is busy — other requests
+ * reaching a phase boundary at the same time — run together in one `BEGIN IMMEDIATE … COMMIT`,
+ * each in its own savepoint:
+ *
+ * - each write is still atomic on its own: one that throws is rolled back to its savepoint and
+ *   rejects alone; the others commit;
+ * - nothing resolves before the COMMIT that holds it, so a recovery point is never reported (and
+ *   no crash hook fires) before it is durable; if the COMMIT fails, or SQLite aborts the
+ *   transaction, every write of the group rejects and none of them happened;
+ * - fencing is unchanged: each write checks its lease token inside the transaction, under the
+ *   database's write lock;
+ * - a write on its own (no concurrency) is one transaction, as before, started one turn of the
+ *   event loop later.
+ *
+ * Writes of one group may see each other's uncommitted rows (two requests with one key in one
+ * group: the second finds the first's row). They commit or fail together, so nothing is ever
+ * answered from a row that did not commit.
+ */
+function createGroupCommit(
+  db: Database.Database,
+  prepare: (sql: string) => Database.Statement,
+  locked: <T>(fn: () => Promise<T> | T) => Promise<T>,
+): <T>(body: () => Promise<T> | T) => Promise<T> {
+  let queue: WriteTask[] = [];
+  let scheduled = false;
+
+  const runGroup = async (): Promise<void> => {
+    scheduled = false;
+    const tasks = queue;
+    queue = [];
+    if (tasks.length === 0) return;
+    const settled: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+    try {
+      prepare('BEGIN IMMEDIATE').run();
+    } catch (error) {
+      for (const task of tasks) task.reject(error);
+      return;
+    }
+    try {
+      if (tasks.length === 1) {
+        settled.push({ ok: true, value: await tasks[0]!.body() });
+      } else {
+        for (const task of tasks) {
+          prepare('SAVEPOINT oncely_write').run();
+          try {
+            settled.push({ ok: true, value: await task.body() });
+            prepare('RELEASE oncely_write').run();
+          } catch (error) {
+            // SQLite ended the whole transaction (I/O error, disk full): the group's earlier
+            // writes are gone with it, so none of them may be reported done.
+            if (!db.inTransaction) throw error;
+            prepare('ROLLBACK TO oncely_write').run();
+            prepare('RELEASE oncely_write').run();
+            settled.push({ ok: false, error });
+          }
+        }
+      }
+      prepare('COMMIT').run();
+    } catch (error) {
+      if (db.inTransaction) prepare('ROLLBACK').run();
+      for (const task of tasks) task.reject(error);
+      return;
+    }
+    tasks.forEach((task, index) => {
+      const outcome = settled[index]!;
+      if (outcome.ok) task.resolve(outcome.value);
+      else task.reject(outcome.error);
+    });
+  };
+
+  return <T>(body: () => Promise<T> | T): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      queue.push({ body, resolve: resolve as (value: unknown) => void, reject });
+      if (!scheduled) {
+        // Behind whatever holds the lock now: everything queued until the group starts joins it.
+        // The group starts on the next turn of the event loop, not in this one: a request runs
+        // from one commit to the next without yielding (every await in between is a microtask), so
+        // only a turn of the loop lets the other requests that arrived in the same poll reach
+        // their own commits and join the group.
+        scheduled = true;
+        setImmediate(() => void locked(runGroup));
+      }
+    });
 }
 
 type Param = string | number | bigint | Buffer | null;
@@ -119,10 +219,12 @@ export function openSqlite(path: string, busyTimeoutMs: number): SqliteConnectio
     },
   };
 
+  const locked = createMutex();
   return {
     db,
     prepare,
-    locked: createMutex(),
+    locked,
+    write: createGroupCommit(db, prepare, locked),
     async immediate<T>(body: () => Promise<T> | T): Promise<T> {
       // IMMEDIATE takes the write lock up front: a deferred transaction that read first could
       // fail to upgrade (SQLITE_BUSY without waiting) when another process writes meanwhile.

@@ -137,7 +137,7 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
   const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
   const maxResponseBytes = options.maxResponseBytes ?? 65_536;
   const now = options.now ?? Date.now;
-  const { db, prepare, locked, immediate, tx } = openSqlite(options.path, busyTimeoutMs);
+  const { db, prepare, locked, immediate, write, tx } = openSqlite(options.path, busyTimeoutMs);
 
   const toRow = (raw: RawRow): KeyRow => {
     const response: StoredResponse | null =
@@ -171,13 +171,11 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
    * `BEGIN IMMEDIATE` no other process can take the row over between the check and the write.
    */
   async function fenced<T>(lease: Lease, body: (current: { data: string }) => Promise<T>): Promise<Fenced<T>> {
-    return locked(() =>
-      immediate(async () => {
-        const current = prepare(SQL.fence).get(lease.clientId, lease.key, lease.token) as { data: string } | undefined;
-        if (!current) return { ok: false } as const;
-        return { ok: true, value: await body(current) } as const;
-      }),
-    );
+    return write(async () => {
+      const current = prepare(SQL.fence).get(lease.clientId, lease.key, lease.token) as { data: string } | undefined;
+      if (!current) return { ok: false } as const;
+      return { ok: true, value: await body(current) } as const;
+    });
   }
 
   return {
@@ -191,32 +189,31 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
         }),
       ),
 
-    admit: (input: AdmitInput) =>
-      locked(() => {
-        // Replays and in-flight duplicates usually find the row already there: a plain read
-        // answers them without taking the database's write lock (shared by every process). The
-        // INSERT below stays the only arbiter of ownership.
-        const seen = prepare(SQL.load).get(input.clientId, input.key) as RawRow | undefined;
-        if (seen) return { owned: false, row: toRow(seen) } as const;
-        return immediate((): AdmitResult => {
-          const at = now();
-          const token = randomUUID();
-          const inserted = prepare(SQL.insert).get(
-            input.clientId,
-            input.key,
-            input.requestHash,
-            input.endpoint,
-            input.requestBody,
-            token,
-            at + input.leaseMs,
-            at,
-            at + input.ttlMs,
-          ) as RawRow | undefined;
-          if (inserted) return { owned: true, lease: { clientId: input.clientId, key: input.key, token }, row: toRow(inserted) };
-          const existing = prepare(SQL.load).get(input.clientId, input.key) as RawRow;
-          return { owned: false, row: toRow(existing) };
-        });
-      }),
+    admit: async (input: AdmitInput) => {
+      // Replays and in-flight duplicates usually find the row already there: a plain read
+      // answers them without taking the database's write lock (shared by every process). The
+      // INSERT below stays the only arbiter of ownership.
+      const seen = await locked(() => prepare(SQL.load).get(input.clientId, input.key) as RawRow | undefined);
+      if (seen) return { owned: false, row: toRow(seen) } as const;
+      return write((): AdmitResult => {
+        const at = now();
+        const token = randomUUID();
+        const inserted = prepare(SQL.insert).get(
+          input.clientId,
+          input.key,
+          input.requestHash,
+          input.endpoint,
+          input.requestBody,
+          token,
+          at + input.leaseMs,
+          at,
+          at + input.ttlMs,
+        ) as RawRow | undefined;
+        if (inserted) return { owned: true, lease: { clientId: input.clientId, key: input.key, token }, row: toRow(inserted) };
+        const existing = prepare(SQL.load).get(input.clientId, input.key) as RawRow;
+        return { owned: false, row: toRow(existing) };
+      });
+    },
 
     load: (clientId, key) =>
       locked(() => {
@@ -225,14 +222,12 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
       }),
 
     takeOver: (clientId, key, leaseMs) =>
-      locked(() =>
-        immediate(() => {
-          const at = now();
-          const token = randomUUID();
-          const won = prepare(SQL.takeOver).get(token, at + leaseMs, clientId, key, at);
-          return won ? { clientId, key, token } : null;
-        }),
-      ),
+      write(() => {
+        const at = now();
+        const token = randomUUID();
+        const won = prepare(SQL.takeOver).get(token, at + leaseMs, clientId, key, at);
+        return won ? { clientId, key, token } : null;
+      }),
 
     commitPhase: <T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>) =>
       fenced(lease, async (current) => {
@@ -255,18 +250,14 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
       }),
 
     release: (lease, { forget }) =>
-      locked(() =>
-        immediate(() => {
-          // A row with a recovery point records work that happened: it is kept whatever `forget` says.
-          if (forget && prepare(SQL.forget).run(lease.clientId, lease.key, lease.token).changes === 1) return true;
-          return prepare(SQL.release).run(lease.clientId, lease.key, lease.token).changes === 1;
-        }),
-      ),
+      write(() => {
+        // A row with a recovery point records work that happened: it is kept whatever `forget` says.
+        if (forget && prepare(SQL.forget).run(lease.clientId, lease.key, lease.token).changes === 1) return true;
+        return prepare(SQL.release).run(lease.clientId, lease.key, lease.token).changes === 1;
+      }),
 
     park: (lease, { retryAfterMs }) =>
-      locked(() =>
-        immediate(() => prepare(SQL.park).run(now() + retryAfterMs, lease.clientId, lease.key, lease.token).changes === 1),
-      ),
+      write(() => prepare(SQL.park).run(now() + retryAfterMs, lease.clientId, lease.key, lease.token).changes === 1),
 
     sweep: (limit) =>
       locked(() => {
@@ -274,9 +265,9 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
         return (prepare(SQL.sweep).all(at, at, limit) as RawRow[]).map(toRow);
       }),
 
-    reap: (batchSize) => locked(() => immediate(() => prepare(SQL.reap).run(now(), batchSize).changes)),
+    reap: (batchSize) => write(() => prepare(SQL.reap).run(now(), batchSize).changes),
 
-    transaction: <T>(work: (tx: Tx) => Promise<T>) => locked(() => immediate(() => work(tx))),
+    transaction: <T>(work: (tx: Tx) => Promise<T>) => write(() => work(tx)),
 
     close: () =>
       locked(() => {

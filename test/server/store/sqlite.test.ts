@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -21,6 +21,61 @@ describe('sqliteKeyStore response cap', () => {
     await expect(store.finish(admitted.lease, { status: 200, headers: {}, body: 'x'.repeat(11) })).rejects.toThrow(/maxResponseBytes/);
     expect((await store.load('acme', 'k'))?.state).toBe('started');
     expect((await store.finish(admitted.lease, { status: 200, headers: {}, body: 'x'.repeat(10) })).ok).toBe(true);
+    await store.close();
+  });
+});
+
+describe('sqliteKeyStore group commit', () => {
+  const admission = (key: string) => ({ clientId: 'acme', key, requestHash: 'h', endpoint: 'POST /x', requestBody: '{}', leaseMs: 10_000, ttlMs: 60_000 });
+  // Frames in the WAL file, from its size (header 32 bytes, each frame 24 + page size). Nothing
+  // checkpoints during these tests (far below the 1000-page autocheckpoint), so the file only grows.
+  const walFrames = (path: string): number => Math.max(0, (statSync(`${path}-wal`).size - 32) / (24 + 4096));
+
+  it('commits writes issued together in one transaction: 20 admissions write fewer WAL frames than 20 commits would', async () => {
+    const path = join(dir, 'group-frames.db');
+    const store = sqliteKeyStore({ path });
+    await store.migrate();
+    const before = walFrames(path);
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => store.admit(admission(`g${i}`))));
+    expect(results.every((r) => r.owned)).toBe(true);
+    // Every commit appends at least one frame; one commit of 20 small rows touches a few pages.
+    expect(walFrames(path) - before).toBeLessThan(20);
+    for (let i = 0; i < 20; i += 1) expect((await store.load('acme', `g${i}`))?.state).toBe('started');
+    await store.close();
+  });
+
+  it('rolls a failing write of a group back alone: the writes around it commit, its own rows are gone', async () => {
+    const store = sqliteKeyStore({ path: join(dir, 'group-failure.db') });
+    await store.migrate({ sqlite: 'CREATE TABLE IF NOT EXISTS t (x TEXT PRIMARY KEY);', postgres: '' });
+    const insert = (x: string, fail: boolean) =>
+      store.transaction(async (tx) => {
+        await tx.run('INSERT INTO t (x) VALUES ($1)', [x]);
+        if (fail) throw new Error(`work ${x} failed`);
+        return x;
+      });
+    const settled = await Promise.allSettled([insert('a', false), store.admit(admission('k-mid')), insert('b', true), insert('c', false)]);
+    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    expect((settled[2] as PromiseRejectedResult).reason).toMatchObject({ message: 'work b failed' });
+    const rows = await store.transaction((tx) => tx.all<{ x: string }>('SELECT x FROM t ORDER BY x'));
+    expect(rows.map((r) => r.x)).toEqual(['a', 'c']);
+    expect((await store.load('acme', 'k-mid'))?.state).toBe('started');
+    await store.close();
+  });
+
+  it('fences each write of a group on its own: a lost lease in the group commits nothing, the others commit', async () => {
+    const store = sqliteKeyStore({ path: join(dir, 'group-fence.db') });
+    await store.migrate();
+    const mine = await store.admit(admission('k-mine'));
+    const stale = await store.admit(admission('k-stale'));
+    if (!mine.owned || !stale.owned) throw new Error('not owned');
+    const forged = { ...stale.lease, token: 'not-the-token' };
+    const [ok, fenced] = await Promise.all([
+      store.commitPhase(mine.lease, { recoveryPoint: 'H1_DONE', data: { a: 1 }, leaseMs: 10_000 }),
+      store.commitPhase(forged, { recoveryPoint: 'H1_DONE', data: { a: 2 }, leaseMs: 10_000 }),
+    ]);
+    expect([ok.ok, fenced.ok]).toEqual([true, false]);
+    expect((await store.load('acme', 'k-mine'))?.recoveryPoint).toBe('H1_DONE');
+    expect((await store.load('acme', 'k-stale'))?.recoveryPoint).toBeNull();
     await store.close();
   });
 });
