@@ -78,27 +78,30 @@ function createGroupCommit(
   let queue: WriteTask[] = [];
   let scheduled = false;
 
+  /** Throws when SQLite ended the transaction under a write (I/O error, disk full): see {@link assertInTransaction}. */
+  const stillOpen = (): void => assertInTransaction(db);
+
   const runGroup = async (): Promise<void> => {
     scheduled = false;
     const tasks = queue;
     queue = [];
     if (tasks.length === 0) return;
     const settled: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+    let failure: { error: unknown } | undefined;
     try {
       prepare('BEGIN IMMEDIATE').run();
-    } catch (error) {
-      for (const task of tasks) task.reject(error);
-      return;
-    }
-    try {
       if (tasks.length === 1) {
-        settled.push({ ok: true, value: await tasks[0]!.body() });
+        const value = await tasks[0]!.body();
+        stillOpen();
+        settled.push({ ok: true, value });
       } else {
         for (const task of tasks) {
           prepare('SAVEPOINT oncely_write').run();
           try {
-            settled.push({ ok: true, value: await task.body() });
+            const value = await task.body();
+            stillOpen();
             prepare('RELEASE oncely_write').run();
+            settled.push({ ok: true, value });
           } catch (error) {
             // SQLite ended the whole transaction (I/O error, disk full): the group's earlier
             // writes are gone with it, so none of them may be reported done.
@@ -111,15 +114,20 @@ function createGroupCommit(
       }
       prepare('COMMIT').run();
     } catch (error) {
-      if (db.inTransaction) prepare('ROLLBACK').run();
-      for (const task of tasks) task.reject(error);
-      return;
+      failure = { error };
+      try {
+        if (db.inTransaction) prepare('ROLLBACK').run();
+      } catch {
+        // The connection is broken; every write of the group is reported failed below.
+      }
+    } finally {
+      // Every task settles, whatever happened: a request must never hang on its commit.
+      tasks.forEach((task, index) => {
+        const outcome = failure ? { ok: false as const, error: failure.error } : (settled[index] ?? { ok: false as const, error: new Error('write not run') });
+        if (outcome.ok) task.resolve(outcome.value);
+        else task.reject(outcome.error);
+      });
     }
-    tasks.forEach((task, index) => {
-      const outcome = settled[index]!;
-      if (outcome.ok) task.resolve(outcome.value);
-      else task.reject(outcome.error);
-    });
   };
 
   return <T>(body: () => Promise<T> | T): Promise<T> =>
@@ -132,9 +140,19 @@ function createGroupCommit(
         // only a turn of the loop lets the other requests that arrived in the same poll reach
         // their own commits and join the group.
         scheduled = true;
-        setImmediate(() => void locked(runGroup));
+        setImmediate(() => void locked(runGroup).catch(() => undefined));
       }
     });
+}
+
+/**
+ * Throws unless a transaction is open. SQLite rolls the whole transaction back on some errors
+ * (SQLITE_FULL, SQLITE_IOERR, SQLITE_NOMEM) even inside a savepoint; if application work caught
+ * such an error and went on, its next statements — and the recovery point after them — would
+ * run in autocommit mode and commit on their own, without the work they belong with.
+ */
+export function assertInTransaction(db: Database.Database): void {
+  if (!db.inTransaction) throw new Error('SQLite ended the transaction (I/O error or disk full); nothing of this write was committed');
 }
 
 type Param = string | number | bigint | Buffer | null;
@@ -206,14 +224,17 @@ export function openSqlite(path: string, busyTimeoutMs: number): SqliteConnectio
   const tx: Tx = {
     dialect: 'sqlite',
     run: async (sql, params) => {
+      assertInTransaction(db);
       const [statement, bound] = adapt(sql, params);
       return statement.run(bound).changes;
     },
     all: async <T extends object>(sql: string, params?: readonly unknown[]) => {
+      assertInTransaction(db);
       const [statement, bound] = adapt(sql, params);
       return statement.all(bound) as T[];
     },
     get: async <T extends object>(sql: string, params?: readonly unknown[]) => {
+      assertInTransaction(db);
       const [statement, bound] = adapt(sql, params);
       return statement.get(bound) as T | undefined;
     },

@@ -15,7 +15,7 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import { openSqlite } from './sqlite-connection.node.js';
+import { assertInTransaction, openSqlite } from './sqlite-connection.node.js';
 import type {
   AdmitInput,
   AdmitResult,
@@ -232,6 +232,7 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
     commitPhase: <T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>) =>
       fenced(lease, async (current) => {
         const result = work ? await work(tx) : undefined;
+        assertInTransaction(db);
         const data = { ...(JSON.parse(current.data) as object), ...phase.data, ...(phase.dataFrom?.(result) ?? {}) };
         prepare(SQL.commitPhase).run(phase.recoveryPoint, JSON.stringify(data), now() + phase.leaseMs, lease.clientId, lease.key, lease.token);
         return result;
@@ -240,6 +241,7 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
     finish: <T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>) =>
       fenced(lease, async () => {
         const result = work ? await work(tx) : undefined;
+        assertInTransaction(db);
         const final = typeof response === 'function' ? response(result) : response;
         const bytes = Buffer.byteLength(final.body, 'utf8');
         if (bytes > maxResponseBytes) {
@@ -269,9 +271,13 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
 
     transaction: <T>(work: (tx: Tx) => Promise<T>) => write(() => work(tx)),
 
-    close: () =>
-      locked(() => {
+    close: async () => {
+      // Writes queued before close() still run (their group is scheduled for the next turn of
+      // the loop); later ones fail fast on the closed connection.
+      await write(() => undefined).catch(() => undefined);
+      await locked(() => {
         db.close();
-      }),
+      });
+    },
   };
 }

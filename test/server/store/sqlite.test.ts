@@ -79,3 +79,50 @@ describe('sqliteKeyStore group commit', () => {
     await store.close();
   });
 });
+
+describe('sqliteKeyStore group commit: failure paths', () => {
+  const admission = (key: string) => ({ clientId: 'acme', key, requestHash: 'h', endpoint: 'POST /x', requestBody: '{}', leaseMs: 10_000, ttlMs: 60_000 });
+
+  it('runs a write issued just before close() instead of dropping it', async () => {
+    const path = join(dir, 'close-queued.db');
+    const store = sqliteKeyStore({ path });
+    await store.migrate({ sqlite: 'CREATE TABLE IF NOT EXISTS t (x TEXT PRIMARY KEY);', postgres: '' });
+    const write = store.transaction((tx) => tx.run("INSERT INTO t (x) VALUES ('a')"));
+    await store.close();
+    await expect(write).resolves.toBe(1);
+    const reopened = sqliteKeyStore({ path });
+    expect(await reopened.transaction((tx) => tx.all('SELECT x FROM t'))).toEqual([{ x: 'a' }]);
+    await reopened.close();
+  });
+
+  it('commits no recovery point without its work when SQLite rolled the transaction back under work that swallowed the error', async () => {
+    const store = sqliteKeyStore({ path: join(dir, 'swallowed-full.db') });
+    await store.migrate({ sqlite: 'CREATE TABLE IF NOT EXISTS big (b BLOB); CREATE TABLE IF NOT EXISTS work (w TEXT);', postgres: '' });
+    const admitted = await store.admit(admission('k-full'));
+    if (!admitted.owned) throw new Error('not owned');
+    const codes: string[] = [];
+    const phase = store.commitPhase(admitted.lease, { recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, async (tx) => {
+      await tx.run("INSERT INTO work (w) VALUES ('H1 work')");
+      const pages = (await tx.get<{ page_count: number }>('PRAGMA page_count'))!.page_count;
+      await tx.get(`PRAGMA max_page_count = ${pages}`);
+      try {
+        // SQLITE_FULL on a one-row insert: SQLite rolls back the whole transaction.
+        await tx.run('INSERT INTO big (b) VALUES (zeroblob(1000000))');
+      } catch (error) {
+        codes.push((error as { code?: string }).code ?? '?');
+      }
+      await tx.get('PRAGMA max_page_count = 1073741823');
+    });
+    const other = store.admit(admission('k-other'));
+    const settled = await Promise.allSettled([phase, other]);
+    expect(codes).toEqual(['SQLITE_FULL']);
+    expect(settled[0].status).toBe('rejected');
+    // Nothing of the phase is stored: no H1_DONE without the H1 work.
+    expect((await store.load('acme', 'k-full'))?.recoveryPoint).toBeNull();
+    expect(await store.transaction((tx) => tx.all('SELECT w FROM work'))).toEqual([]);
+    // The other request of the group either committed whole or failed whole (a 503, retried).
+    const otherRow = await store.load('acme', 'k-other');
+    expect(settled[1].status === 'fulfilled' ? otherRow?.state : otherRow).toBe(settled[1].status === 'fulfilled' ? 'started' : undefined);
+    await store.close();
+  });
+});
