@@ -7,7 +7,7 @@
 import { OncelyError, ErrorCode } from '../errors.js';
 import type { Journal } from '../journal/types.js';
 import { DEFAULT_NAMESPACE } from '../keys.js';
-import { webCryptoDigest, type FingerprintDigest } from '../fingerprint.js';
+import { defaultDigest, type FingerprintDigest } from '../fingerprint.js';
 import type { AttemptEvent, RetryEvent, SettledEvent } from './results.js';
 
 /**
@@ -180,7 +180,7 @@ export interface ResolvedOptions {
   readonly ownerId: string;
   readonly fetch: ((request: Request) => Promise<Response>) | undefined;
   readonly hooks: ClientHooks;
-  /** SHA-256 for fingerprints: WebCrypto by default, `node:crypto` from the Node entry. */
+  /** SHA-256 for fingerprints: `defaultDigest()` (node:crypto where the platform offers it, else WebCrypto). */
   readonly digest: FingerprintDigest;
 }
 
@@ -238,7 +238,7 @@ export function normalizeOptions(
   options: ClientOptions,
   defaultJournal: (() => Journal) | undefined,
   mintOwnerId: () => string,
-  digest: FingerprintDigest = webCryptoDigest,
+  digest: FingerprintDigest = defaultDigest(),
 ): ResolvedOptions {
   let baseUrl: string;
   try {

@@ -83,8 +83,8 @@ export interface ReferenceAppOptions {
   /** Answers a GET that no API route matched (static files), or `undefined` for `404`. */
   readonly assets?: ((request: Request) => Promise<Response | undefined>) | undefined;
   /**
-   * SHA-256 of the request fingerprint; `oncely serve` passes the faster `nodeDigest`.
-   * @default webCryptoDigest
+   * SHA-256 of the request fingerprint.
+   * @default defaultDigest() (node:crypto on Node, else WebCrypto)
    */
   readonly digest?: FingerprintDigest | undefined;
 }
