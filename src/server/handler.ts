@@ -15,12 +15,13 @@
  * @module
  */
 import { validate as validateUuid } from 'uuid';
-import { type FingerprintDigest, defaultDigest, fingerprintInput } from '../fingerprint.js';
+import { type FingerprintDigest, defaultDigest, fingerprintInputParsed } from '../fingerprint.js';
 import { DEFAULT_NAMESPACE, parseKeyHeader } from '../keys.js';
 import { createServerMetrics, type RequestOutcome, type ServerMetrics } from './metrics.js';
 import { runSteps, type PhaseHooks, type StepsOutcome } from './phases.js';
 import { ProblemType, problem } from './problems.js';
 import { readCappedBody } from './read-body.js';
+import { createReplayCache, type CachedKey, type ReplayCache, type ReplayCacheOptions } from './replay-cache.js';
 import type { KeyRow, KeyStore, Lease, StoredResponse } from './store/types.js';
 import type { IdempotentOperation } from './types.js';
 
@@ -68,6 +69,13 @@ export interface IdempotencyHandlerOptions {
    * @default defaultDigest()
    */
   readonly digest?: FingerprintDigest;
+  /**
+   * The in-process cache of finished keys that answers replays (and `422`s for a finished key)
+   * without a store round trip; `false` turns it off. A finished key never changes until it
+   * expires, so the cache cannot answer differently from the store (see `replay-cache.ts`).
+   * @default { maxBytes: 8 MiB, maxAgeMs: 60000 }
+   */
+  readonly replayCache?: ReplayCacheOptions | false;
 }
 
 /** What {@link IdempotencyHandler.resume} did with a row. */
@@ -129,6 +137,23 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     operations.set(endpoint, operation);
   }
   const { store, metrics } = config;
+  const cache: ReplayCache | undefined = options.replayCache === false ? undefined : createReplayCache(options.replayCache);
+  /** Remembers a finished key (replayed now or just executed) for the next replay. */
+  const remember = (row: Pick<KeyRow, 'clientId' | 'key' | 'endpoint' | 'expiresAt'>, admission: Admission, response: StoredResponse): void =>
+    cache?.set(
+      row.clientId,
+      row.key,
+      {
+        requestHash: admission.requestHash,
+        request: admission.identity,
+        endpoint: row.endpoint,
+        response,
+        // Shared by every replay of the entry, so frozen: nothing may change one answer for all.
+        replayHeaders: Object.freeze(replayHeaders(response, { 'idempotency-key': row.key, 'idempotency-replay': 'true' })),
+        expiresAt: row.expiresAt,
+      },
+      Date.now(),
+    );
 
   const run = (
     operation: IdempotentOperation<unknown>,
@@ -140,31 +165,38 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     runSteps({ ...config, operation, lease, input, recoveryPoint: row.recoveryPoint, data: row.data, attempts: row.attempts, onTransient });
 
   /** Parses a stored or received body into the operation's input. */
-  const parseInput = (operation: IdempotentOperation<unknown>, text: string): { ok: true; input: unknown } | { ok: false; detail: string } => {
+  const parseInput = (
+    operation: IdempotentOperation<unknown>,
+    text: string,
+  ): { ok: true; input: unknown; json: unknown } | { ok: false; detail: string } => {
     let json: unknown;
     try {
       json = text.length === 0 ? undefined : JSON.parse(text);
     } catch {
       return { ok: false, detail: 'the body is not valid JSON' };
     }
-    return operation.parse(json);
+    const parsed = operation.parse(json);
+    return parsed.ok ? { ok: true, input: parsed.input, json } : parsed;
   };
 
   async function admitted(
     operation: IdempotentOperation<unknown>,
     input: unknown,
-    admission: { clientId: string; key: string; requestHash: string; endpoint: string; requestBody: string },
+    admission: Admission,
     echo: Record<string, string>,
   ): Promise<[RequestOutcome, Response]> {
     const result = await store.admit({ ...admission, leaseMs: config.leaseMs, ttlMs: config.ttlMs });
-    if (result.owned) return respond(await run(operation, result.lease, result.row, input, 'release'), echo);
+    if (result.owned) return executed(await run(operation, result.lease, result.row, input, 'release'), result.row, admission, echo);
     const row = result.row;
     // The fingerprint is checked before anything else: a key reused for another request must
     // never see (or wait for) the original's state.
     if (row.requestHash !== admission.requestHash) {
       return ['mismatch', problem(ProblemType.KeyReused, `this Idempotency-Key was used for a different request (${row.endpoint})`, echo)];
     }
-    if (row.state === 'finished' && row.response) return ['replayed', stored(row.response, { ...echo, 'idempotency-replay': 'true' })];
+    if (row.state === 'finished' && row.response) {
+      remember(row, admission, row.response);
+      return ['replayed', stored(row.response, { ...echo, 'idempotency-replay': 'true' })];
+    }
     if (row.leaseRemainingMs !== null && row.leaseRemainingMs > 0) return inFlight(row.leaseRemainingMs, echo);
     const lease = await store.takeOver(row.clientId, row.key, config.leaseMs);
     if (!lease) return inFlight(config.leaseMs, echo);
@@ -172,7 +204,12 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     // Reload under our lease: the previous owner may have committed more phases since `admit` read it.
     const current = await store.load(row.clientId, row.key);
     if (!current) return ['transient', problem(ProblemType.UpstreamUnavailable, 'the key vanished during takeover', { ...echo, 'retry-after': '1' })];
-    return respond(await run(operation, lease, current, input, 'release'), echo);
+    return executed(await run(operation, lease, current, input, 'release'), current, admission, echo);
+  }
+
+  function executed(outcome: StepsOutcome, row: KeyRow, admission: Admission, echo: Record<string, string>): [RequestOutcome, Response] {
+    if (outcome.kind === 'finished') remember(row, admission, outcome.response);
+    return respond(outcome, echo);
   }
 
   async function handleKeyed(request: Request, url: URL, operation: IdempotentOperation<unknown>): Promise<[RequestOutcome, Response]> {
@@ -191,15 +228,29 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     } catch {
       return ['invalid', problem(ProblemType.InvalidRequest, 'the body is not UTF-8', echo)];
     }
+    const method = request.method.toUpperCase();
+    const path = url.pathname + url.search;
+    const contentType = request.headers.get('content-type');
+    // Everything the fingerprint is computed from, as one string (content type first: it decides
+    // whether the body is canonicalised).
+    const identity = cache ? `${method}\n${path}\n${contentType ?? ''}\n${text}` : '';
+    const known = cache?.get(clientId, parsedKey.key, Date.now());
+    // A request identical to one known to match a finished key is its replay: no parsing (it
+    // parsed before) and no hashing (it hashes the same).
+    if (known && known.request === identity) return ['replayed', new Response(replayBody(known.response), { status: known.response.status, headers: known.replayHeaders })];
     const parsed = parseInput(operation, text);
     if (!parsed.ok) return ['invalid', problem(ProblemType.InvalidRequest, parsed.detail, echo)];
-    const method = request.method.toUpperCase();
     // The decoded text, not the bytes: with no Content-Type the fingerprint then still
     // canonicalises a JSON body, exactly as the client's fingerprint() does.
-    const requestHash = await config.digest(
-      fingerprintInput(method, url.pathname + url.search, text, { contentType: request.headers.get('content-type') }),
-    );
-    const admission = { clientId, key: parsedKey.key, requestHash, endpoint: `${method} ${url.pathname}`, requestBody: text };
+    const requestHash = await config.digest(fingerprintInputParsed(method, path, text, contentType, { json: parsed.json }));
+    const admission: Admission = { clientId, key: parsedKey.key, requestHash, endpoint: `${method} ${url.pathname}`, requestBody: text, identity };
+    if (known) {
+      // Exactly what `admitted` answers for a finished row, fingerprint first.
+      if (known.requestHash !== requestHash) {
+        return ['mismatch', problem(ProblemType.KeyReused, `this Idempotency-Key was used for a different request (${known.endpoint})`, echo)];
+      }
+      return ['replayed', stored(known.response, { ...echo, 'idempotency-replay': 'true' })];
+    }
     try {
       return await admitted(operation, parsed.input, admission, echo);
     } catch {
@@ -244,17 +295,37 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
   };
 }
 
-function stored(response: StoredResponse, extra: Readonly<Record<string, string>>): Response {
+/** What the handler passes from admission to the cache. */
+interface Admission {
+  readonly clientId: string;
+  readonly key: string;
+  readonly requestHash: string;
+  readonly endpoint: string;
+  readonly requestBody: string;
+  /** See {@link CachedKey.request}; empty when there is no cache. */
+  readonly identity: string;
+}
+
+/** Fetch forbids a body on 204/205/304; everything else is replayed byte for byte. */
+function replayBody(response: StoredResponse): string | null {
   const status = response.status;
-  // Fetch forbids a body on 204/205/304; everything else is replayed byte for byte.
-  const body = status === 204 || status === 205 || status === 304 ? null : response.body;
-  // A plain object with lower-cased names: a stored header differing from an extra one only in
-  // case is replaced, not doubled, and @hono/node-server writes a plain object straight to the
-  // socket where a Headers instance would first be copied into one.
+  return status === 204 || status === 205 || status === 304 ? null : response.body;
+}
+
+/**
+ * A plain object with lower-cased names: a stored header differing from an extra one only in
+ * case is replaced, not doubled, and @hono/node-server writes a plain object straight to the
+ * socket where a Headers instance would first be copied into one.
+ */
+function replayHeaders(response: StoredResponse, extra: Readonly<Record<string, string>>): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const name in response.headers) headers[name.toLowerCase()] = response.headers[name]!;
   for (const name in extra) headers[name.toLowerCase()] = extra[name]!;
-  return new Response(body, { status, headers });
+  return headers;
+}
+
+function stored(response: StoredResponse, extra: Readonly<Record<string, string>>): Response {
+  return new Response(replayBody(response), { status: response.status, headers: replayHeaders(response, extra) });
 }
 
 function inFlight(remainingMs: number, echo: Readonly<Record<string, string>>): [RequestOutcome, Response] {

@@ -36,6 +36,7 @@ export { externalKey, runSteps, type PhaseHooks, type RunStepsInput, type StepsO
 export { PROBLEM_BASE, ProblemType, problem, problemBody, type ProblemBody } from './problems.js';
 export { RequestOutcome, ServerEvent, createServerMetrics, type ServerMetrics } from './metrics.js';
 export { readCappedBody, type CappedBody } from './read-body.js';
+export { createReplayCache, type CachedKey, type ReplayCache, type ReplayCacheOptions } from './replay-cache.js';
 export {
   createReaper,
   createRecoveryWorker,

@@ -47,7 +47,10 @@ describe('oncely serve over HTTP: the response matrix', () => {
   it('prints the listening URL first, then one JSON log line per request', async () => {
     expect(a.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     await fetch(`${a.url}/healthz`);
-    const entry = a.lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((line) => line['path'] === '/healthz');
+    // The log line is written as the response goes out; it may reach our pipe just after the response.
+    const logged = () => a.lines.map((line) => JSON.parse(line) as Record<string, unknown>).find((line) => line['path'] === '/healthz');
+    await eventually(() => logged() !== undefined);
+    const entry = logged();
     expect(entry).toMatchObject({ method: 'GET', path: '/healthz', status: 200 });
     expect(a.lines.some((line) => line.includes('callers loaded from --clients'))).toBe(true);
   });

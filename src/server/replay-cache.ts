@@ -1,0 +1,123 @@
+/**
+ * The handler's in-process cache of finished keys, so that a replay needs no store round trip.
+ *
+ * Safe because a finished row never changes: its fingerprint and stored response are final, no
+ * actor may write to it again (takeover and every fenced write require `state = 'started'`), and
+ * it is deleted only by the reaper once `expires_at` has passed — which the cache checks on every
+ * hit. Several server processes sharing one store each keep their own cache and can never see a
+ * different answer for a finished key.
+ *
+ * What it is not: a source of truth. A miss, an evicted entry or a restart simply reads the
+ * store. `maxAgeMs` bounds how long an entry is trusted without looking at the store again, so
+ * an operator who deletes a key by hand sees it take effect within that time.
+ *
+ * @module
+ */
+import type { StoredResponse } from './store/types.js';
+
+/** Options of the replay cache; `false` turns it off. */
+export interface ReplayCacheOptions {
+  /**
+   * Budget for the cached response bodies and headers, in UTF-16 code units (≈ bytes for
+   * ASCII); the least recently used entries go first.
+   * @default 8388608 (8 Mi)
+   */
+  readonly maxBytes?: number;
+  /**
+   * How long an entry is served without reading the store again, ms.
+   * @default 60000
+   */
+  readonly maxAgeMs?: number;
+}
+
+/** A finished key as the cache keeps it. */
+export interface CachedKey {
+  readonly requestHash: string;
+  /**
+   * Method, path with query, content type and body text of a request known to have
+   * `requestHash`: a request identical to it has the same fingerprint without hashing it again.
+   */
+  readonly request: string;
+  readonly endpoint: string;
+  readonly response: StoredResponse;
+  /** The headers a replay of it answers with (stored headers, key echo, `idempotency-replay`). */
+  readonly replayHeaders: Readonly<Record<string, string>>;
+  /** The row's own expiry (store clock, epoch ms): never served past it. */
+  readonly expiresAt: number;
+}
+
+interface Entry extends CachedKey {
+  readonly cachedAt: number;
+  readonly size: number;
+}
+
+/** The cache; see the module comment. */
+export interface ReplayCache {
+  get(clientId: string, key: string, now: number): CachedKey | undefined;
+  set(clientId: string, key: string, value: CachedKey, now: number): void;
+  /** Entries held now. */
+  readonly size: number;
+}
+
+const sizeOf = (value: CachedKey): number => {
+  let size = value.response.body.length + value.requestHash.length + value.request.length + value.endpoint.length + 64;
+  for (const name in value.replayHeaders) size += 2 * (name.length + (value.replayHeaders[name]?.length ?? 0));
+  return size;
+};
+
+/**
+ * Creates an LRU cache of finished keys bounded by `maxBytes`.
+ *
+ * @example
+ * ```ts
+ * const cache = createReplayCache({ maxBytes: 1 << 20, maxAgeMs: 60_000 });
+ * cache.set('acme', 'k1', { requestHash, request, endpoint: 'POST /v1/payments', response, replayHeaders, expiresAt }, Date.now());
+ * cache.get('acme', 'k1', Date.now()); // the entry, until it ages out, expires or is evicted
+ * ```
+ */
+export function createReplayCache(options: ReplayCacheOptions = {}): ReplayCache {
+  const maxBytes = options.maxBytes ?? 8 * 1024 * 1024;
+  const maxAgeMs = options.maxAgeMs ?? 60_000;
+  if (!(maxBytes >= 0) || !(maxAgeMs >= 0)) throw new TypeError('createReplayCache: maxBytes and maxAgeMs must be numbers ≥ 0');
+  // Map iteration order is insertion order: re-inserting on a hit makes the first entry the
+  // least recently used one.
+  const entries = new Map<string, Entry>();
+  let bytes = 0;
+  // Client ids never contain ':' (the handler's rule), so this joins without ambiguity.
+  const id = (clientId: string, key: string): string => `${clientId}:${key}`;
+  const drop = (name: string, entry: Entry): void => {
+    entries.delete(name);
+    bytes -= entry.size;
+  };
+
+  return {
+    get(clientId, key, now) {
+      const name = id(clientId, key);
+      const entry = entries.get(name);
+      if (entry === undefined) return undefined;
+      if (now >= entry.expiresAt || now - entry.cachedAt >= maxAgeMs) {
+        drop(name, entry);
+        return undefined;
+      }
+      entries.delete(name);
+      entries.set(name, entry);
+      return entry;
+    },
+    set(clientId, key, value, now) {
+      const name = id(clientId, key);
+      const previous = entries.get(name);
+      if (previous) drop(name, previous);
+      const size = sizeOf(value);
+      if (size > maxBytes || now >= value.expiresAt || maxAgeMs === 0) return;
+      entries.set(name, { ...value, cachedAt: now, size });
+      bytes += size;
+      for (const [oldest, entry] of entries) {
+        if (bytes <= maxBytes) break;
+        drop(oldest, entry);
+      }
+    },
+    get size() {
+      return entries.size;
+    },
+  };
+}

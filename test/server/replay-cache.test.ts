@@ -1,0 +1,168 @@
+import { describe, expect, it } from 'vitest';
+import { createReplayCache, nodeDigest, sqliteKeyStore, type CachedKey, type KeyStore } from '../../src/server/index.js';
+import { createTestApp } from './fixtures.js';
+
+const entry = (body: string, expiresAt = 10_000): CachedKey => ({
+  requestHash: 'h',
+  request: 'POST\n/v1/payments\napplication/json\n{}',
+  endpoint: 'POST /v1/payments',
+  response: { status: 201, headers: { 'content-type': 'application/json' }, body },
+  replayHeaders: { 'content-type': 'application/json', 'idempotency-key': 'k', 'idempotency-replay': 'true' },
+  expiresAt,
+});
+
+describe('createReplayCache', () => {
+  it('returns what was set until the row expires or the entry ages out', () => {
+    const cache = createReplayCache({ maxAgeMs: 100 });
+    cache.set('acme', 'k1', entry('{"a":1}', 1_000), 0);
+    expect(cache.get('acme', 'k1', 99)?.response.body).toBe('{"a":1}');
+    expect(cache.get('acme', 'k1', 100)).toBeUndefined();
+    cache.set('acme', 'k2', entry('{}', 50), 0);
+    expect(cache.get('acme', 'k2', 50)).toBeUndefined();
+    expect(cache.size).toBe(0);
+  });
+
+  it('keeps callers apart: the same key of two clients is two entries', () => {
+    const cache = createReplayCache();
+    cache.set('acme', 'k', entry('acme'), 0);
+    expect(cache.get('globex', 'k', 1)).toBeUndefined();
+    cache.set('globex', 'k', entry('globex'), 0);
+    expect([cache.get('acme', 'k', 1)?.response.body, cache.get('globex', 'k', 1)?.response.body]).toEqual(['acme', 'globex']);
+  });
+
+  it('evicts the least recently used entries beyond its byte budget, and never holds an entry larger than it', () => {
+    const cache = createReplayCache({ maxBytes: 1_500 }); // each entry below counts ~560
+    const body = 'x'.repeat(300);
+    cache.set('acme', 'a', entry(body), 0);
+    cache.set('acme', 'b', entry(body), 0);
+    expect(cache.get('acme', 'a', 1)).toBeDefined(); // a is now the most recently used
+    cache.set('acme', 'c', entry(body), 2);
+    expect([cache.get('acme', 'a', 3), cache.get('acme', 'b', 3), cache.get('acme', 'c', 3)].map((e) => e !== undefined)).toEqual([true, false, true]);
+    cache.set('acme', 'huge', entry('y'.repeat(2_000)), 4);
+    expect(cache.get('acme', 'huge', 5)).toBeUndefined();
+    expect(cache.size).toBe(2);
+  });
+});
+
+/** A store that counts admissions and can be switched off (every call rejects, as a down database does). */
+function observed(inner: KeyStore): { store: KeyStore; admits: () => number; down: (value: boolean) => void } {
+  let admits = 0;
+  let isDown = false;
+  const guard =
+    <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+    (...args: A): Promise<R> =>
+      isDown ? Promise.reject(new Error('store down')) : fn(...args);
+  const store: KeyStore = {
+    ...inner,
+    dialect: inner.dialect,
+    admit: guard((input) => {
+      admits += 1;
+      return inner.admit(input);
+    }),
+    load: guard(inner.load.bind(inner)),
+    takeOver: guard(inner.takeOver.bind(inner)),
+    commitPhase: guard(inner.commitPhase.bind(inner)) as KeyStore['commitPhase'],
+    finish: guard(inner.finish.bind(inner)) as KeyStore['finish'],
+    transaction: guard(inner.transaction.bind(inner)) as KeyStore['transaction'],
+  };
+  return { store, admits: () => admits, down: (value) => (isDown = value) };
+}
+
+describe('createIdempotencyHandler: replays from the cache of finished keys', () => {
+  it('replays a finished key byte for byte without asking the store again, and says 422 for another body the same way', async () => {
+    const { store, admits } = observed(sqliteKeyStore({ path: ':memory:' }));
+    const app = await createTestApp({ store });
+    try {
+      const first = await app.post({ amount: 10 }, { key: 'k-cached' });
+      expect(first.status).toBe(201);
+      const original = await first.text();
+      expect(admits()).toBe(1);
+      for (let i = 0; i < 3; i += 1) {
+        const replay = await app.post({ amount: 10 }, { key: 'k-cached' });
+        expect([replay.status, replay.headers.get('idempotency-replay'), replay.headers.get('idempotency-key'), await replay.text()]).toEqual([201, 'true', 'k-cached', original]);
+      }
+      expect((await app.post({ amount: 11 }, { key: 'k-cached' })).status).toBe(422);
+      expect(admits()).toBe(1);
+      expect(await app.count('ledger')).toBe(1);
+      expect(app.handler.metrics.render()).toMatch(/outcome="replayed"} 3/);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('replays a byte-identical request without hashing it, hashes any other, and never confuses a body sent under another content type', async () => {
+    const hashed: string[] = [];
+    const app = await createTestApp({
+      digest: (input) => {
+        hashed.push(new TextDecoder().decode(input));
+        return nodeDigest(input);
+      },
+    });
+    try {
+      const raw = '{ "amount": 10 }';
+      expect((await app.post(undefined, { raw, key: 'k-id' })).status).toBe(201);
+      expect(hashed).toHaveLength(1);
+      expect((await app.post(undefined, { raw, key: 'k-id' })).headers.get('idempotency-replay')).toBe('true');
+      expect(hashed).toHaveLength(1);
+      // The same JSON spelt differently: hashed, equal, replayed.
+      expect((await app.post(undefined, { raw: '{"amount":10}', key: 'k-id' })).headers.get('idempotency-replay')).toBe('true');
+      expect(hashed).toHaveLength(2);
+      // The same text as text/plain is not canonicalised: another fingerprint, so 422.
+      expect((await app.post(undefined, { raw, key: 'k-id', headers: { 'content-type': 'text/plain' } })).status).toBe(422);
+      expect(await app.count('ledger')).toBe(1);
+    } finally {
+      await app.store.close();
+    }
+  });
+
+  it('caches a key it replayed from the store too (a key another process finished)', async () => {
+    const shared = sqliteKeyStore({ path: ':memory:' });
+    const other = await createTestApp({ store: shared });
+    expect((await other.post({ amount: 5 }, { key: 'k-elsewhere' })).status).toBe(201);
+    const { store, admits } = observed(shared);
+    const app = await createTestApp({ store });
+    try {
+      expect((await app.post({ amount: 5 }, { key: 'k-elsewhere' })).headers.get('idempotency-replay')).toBe('true');
+      expect((await app.post({ amount: 5 }, { key: 'k-elsewhere' })).headers.get('idempotency-replay')).toBe('true');
+      expect(admits()).toBe(1);
+    } finally {
+      await shared.close();
+    }
+  });
+
+  it('stays fail-closed for what it does not know: with the store down, a cached key is replayed and any other key is 503', async () => {
+    const { store, down } = observed(sqliteKeyStore({ path: ':memory:' }));
+    const app = await createTestApp({ store });
+    try {
+      expect((await app.post({ amount: 7 }, { key: 'k-known' })).status).toBe(201);
+      down(true);
+      const replay = await app.post({ amount: 7 }, { key: 'k-known' });
+      expect([replay.status, replay.headers.get('idempotency-replay')]).toEqual([201, 'true']);
+      const unknown = await app.post({ amount: 7 }, { key: 'k-unknown' });
+      expect([unknown.status, unknown.headers.get('retry-after')]).toEqual([503, '1']);
+    } finally {
+      down(false);
+      await store.close();
+    }
+  });
+
+  it('asks the store every time with replayCache: false, and once the row has expired', async () => {
+    const off = observed(sqliteKeyStore({ path: ':memory:' }));
+    const uncached = await createTestApp({ store: off.store, replayCache: false });
+    const expiring = observed(sqliteKeyStore({ path: ':memory:' }));
+    const shortLived = await createTestApp({ store: expiring.store, ttlMs: 30 });
+    try {
+      for (let i = 0; i < 3; i += 1) expect((await uncached.post({ amount: 1 }, { key: 'k' })).status).toBe(201);
+      expect(off.admits()).toBe(3);
+      expect((await shortLived.post({ amount: 1 }, { key: 'k' })).status).toBe(201);
+      expect((await shortLived.post({ amount: 1 }, { key: 'k' })).status).toBe(201);
+      expect(expiring.admits()).toBe(1);
+      await new Promise((resolve) => setTimeout(resolve, 40));
+      await shortLived.post({ amount: 1 }, { key: 'k' });
+      expect(expiring.admits()).toBe(2);
+    } finally {
+      await off.store.close();
+      await expiring.store.close();
+    }
+  });
+});
