@@ -23,7 +23,7 @@
  *
  * @module
  */
-import { v5 as uuidv5 } from 'uuid';
+import { parse as parseUuid, v5 as uuidv5 } from 'uuid';
 import type { ServerMetrics } from './metrics.js';
 import type { KeyStore, Lease, StoredResponse } from './store/types.js';
 import type { ExternalOutcome, IdempotentOperation, StepContext } from './types.js';
@@ -97,7 +97,18 @@ export interface RunStepsInput<Input> {
  * ```
  */
 export function externalKey(namespace: string, clientId: string, key: string, n: number): string {
-  return uuidv5(`${clientId}:${key}:ext${n}`, namespace);
+  return uuidv5(`${clientId}:${key}:ext${n}`, namespaceBytes(namespace));
+}
+
+// uuid's v5 parses a string namespace on every call; a server uses one or two namespaces.
+const parsedNamespaces = new Map<string, Uint8Array>();
+function namespaceBytes(namespace: string): Uint8Array {
+  let bytes = parsedNamespaces.get(namespace);
+  if (bytes === undefined) {
+    bytes = parseUuid(namespace);
+    if (parsedNamespaces.size < 64) parsedNamespaces.set(namespace, bytes);
+  }
+  return bytes;
 }
 
 class LeaseLost extends Error {

@@ -111,8 +111,13 @@ export function createReplayCache(options: ReplayCacheOptions = {}): ReplayCache
       if (size > maxBytes || now >= value.expiresAt || maxAgeMs === 0) return;
       entries.set(name, { ...value, cachedAt: now, size });
       bytes += size;
+      if (bytes <= maxBytes) return;
+      // Evict down to 7/8 of the budget in one pass: walking a Map from its start also walks the
+      // holes its earlier deletions left, so evicting one entry per insert would cost a walk over
+      // all of them every time.
+      const target = maxBytes - maxBytes / 8;
       for (const [oldest, entry] of entries) {
-        if (bytes <= maxBytes) break;
+        if (bytes <= target) break;
         drop(oldest, entry);
       }
     },

@@ -164,6 +164,32 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       expect(await effects('k1')).toBe(1);
     });
 
+    it('fences a stale owner whose commits carry no work: ok:false, nothing changed', async () => {
+      await open();
+      const old = await expireLease('k1');
+      expect(await store.takeOver(clientId, 'k1', 10_000)).not.toBeNull();
+      expect(await store.commitPhase(old, { recoveryPoint: 'EXT1_SENT', data: { risk: 1 }, leaseMs: 10_000 })).toEqual({ ok: false });
+      expect(await store.finish(old, RESPONSE)).toEqual({ ok: false });
+      expect(await store.load(clientId, 'k1')).toMatchObject({ state: 'started', recoveryPoint: null, data: {}, response: null });
+    });
+
+    it('merges phase data shallowly, in commit order: a later value replaces an earlier one whole, null included', async () => {
+      await open();
+      const admitted = await store.admit(input('k1'));
+      if (!admitted.owned) throw new Error('not owned');
+      const { lease } = admitted;
+      await store.commitPhase(lease, { recoveryPoint: 'H1_DONE', data: { a: { x: 1, y: 2 }, b: 'keep', c: 1 }, leaseMs: 10_000 });
+      await store.commitPhase(lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
+      await store.commitPhase<{ z: number }>(
+        lease,
+        { recoveryPoint: 'EXT1_DONE', data: { a: { x: 3 }, c: 2 }, dataFrom: (result) => ({ c: null, d: result?.z }), leaseMs: 10_000 },
+        async () => ({ z: 9 }),
+      );
+      const row = await store.load(clientId, 'k1');
+      expect(row?.recoveryPoint).toBe('EXT1_DONE');
+      expect(row?.data).toEqual({ a: { x: 3 }, b: 'keep', c: null, d: 9 });
+    });
+
     it('finishes with the response (given or computed by the work), clears the lease, keeps the data', async () => {
       await open();
       const admitted = await store.admit(input('k1'));

@@ -22,7 +22,7 @@ export interface SqliteConnection {
    * {@link createGroupCommit}); resolves only after the transaction holding it has committed.
    * Do not call it under `locked`: it takes the lock itself.
    */
-  write<T>(body: () => Promise<T> | T): Promise<T>;
+  write<T>(body: (scope: WriteScope) => Promise<T> | T): Promise<T>;
   /** The application's view of the open transaction. */
   readonly tx: Tx;
 }
@@ -43,8 +43,20 @@ function createMutex(): <T>(fn: () => Promise<T> | T) => Promise<T> {
   };
 }
 
+/**
+ * What a write's body gets. A body whose writes must be undone together if it throws — more than
+ * one statement, or a statement followed by something that may throw — calls `savepoint()`
+ * before its first write. {@link SqliteConnection.tx} does that itself on its first statement.
+ * A body that writes one statement and nothing after needs none: SQLite undoes a failed
+ * statement on its own, and a savepoint costs two statements.
+ */
+export interface WriteScope {
+  /** Opens this write's savepoint unless it is open already. */
+  savepoint(): void;
+}
+
 interface WriteTask {
-  readonly body: () => unknown;
+  readonly body: (scope: WriteScope) => unknown;
   readonly resolve: (value: unknown) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -56,8 +68,8 @@ interface WriteTask {
  * reaching a phase boundary at the same time — run together in one `BEGIN IMMEDIATE … COMMIT`,
  * each in its own savepoint:
  *
- * - each write is still atomic on its own: one that throws is rolled back to its savepoint and
- *   rejects alone; the others commit;
+ * - each write is still atomic on its own: one that throws is rolled back to its savepoint (see
+ *   {@link WriteScope}: a one-statement write needs none) and rejects alone; the others commit;
  * - nothing resolves before the COMMIT that holds it, so a recovery point is never reported (and
  *   no crash hook fires) before it is durable; if the COMMIT fails, or SQLite aborts the
  *   transaction, every write of the group rejects and none of them happened;
@@ -74,9 +86,11 @@ function createGroupCommit(
   db: Database.Database,
   prepare: (sql: string) => Database.Statement,
   locked: <T>(fn: () => Promise<T> | T) => Promise<T>,
-): <T>(body: () => Promise<T> | T) => Promise<T> {
+): { write: <T>(body: (scope: WriteScope) => Promise<T> | T) => Promise<T>; current: () => WriteScope | undefined } {
   let queue: WriteTask[] = [];
   let scheduled = false;
+  // The scope of the write running now (writes of a group run one after another, under the lock).
+  let running: WriteScope | undefined;
 
   /** Throws when SQLite ended the transaction under a write (I/O error, disk full): see {@link assertInTransaction}. */
   const stillOpen = (): void => assertInTransaction(db);
@@ -90,26 +104,32 @@ function createGroupCommit(
     let failure: { error: unknown } | undefined;
     try {
       prepare('BEGIN IMMEDIATE').run();
-      if (tasks.length === 1) {
-        const value = await tasks[0]!.body();
-        stillOpen();
-        settled.push({ ok: true, value });
-      } else {
-        for (const task of tasks) {
-          prepare('SAVEPOINT oncely_write').run();
-          try {
-            const value = await task.body();
-            stillOpen();
-            prepare('RELEASE oncely_write').run();
-            settled.push({ ok: true, value });
-          } catch (error) {
-            // SQLite ended the whole transaction (I/O error, disk full): the group's earlier
-            // writes are gone with it, so none of them may be reported done.
-            if (!db.inTransaction) throw error;
+      for (const task of tasks) {
+        let opened = false;
+        const scope: WriteScope = {
+          savepoint() {
+            if (opened) return;
+            prepare('SAVEPOINT oncely_write').run();
+            opened = true;
+          },
+        };
+        running = scope;
+        try {
+          const value = await task.body(scope);
+          stillOpen();
+          if (opened) prepare('RELEASE oncely_write').run();
+          settled.push({ ok: true, value });
+        } catch (error) {
+          // SQLite ended the whole transaction (I/O error, disk full): the group's earlier
+          // writes are gone with it, so none of them may be reported done.
+          if (!db.inTransaction) throw error;
+          if (opened) {
             prepare('ROLLBACK TO oncely_write').run();
             prepare('RELEASE oncely_write').run();
-            settled.push({ ok: false, error });
           }
+          settled.push({ ok: false, error });
+        } finally {
+          running = undefined;
         }
       }
       prepare('COMMIT').run();
@@ -130,7 +150,7 @@ function createGroupCommit(
     }
   };
 
-  return <T>(body: () => Promise<T> | T): Promise<T> =>
+  const write = <T>(body: (scope: WriteScope) => Promise<T> | T): Promise<T> =>
     new Promise<T>((resolve, reject) => {
       queue.push({ body, resolve: resolve as (value: unknown) => void, reject });
       if (!scheduled) {
@@ -143,6 +163,7 @@ function createGroupCommit(
         setImmediate(() => void locked(runGroup).catch(() => undefined));
       }
     });
+  return { write, current: () => running };
 }
 
 /**
@@ -212,6 +233,9 @@ export function openSqlite(path: string, busyTimeoutMs: number): SqliteConnectio
     return statement;
   };
 
+  const locked = createMutex();
+  const group = createGroupCommit(db, prepare, locked);
+
   // `$1, $2` (the placeholders shared with PostgreSQL) become SQLite's numbered `?1, ?2`, bound
   // by number, so a placeholder may repeat. Application SQL must not contain `$n` in literals.
   const adapt = (sql: string, params: readonly unknown[] = []): [Database.Statement, Record<number, Param>] => {
@@ -225,27 +249,29 @@ export function openSqlite(path: string, busyTimeoutMs: number): SqliteConnectio
     dialect: 'sqlite',
     run: async (sql, params) => {
       assertInTransaction(db);
+      group.current()?.savepoint();
       const [statement, bound] = adapt(sql, params);
       return statement.run(bound).changes;
     },
     all: async <T extends object>(sql: string, params?: readonly unknown[]) => {
       assertInTransaction(db);
+      group.current()?.savepoint();
       const [statement, bound] = adapt(sql, params);
       return statement.all(bound) as T[];
     },
     get: async <T extends object>(sql: string, params?: readonly unknown[]) => {
       assertInTransaction(db);
+      group.current()?.savepoint();
       const [statement, bound] = adapt(sql, params);
       return statement.get(bound) as T | undefined;
     },
   };
 
-  const locked = createMutex();
   return {
     db,
     prepare,
     locked,
-    write: createGroupCommit(db, prepare, locked),
+    write: group.write,
     async immediate<T>(body: () => Promise<T> | T): Promise<T> {
       // IMMEDIATE takes the write lock up front: a deferred transaction that read first could
       // fail to upgrade (SQLITE_BUSY without waiting) when another process writes meanwhile.

@@ -10,6 +10,11 @@
  * - better-sqlite3 is synchronous: a write waiting for another process's lock blocks this
  *   process's event loop, which is why every transaction is short and no external call ever
  *   runs inside one (the handler commits `EXTn_SENT`, then calls, then commits the outcome).
+ * - Writes queued in the same turn of the event loop share one transaction (group commit, see
+ *   `sqlite-connection.node.ts`), and a write costs as few statements as it can: a phase commit
+ *   with no application work is one fenced `UPDATE` (the lease token in its WHERE; the row's data
+ *   merged in SQL), admission is one `INSERT … ON CONFLICT DO NOTHING RETURNING`. A first
+ *   execution of a two-phase operation went from 21 statements to 10.
  * - Times are epoch milliseconds by this process's clock; processes sharing a file share a host.
  *
  * @module
@@ -79,19 +84,25 @@ CREATE INDEX IF NOT EXISTS oncely_keys_unfinished ON oncely_keys (next_attempt_a
 CREATE INDEX IF NOT EXISTS oncely_keys_finished_expiry ON oncely_keys (expires_at) WHERE state = 'finished';
 `;
 
+/** Thrown inside a fenced write when the lease is gone; becomes `{ ok: false }`. */
+const LEASE_LOST = Symbol('lease lost');
+
 const SQL = {
   insert: `INSERT INTO oncely_keys (client_id, key, request_hash, endpoint, request_body, state, lease_token, lease_expires_at, created_at, expires_at)
            VALUES (?, ?, ?, ?, ?, 'started', ?, ?, ?, ?)
-           ON CONFLICT (client_id, key) DO NOTHING RETURNING *`,
+           ON CONFLICT (client_id, key) DO NOTHING RETURNING created_at`,
   load: `SELECT * FROM oncely_keys WHERE client_id = ? AND key = ?`,
   takeOver: `UPDATE oncely_keys SET lease_token = ?, lease_expires_at = ?
              WHERE client_id = ? AND key = ? AND state = 'started' AND (lease_token IS NULL OR lease_expires_at <= ?)
              RETURNING lease_token`,
-  fence: `SELECT recovery_point, data FROM oncely_keys WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
-  commitPhase: `UPDATE oncely_keys SET recovery_point = ?, data = ?, lease_expires_at = ?
-                WHERE client_id = ? AND key = ? AND lease_token = ?`,
+  fence: `SELECT 1 FROM oncely_keys WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
+  // The lease token in the WHERE is the fence: a taken-over owner changes no row.
+  commitPhase: `UPDATE oncely_keys SET recovery_point = ?, lease_expires_at = ?
+                WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
+  commitPhaseData: `UPDATE oncely_keys SET recovery_point = ?, data = oncely_merge(data, ?), lease_expires_at = ?
+                    WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
   finish: `UPDATE oncely_keys SET state = 'finished', response_status = ?, response_headers = ?, response_body = ?,
-           lease_token = NULL, lease_expires_at = NULL WHERE client_id = ? AND key = ? AND lease_token = ?`,
+           lease_token = NULL, lease_expires_at = NULL WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
   forget: `DELETE FROM oncely_keys WHERE client_id = ? AND key = ? AND lease_token = ? AND recovery_point IS NULL`,
   release: `UPDATE oncely_keys SET lease_token = NULL, lease_expires_at = NULL
             WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
@@ -166,16 +177,47 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
     };
   };
 
+  // The row's data is merged in SQL, so a phase commit need not read the row first:
+  // {...data, ...patch}, exactly what the phase runner means by "merged".
+  db.function('oncely_merge', { deterministic: true }, (data: unknown, patch: unknown) =>
+    JSON.stringify({ ...(JSON.parse(String(data)) as object), ...(JSON.parse(String(patch)) as object) }),
+  );
+
   /**
-   * A fenced transaction: nothing runs unless `lease` still holds the row. Inside
-   * `BEGIN IMMEDIATE` no other process can take the row over between the check and the write.
+   * A fenced write: `work` (the application's statements, if any), then `commit` — one UPDATE
+   * whose WHERE holds the lease token. Costs as few statements as it can:
+   * - no work, or work that runs no statement: the UPDATE alone; no row changed means the lease
+   *   was lost, and nothing was written;
+   * - work that runs statements: the first opens the write's savepoint and checks the lease
+   *   first (an owner that lost its row must not do its work), and the savepoint undoes the work
+   *   if anything after it fails.
+   * Inside `BEGIN IMMEDIATE` no other process can take the row over between check and write.
    */
-  async function fenced<T>(lease: Lease, body: (current: { data: string }) => Promise<T>): Promise<Fenced<T>> {
-    return write(async () => {
-      const current = prepare(SQL.fence).get(lease.clientId, lease.key, lease.token) as { data: string } | undefined;
-      if (!current) return { ok: false } as const;
-      return { ok: true, value: await body(current) } as const;
-    });
+  async function fenced<T>(lease: Lease, work: ((tx: Tx) => Promise<T>) | undefined, commit: (result: T | undefined) => number): Promise<Fenced<T>> {
+    try {
+      return await write(async (scope): Promise<Fenced<T>> => {
+        let checked = false;
+        const guard = (): void => {
+          if (checked) return;
+          scope.savepoint();
+          if (prepare(SQL.fence).get(lease.clientId, lease.key, lease.token) === undefined) throw LEASE_LOST;
+          checked = true;
+        };
+        const guarded: Tx = {
+          dialect: 'sqlite',
+          run: (sql, params) => (guard(), tx.run(sql, params)),
+          all: (sql, params) => (guard(), tx.all(sql, params)),
+          get: (sql, params) => (guard(), tx.get(sql, params)),
+        };
+        const result = work ? await work(guarded) : undefined;
+        assertInTransaction(db);
+        if (commit(result) !== 1) throw LEASE_LOST;
+        return { ok: true, value: result as T };
+      });
+    } catch (error) {
+      if (error === LEASE_LOST) return { ok: false };
+      throw error;
+    }
   }
 
   return {
@@ -208,8 +250,27 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
           at + input.leaseMs,
           at,
           at + input.ttlMs,
-        ) as RawRow | undefined;
-        if (inserted) return { owned: true, lease: { clientId: input.clientId, key: input.key, token }, row: toRow(inserted) };
+        ) as { created_at: number } | undefined;
+        if (inserted) {
+          // A row back means this caller owns the key; the row is exactly what was inserted, so it
+          // is built here rather than read back and parsed.
+          const row: KeyRow = {
+            clientId: input.clientId,
+            key: input.key,
+            requestHash: input.requestHash,
+            endpoint: input.endpoint,
+            requestBody: input.requestBody,
+            state: 'started',
+            recoveryPoint: null,
+            data: {},
+            response: null,
+            leaseRemainingMs: input.leaseMs,
+            attempts: 0,
+            createdAt: at,
+            expiresAt: at + input.ttlMs,
+          };
+          return { owned: true, lease: { clientId: input.clientId, key: input.key, token }, row };
+        }
         const existing = prepare(SQL.load).get(input.clientId, input.key) as RawRow;
         return { owned: false, row: toRow(existing) };
       });
@@ -230,25 +291,25 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
       }),
 
     commitPhase: <T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>) =>
-      fenced(lease, async (current) => {
-        const result = work ? await work(tx) : undefined;
-        assertInTransaction(db);
-        const data = { ...(JSON.parse(current.data) as object), ...phase.data, ...(phase.dataFrom?.(result) ?? {}) };
-        prepare(SQL.commitPhase).run(phase.recoveryPoint, JSON.stringify(data), now() + phase.leaseMs, lease.clientId, lease.key, lease.token);
-        return result;
+      fenced(lease, work, (result) => {
+        const produced = phase.dataFrom?.(result);
+        const patch = phase.data && produced ? { ...phase.data, ...produced } : (produced ?? phase.data);
+        const leaseExpiresAt = now() + phase.leaseMs;
+        if (patch === undefined || Object.keys(patch).length === 0) {
+          return prepare(SQL.commitPhase).run(phase.recoveryPoint, leaseExpiresAt, lease.clientId, lease.key, lease.token).changes;
+        }
+        return prepare(SQL.commitPhaseData).run(phase.recoveryPoint, JSON.stringify(patch), leaseExpiresAt, lease.clientId, lease.key, lease.token)
+          .changes;
       }),
 
     finish: <T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>) =>
-      fenced(lease, async () => {
-        const result = work ? await work(tx) : undefined;
-        assertInTransaction(db);
+      fenced(lease, work, (result) => {
         const final = typeof response === 'function' ? response(result) : response;
         const bytes = Buffer.byteLength(final.body, 'utf8');
         if (bytes > maxResponseBytes) {
           throw new RangeError(`sqliteKeyStore: a ${bytes}-byte response exceeds maxResponseBytes (${maxResponseBytes})`);
         }
-        prepare(SQL.finish).run(final.status, JSON.stringify(final.headers), final.body, lease.clientId, lease.key, lease.token);
-        return result;
+        return prepare(SQL.finish).run(final.status, JSON.stringify(final.headers), final.body, lease.clientId, lease.key, lease.token).changes;
       }),
 
     release: (lease, { forget }) =>
