@@ -126,7 +126,9 @@ export function buildClient(
     if (!created && record.fingerprint !== operation.fingerprint) {
       throw new KeyReusedError({ method: operation.method, url: operation.url, key: operation.key });
     }
-    return createOperation(engine, ref, { ...clientCredentials(resolved), ...credentials }, requestOptions.signal);
+    // post() sends at once: the record it just created is handed over instead of read back.
+    const fresh = submitted && created ? record : undefined;
+    return createOperation(engine, ref, { ...clientCredentials(resolved), ...credentials }, requestOptions.signal, fresh);
   };
   const prepare = (method: string, path: string, requestOptions: RequestOptions = {}): Promise<Operation> =>
     journalOperation(method, path, requestOptions, false);

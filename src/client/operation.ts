@@ -116,9 +116,11 @@ async function runChain(
   ref: OperationRef,
   credentials: Readonly<Record<string, string>>,
   signal: AbortSignal,
+  fresh?: OperationRecord,
 ): Promise<OperationResult> {
   const { journal, retry, ownerId, claimTtlMs, hooks } = options;
-  const record = await loadRecord(options, ref);
+  // A record this call has just created needs no read back: nothing else knows its key yet.
+  const record = fresh ?? (await loadRecord(options, ref));
   if (record.state !== OperationState.Pending) return fromSettled(ref, record);
   if (isExpired(record, options.keyTtlMs)) throw new ExpiredOperationError(ref, record.createdAt, options.keyTtlMs);
   // From here on the caller has asked for it: a crash before or during the first attempt must
@@ -140,6 +142,7 @@ async function runChain(
     body: report.body,
     replayed: isReplay(report.headers),
   });
+  let settled = false;
   const settle = async (report: ResponseReport): Promise<OperationResult> => {
     const { status } = report.outcome;
     // The caller gets the whole response; the journal gets it without secrets and capped. The
@@ -148,6 +151,7 @@ async function runChain(
     const succeeded = status >= 200 && status < 300;
     const state = succeeded ? OperationState.Succeeded : OperationState.Failed;
     await journal.update(ref.key, { attempts, lastStatus: status, state, result: toStorable(live, options.maxBodyBytes) });
+    settled = true;
     hooks.onSettled?.({ ...ref, state, status, replayed: live.replayed, attempts });
     if (succeeded) return toResult(ref.key, live, attempts);
     throw new AbortError(finalError(ref, live));
@@ -207,7 +211,8 @@ async function runChain(
     });
   } finally {
     clearInterval(keepAlive);
-    await journal.release(ref.key, ownerId).catch(() => undefined);
+    // A claim only ever keeps others off a pending operation: a settled one needs no release.
+    if (!settled) await journal.release(ref.key, ownerId).catch(() => undefined);
   }
 }
 
@@ -230,7 +235,10 @@ export function createOperation(
   ref: OperationRef,
   credentials: Readonly<Record<string, string>>,
   defaultSignal: AbortSignal | undefined,
+  fresh?: OperationRecord,
 ): Operation {
+  // Good for the first chain only, started at once by post(); a later send() reads the journal.
+  let justCreated = fresh;
   return {
     key: ref.key,
     method: ref.method,
@@ -248,7 +256,9 @@ export function createOperation(
         const controller = new AbortController();
         const clientSignal = engine.options.signal;
         if (clientSignal?.aborted) controller.abort(new OperationAbortedError(ref, { cause: clientSignal.reason }));
-        const run = (): Promise<OperationResult> => runChain(engine.options, ref, credentials, controller.signal);
+        const initial = justCreated;
+        justCreated = undefined;
+        const run = (): Promise<OperationResult> => runChain(engine.options, ref, credentials, controller.signal, previous ? undefined : initial);
         const started: Chain = {
           ref,
           controller,

@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { createClient, memoryJournal } from '../../src/index.js';
+import type { Journal } from '../../src/journal/types.js';
+
+/** A memory journal that records which of its methods were called, in order. */
+function counting(): { journal: Journal; calls: string[] } {
+  const inner = memoryJournal();
+  const calls: string[] = [];
+  const journal = new Proxy(inner, {
+    get(target, name, receiver) {
+      const value = Reflect.get(target, name, receiver) as unknown;
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        calls.push(String(name));
+        return (value as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  return { journal, calls };
+}
+
+describe('journal traffic of one operation', () => {
+  it('post(): the record is written before the attempt, not read back, and a settled operation needs no release', async () => {
+    const { journal, calls } = counting();
+    const client = createClient({ baseUrl: 'http://api.test', journal, fetch: async () => new Response('{"ok":true}', { status: 201 }) });
+    expect((await client.post('v1/payments', { json: { amount: 1 } })).status).toBe(201);
+    expect(calls).toEqual(['put', 'claim', 'update']);
+    await client.close();
+  });
+
+  it('prepare() then send(): the record is read again at send time, since anything may have happened in between', async () => {
+    const { journal, calls } = counting();
+    const client = createClient({ baseUrl: 'http://api.test', journal, fetch: async () => new Response('{"ok":true}', { status: 201 }) });
+    const op = await client.prepare('POST', 'v1/payments', { json: { amount: 1 } });
+    await op.send();
+    expect(calls).toEqual(['put', 'get', 'update', 'claim', 'update']);
+    await client.close();
+  });
+
+  it('releases its claim when the operation stays pending (a 503 beyond the retry budget)', async () => {
+    const { journal, calls } = counting();
+    const client = createClient({
+      baseUrl: 'http://api.test',
+      journal,
+      retry: { limit: 0 },
+      fetch: async () => new Response('busy', { status: 503, headers: { 'retry-after': '0' } }),
+    });
+    await expect(client.post('v1/payments', { json: { amount: 1 } })).rejects.toThrow();
+    expect(calls.at(-1)).toBe('release');
+    expect((await journal.list()).map((r) => r.state)).toEqual(['pending']);
+    await client.close();
+  });
+});
