@@ -160,8 +160,19 @@ export function fingerprintInput(method: string, path: string, body?: Fingerprin
 }
 
 /**
- * {@link fingerprintInput} for a text body the caller has already parsed as JSON (`parsed`), so
- * the server does not parse each request body twice. Gives exactly the bytes
+ * Whether the fingerprint canonicalises a JSON body sent with this content type (`null`: the
+ * request had none).
+ *
+ * @internal
+ */
+export function canonicalisesJson(contentType: string | null): boolean {
+  return contentType === null || isJsonType(contentType);
+}
+
+/**
+ * {@link fingerprintInput} for a text body whose canonical JSON the caller has already computed
+ * (`canonical`: `canonicalJson(JSON.parse(text))`, taken only when {@link canonicalisesJson}),
+ * so the server does not parse each request body twice. Gives exactly the bytes
  * `fingerprintInput(method, path, text, { contentType })` gives.
  *
  * @internal
@@ -171,10 +182,9 @@ export function fingerprintInputParsed(
   path: string,
   text: string,
   contentType: string | null,
-  parsed: { readonly json: unknown } | undefined,
+  canonical: string | undefined,
 ): Uint8Array<ArrayBuffer> {
-  const wantJson = contentType === null ? true : isJsonType(contentType);
-  const tail = wantJson && parsed !== undefined && text.length > 0 ? canonicalJson(parsed.json) : canonicalBodyText(text, contentType, false);
+  const tail = canonical !== undefined && text.length > 0 && canonicalisesJson(contentType) ? canonical : canonicalBodyText(text, contentType, false);
   return encoder.encode(`${method.toUpperCase()}\n${path}\n${tail}`);
 }
 

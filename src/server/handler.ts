@@ -15,7 +15,7 @@
  * @module
  */
 import { validate as validateUuid } from 'uuid';
-import { type FingerprintDigest, defaultDigest, fingerprintInputParsed } from '../fingerprint.js';
+import { type FingerprintDigest, canonicalJson, canonicalisesJson, defaultDigest, fingerprintInputParsed } from '../fingerprint.js';
 import { DEFAULT_NAMESPACE, parseKeyHeader } from '../keys.js';
 import { createServerMetrics, type RequestOutcome, type ServerMetrics } from './metrics.js';
 import { runSteps, type PhaseHooks, type StepsOutcome } from './phases.js';
@@ -168,15 +168,19 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
   const parseInput = (
     operation: IdempotentOperation<unknown>,
     text: string,
-  ): { ok: true; input: unknown; json: unknown } | { ok: false; detail: string } => {
+    contentType?: string | null,
+  ): { ok: true; input: unknown; canonical: string | undefined } | { ok: false; detail: string } => {
     let json: unknown;
     try {
       json = text.length === 0 ? undefined : JSON.parse(text);
     } catch {
       return { ok: false, detail: 'the body is not valid JSON' };
     }
+    // The fingerprint's canonical form is taken before the operation's parser sees the value: a
+    // parser that fills in defaults must not change what the request hashes to.
+    const canonical = json !== undefined && contentType !== undefined && canonicalisesJson(contentType) ? canonicalJson(json) : undefined;
     const parsed = operation.parse(json);
-    return parsed.ok ? { ok: true, input: parsed.input, json } : parsed;
+    return parsed.ok ? { ok: true, input: parsed.input, canonical } : parsed;
   };
 
   async function admitted(
@@ -232,17 +236,17 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     const path = url.pathname + url.search;
     const contentType = request.headers.get('content-type');
     // Everything the fingerprint is computed from, as one string (content type first: it decides
-    // whether the body is canonicalised).
-    const identity = cache ? `${method}\n${path}\n${contentType ?? ''}\n${text}` : '';
+    // whether the body is canonicalised, and a missing one differs from an empty one).
+    const identity = cache ? `${method}\n${path}\n${contentType === null ? '-' : `+${contentType}`}\n${text}` : '';
     const known = cache?.get(clientId, parsedKey.key, Date.now());
     // A request identical to one known to match a finished key is its replay: no parsing (it
     // parsed before) and no hashing (it hashes the same).
     if (known && known.request === identity) return ['replayed', new Response(replayBody(known.response), { status: known.response.status, headers: known.replayHeaders })];
-    const parsed = parseInput(operation, text);
+    const parsed = parseInput(operation, text, contentType);
     if (!parsed.ok) return ['invalid', problem(ProblemType.InvalidRequest, parsed.detail, echo)];
     // The decoded text, not the bytes: with no Content-Type the fingerprint then still
     // canonicalises a JSON body, exactly as the client's fingerprint() does.
-    const requestHash = await config.digest(fingerprintInputParsed(method, path, text, contentType, { json: parsed.json }));
+    const requestHash = await config.digest(fingerprintInputParsed(method, path, text, contentType, parsed.canonical));
     const admission: Admission = { clientId, key: parsedKey.key, requestHash, endpoint: `${method} ${url.pathname}`, requestBody: text, identity };
     if (known) {
       // Exactly what `admitted` answers for a finished row, fingerprint first.

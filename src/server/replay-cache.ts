@@ -42,7 +42,7 @@ export interface CachedKey {
   readonly response: StoredResponse;
   /** The headers a replay of it answers with (stored headers, key echo, `idempotency-replay`). */
   readonly replayHeaders: Readonly<Record<string, string>>;
-  /** The row's own expiry (store clock, epoch ms): never served past it. */
+  /** The row's own expiry (store clock, epoch ms): a row within `maxAgeMs` + 60 s of it is not cached. */
   readonly expiresAt: number;
 }
 
@@ -60,6 +60,9 @@ export interface ReplayCache {
   /** Entries held now. */
   readonly size: number;
 }
+
+/** How far this process's clock may be from the store's (PostgreSQL's) without harm. */
+const CLOCK_MARGIN_MS = 60_000;
 
 const sizeOf = (value: CachedKey): number => {
   let size = value.response.body.length + value.requestHash.length + value.request.length + value.endpoint.length + 64;
@@ -86,8 +89,9 @@ export function createReplayCache(options: ReplayCacheOptions = {}): ReplayCache
   const entries = new Map<string, Entry>();
   let bytes = 0;
   let inserted = 0;
-  // Client ids never contain ':' (the handler's rule), so this joins without ambiguity.
-  const id = (clientId: string, key: string): string => `${clientId}:${key}`;
+  // Length-prefixed, so no client id and key can spell another pair's entry (even a client id
+  // with ':' in it, which the handler's rules forbid but an `authenticate` might return).
+  const id = (clientId: string, key: string): string => `${clientId.length}:${clientId}:${key}`;
   const drop = (name: string, entry: Entry): void => {
     entries.delete(name);
     bytes -= entry.size;
@@ -118,7 +122,10 @@ export function createReplayCache(options: ReplayCacheOptions = {}): ReplayCache
       const previous = entries.get(name);
       if (previous) drop(name, previous);
       const size = sizeOf(value);
-      if (size > maxBytes || now >= value.expiresAt || maxAgeMs === 0) return;
+      // Never a row within a minute (plus the entry's own lifetime) of its expiry: on PostgreSQL
+      // the database's clock decides expiry, and this process's clock may differ by that much
+      // without the cache ever serving a row the store has already reaped.
+      if (size > maxBytes || value.expiresAt - now < maxAgeMs + CLOCK_MARGIN_MS || maxAgeMs === 0) return;
       entries.set(name, { ...value, cachedAt: now, size, order: inserted });
       inserted += 1;
       bytes += size;

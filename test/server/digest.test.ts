@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fingerprint, fingerprintInput, fingerprintInputParsed, type FingerprintBody, type FingerprintOptions } from '../../src/fingerprint.js';
+import { canonicalJson, canonicalisesJson, fingerprint, fingerprintInput, fingerprintInputParsed, type FingerprintBody, type FingerprintOptions } from '../../src/fingerprint.js';
 import { createReferenceApp } from '../../src/reference/app.js';
 import { defaultDigest, nodeDigest, readCappedBody, sqliteKeyStore, webCryptoDigest } from '../../src/server/index.js';
 import { createTestApp } from './fixtures.js';
@@ -73,14 +73,17 @@ describe('fingerprintInputParsed (the server reuses the JSON it parsed)', () => 
     ['a JSON number body', 'PUT', '/p?x=1', ' 12.50 ', {}],
   ] as ReadonlyArray<readonly [string, string, string, string, FingerprintOptions]>;
   it.each(TEXT_CASES)('gives the bytes fingerprintInput gives for %s', (_name, method, path, text, options) => {
-    let parsed: { json: unknown } | undefined;
+    const contentType = options.contentType ?? null;
+    let canonical: string | undefined;
     try {
-      parsed = text.length === 0 ? undefined : { json: JSON.parse(text) };
+      canonical = text.length === 0 || !canonicalisesJson(contentType) ? undefined : canonicalJson(JSON.parse(text));
     } catch {
-      parsed = undefined;
+      canonical = undefined;
     }
     const expected = fingerprintInput(method, path, text, options);
-    expect(fingerprintInputParsed(method, path, text, options.contentType ?? null, parsed)).toEqual(expected);
+    expect(fingerprintInputParsed(method, path, text, contentType, canonical)).toEqual(expected);
+    // An empty Content-Type is a type that is not JSON: the text is hashed as it is.
+    expect(fingerprintInputParsed(method, path, text, '', canonical)).toEqual(fingerprintInput(method, path, text, { contentType: '' }));
   });
 });
 

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { createReplayCache, nodeDigest, sqliteKeyStore, type CachedKey, type KeyStore } from '../../src/server/index.js';
+import { fingerprint } from '../../src/fingerprint.js';
+import { createIdempotencyHandler, createReplayCache, nodeDigest, sqliteKeyStore, type CachedKey, type IdempotentOperation, type KeyStore } from '../../src/server/index.js';
 import { createTestApp } from './fixtures.js';
 
-const entry = (body: string, expiresAt = 10_000): CachedKey => ({
+const entry = (body: string, expiresAt = 10_000_000): CachedKey => ({
   requestHash: 'h',
   request: 'POST\n/v1/payments\napplication/json\n{}',
   endpoint: 'POST /v1/payments',
@@ -12,14 +13,25 @@ const entry = (body: string, expiresAt = 10_000): CachedKey => ({
 });
 
 describe('createReplayCache', () => {
-  it('returns what was set until the row expires or the entry ages out', () => {
+  it('returns what was set until the entry ages out', () => {
     const cache = createReplayCache({ maxAgeMs: 100 });
-    cache.set('acme', 'k1', entry('{"a":1}', 1_000), 0);
+    cache.set('acme', 'k1', entry('{"a":1}', 1_000_000), 0);
     expect(cache.get('acme', 'k1', 99)?.response.body).toBe('{"a":1}');
     expect(cache.get('acme', 'k1', 100)).toBeUndefined();
-    cache.set('acme', 'k2', entry('{}', 50), 0);
-    expect(cache.get('acme', 'k2', 50)).toBeUndefined();
     expect(cache.size).toBe(0);
+  });
+
+  it('never holds a row within maxAgeMs + 60 s of its expiry (the store clock may differ from ours)', () => {
+    const cache = createReplayCache({ maxAgeMs: 100 });
+    cache.set('acme', 'near', entry('{}', 60_099), 0);
+    cache.set('acme', 'far', entry('{}', 60_100), 0);
+    expect([cache.get('acme', 'near', 1), cache.get('acme', 'far', 1)].map((e) => e !== undefined)).toEqual([false, true]);
+  });
+
+  it('keeps a client id with ":" apart from another client whose key spells the rest', () => {
+    const cache = createReplayCache();
+    cache.set('a:b', 'c', entry('first'), 0);
+    expect(cache.get('a', 'b:c', 1)).toBeUndefined();
   });
 
   it('keeps callers apart: the same key of two clients is two entries', () => {
@@ -115,6 +127,59 @@ describe('createIdempotencyHandler: replays from the cache of finished keys', ()
     }
   });
 
+  it('tells a request with no Content-Type from one with an empty Content-Type, as the fingerprint does', async () => {
+    const app = await createTestApp();
+    try {
+      const raw = '{ "amount": 10 }'; // canonical JSON would drop the spaces
+      const send = (headers: Record<string, string>) =>
+        app.handler.handle(
+          new Request('http://oncely.test/v1/payments', {
+            method: 'POST',
+            headers: { authorization: 'Bearer test_acme', 'idempotency-key': 'k-ct', ...headers },
+            body: new TextEncoder().encode(raw),
+          }),
+        );
+      expect((await send({}))?.status).toBe(201);
+      // Canonicalised with no type, hashed raw with an empty one: another request, so 422.
+      expect((await send({ 'content-type': '' }))?.status).toBe(422);
+      expect((await send({}))?.headers.get('idempotency-replay')).toBe('true');
+    } finally {
+      await app.store.close();
+    }
+  });
+
+  it('fingerprints the body as sent, not as the operation parser changed it (a parser filling in a default)', async () => {
+    const store = sqliteKeyStore({ path: ':memory:' });
+    await store.migrate();
+    const handler = createIdempotencyHandler({
+      store,
+      replayCache: false,
+      authenticate: () => 'acme',
+      operations: [
+        {
+          method: 'POST',
+          path: '/v1/things',
+          parse: (body) => {
+            const fields = body as Record<string, unknown>;
+            fields['currency'] ??= 'EUR'; // mutates what JSON.parse gave it
+            return { ok: true, input: fields };
+          },
+          steps: [],
+          final: { kind: 'final', run: async () => ({ status: 201, headers: {}, body: '{}' }) },
+        } as IdempotentOperation<unknown>,
+      ],
+    });
+    try {
+      const send = (body: string) =>
+        handler.handle(new Request('http://oncely.test/v1/things', { method: 'POST', headers: { 'idempotency-key': 'k-def', 'content-type': 'application/json' }, body }));
+      expect((await send('{"amount":1}'))?.status).toBe(201);
+      expect((await send('{"amount":1,"currency":"EUR"}'))?.status).toBe(422);
+      expect((await store.load('acme', 'k-def'))?.requestHash).toBe(await fingerprint('POST', '/v1/things', '{"amount":1}', { contentType: 'application/json' }));
+    } finally {
+      await store.close();
+    }
+  });
+
   it('caches a key it replayed from the store too (a key another process finished)', async () => {
     const shared = sqliteKeyStore({ path: ':memory:' });
     const other = await createTestApp({ store: shared });
@@ -146,20 +211,17 @@ describe('createIdempotencyHandler: replays from the cache of finished keys', ()
     }
   });
 
-  it('asks the store every time with replayCache: false, and once the row has expired', async () => {
+  it('asks the store every time with replayCache: false, and for keys about to expire', async () => {
     const off = observed(sqliteKeyStore({ path: ':memory:' }));
     const uncached = await createTestApp({ store: off.store, replayCache: false });
     const expiring = observed(sqliteKeyStore({ path: ':memory:' }));
-    const shortLived = await createTestApp({ store: expiring.store, ttlMs: 30 });
+    // A TTL shorter than the entry lifetime plus the clock margin: never cached.
+    const shortLived = await createTestApp({ store: expiring.store, ttlMs: 60_000 });
     try {
       for (let i = 0; i < 3; i += 1) expect((await uncached.post({ amount: 1 }, { key: 'k' })).status).toBe(201);
       expect(off.admits()).toBe(3);
-      expect((await shortLived.post({ amount: 1 }, { key: 'k' })).status).toBe(201);
-      expect((await shortLived.post({ amount: 1 }, { key: 'k' })).status).toBe(201);
-      expect(expiring.admits()).toBe(1);
-      await new Promise((resolve) => setTimeout(resolve, 40));
-      await shortLived.post({ amount: 1 }, { key: 'k' });
-      expect(expiring.admits()).toBe(2);
+      for (let i = 0; i < 3; i += 1) expect((await shortLived.post({ amount: 1 }, { key: 'k' })).status).toBe(201);
+      expect(expiring.admits()).toBe(3);
     } finally {
       await off.store.close();
       await expiring.store.close();

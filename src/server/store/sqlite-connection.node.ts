@@ -78,6 +78,9 @@ interface WriteTask {
  * - a write on its own (no concurrency) is one transaction, as before, started one turn of the
  *   event loop later.
  *
+ * Application work inside a write must not wait for I/O (it never should: no external call runs
+ * inside a transaction): the whole group, and the database's write lock, wait with it.
+ *
  * Writes of one group may see each other's uncommitted rows (two requests with one key in one
  * group: the second finds the first's row). They commit or fail together, so nothing is ever
  * answered from a row that did not commit.
