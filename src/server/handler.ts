@@ -194,9 +194,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     const row = result.row;
     // The fingerprint is checked before anything else: a key reused for another request must
     // never see (or wait for) the original's state.
-    if (row.requestHash !== admission.requestHash) {
-      return ['mismatch', problem(ProblemType.KeyReused, `this Idempotency-Key was used for a different request (${row.endpoint})`, echo)];
-    }
+    if (row.requestHash !== admission.requestHash) return mismatch(row.endpoint, echo);
     if (row.state === 'finished' && row.response) {
       remember(row, admission, row.response);
       return ['replayed', stored(row.response, { ...echo, 'idempotency-replay': 'true' })];
@@ -241,20 +239,15 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     const known = cache?.get(clientId, parsedKey.key, Date.now());
     // A request identical to one known to match a finished key is its replay: no parsing (it
     // parsed before) and no hashing (it hashes the same).
-    if (known && known.request === identity) return ['replayed', new Response(replayBody(known.response), { status: known.response.status, headers: known.replayHeaders })];
+    if (known && known.request === identity) return replayFromCache(known);
     const parsed = parseInput(operation, text, contentType);
     if (!parsed.ok) return ['invalid', problem(ProblemType.InvalidRequest, parsed.detail, echo)];
     // The decoded text, not the bytes: with no Content-Type the fingerprint then still
     // canonicalises a JSON body, exactly as the client's fingerprint() does.
     const requestHash = await config.digest(fingerprintInputParsed(method, path, text, contentType, parsed.canonical));
     const admission: Admission = { clientId, key: parsedKey.key, requestHash, endpoint: `${method} ${url.pathname}`, requestBody: text, identity };
-    if (known) {
-      // Exactly what `admitted` answers for a finished row, fingerprint first.
-      if (known.requestHash !== requestHash) {
-        return ['mismatch', problem(ProblemType.KeyReused, `this Idempotency-Key was used for a different request (${known.endpoint})`, echo)];
-      }
-      return ['replayed', stored(known.response, { ...echo, 'idempotency-replay': 'true' })];
-    }
+    // Exactly what `admitted` answers for a finished row, fingerprint first.
+    if (known) return known.requestHash === requestHash ? replayFromCache(known) : mismatch(known.endpoint, echo);
     try {
       return await admitted(operation, parsed.input, admission, echo);
     } catch {
@@ -330,6 +323,15 @@ function replayHeaders(response: StoredResponse, extra: Readonly<Record<string, 
 
 function stored(response: StoredResponse, extra: Readonly<Record<string, string>>): Response {
   return new Response(replayBody(response), { status: response.status, headers: replayHeaders(response, extra) });
+}
+
+function mismatch(endpoint: string, echo: Readonly<Record<string, string>>): [RequestOutcome, Response] {
+  return ['mismatch', problem(ProblemType.KeyReused, `this Idempotency-Key was used for a different request (${endpoint})`, echo)];
+}
+
+/** A cached finished key's replay: its headers (key echo and `idempotency-replay` included) were built once. */
+function replayFromCache(known: CachedKey): [RequestOutcome, Response] {
+  return ['replayed', new Response(replayBody(known.response), { status: known.response.status, headers: known.replayHeaders })];
 }
 
 function inFlight(remainingMs: number, echo: Readonly<Record<string, string>>): [RequestOutcome, Response] {

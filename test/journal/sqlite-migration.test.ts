@@ -19,6 +19,23 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
+/** The record a fixture row reads back as after migration: unchanged, and submitted when it was journaled. */
+const migrated = (row: (typeof V1_ROWS)[number] | (typeof V2_ROWS)[number]) => ({
+  key: row.key,
+  method: row.method,
+  url: row.url,
+  headers: row.headers,
+  body: row.body,
+  fingerprint: row.fingerprint,
+  state: row.state,
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+  submittedAt: row.created_at,
+  attempts: row.attempts,
+  lastStatus: row.last_status,
+  result: row.result,
+});
+
 const inspect = (file: string) => {
   const db = new Database(file, { readonly: true });
   try {
@@ -43,21 +60,7 @@ describe('SQLite journal schema migration', () => {
     const records = await journal.list();
     expect(records.map((r) => r.key)).toEqual(V1_ROWS.map((row) => row.key));
     V1_ROWS.forEach((row, i) => {
-      expect(records[i]).toEqual({
-        key: row.key,
-        method: row.method,
-        url: row.url,
-        headers: row.headers,
-        body: row.body,
-        fingerprint: row.fingerprint,
-        state: row.state,
-        createdAt: row.created_at,
-        updatedAt: row.updated_at,
-        submittedAt: row.created_at,
-        attempts: row.attempts,
-        lastStatus: row.last_status,
-        result: row.result,
-      });
+      expect(records[i]).toEqual(migrated(row));
     });
     await journal.close();
     expect(inspect(path)).toEqual({ version: 3, columns: expect.arrayContaining(['claim_owner', 'claimed_until', 'submitted_at']) as unknown });
@@ -122,23 +125,7 @@ describe('SQLite journal schema migration from version 2 (submitted_at)', () => 
     copyFileSync(V2_PATH, path);
     const journal = sqliteJournal({ path });
     const records = await journal.list();
-    expect(records).toEqual(
-      V2_ROWS.map((row) => ({
-        key: row.key,
-        method: row.method,
-        url: row.url,
-        headers: row.headers,
-        body: row.body,
-        fingerprint: row.fingerprint,
-        state: row.state,
-        createdAt: row.created_at,
-        updatedAt: row.updated_at,
-        submittedAt: row.created_at,
-        attempts: row.attempts,
-        lastStatus: row.last_status,
-        result: row.result,
-      })),
-    );
+    expect(records).toEqual(V2_ROWS.map(migrated));
     await journal.close();
     expect(inspect(path)).toEqual({ version: 3, columns: expect.arrayContaining(['submitted_at']) as unknown });
   });

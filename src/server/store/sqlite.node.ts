@@ -203,13 +203,14 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
           if (prepare(SQL.fence).get(lease.clientId, lease.key, lease.token) === undefined) throw LEASE_LOST;
           checked = true;
         };
-        const guarded: Tx = {
-          dialect: 'sqlite',
-          run: (sql, params) => (guard(), tx.run(sql, params)),
-          all: (sql, params) => (guard(), tx.all(sql, params)),
-          get: (sql, params) => (guard(), tx.get(sql, params)),
-        };
-        const result = work ? await work(guarded) : undefined;
+        const result = work
+          ? await work({
+              dialect: 'sqlite',
+              run: (sql, params) => (guard(), tx.run(sql, params)),
+              all: (sql, params) => (guard(), tx.all(sql, params)),
+              get: (sql, params) => (guard(), tx.get(sql, params)),
+            })
+          : undefined;
         assertInTransaction(db);
         if (commit(result) !== 1) throw LEASE_LOST;
         return { ok: true, value: result as T };
