@@ -43,8 +43,8 @@ export function trackLeases(store: KeyStore): LeaseTracker {
       return store.dialect;
     },
     migrate: (app) => store.migrate(app),
-    async admit(input) {
-      const result = await store.admit(input);
+    async admit(input, first) {
+      const result = await store.admit(input, first);
       if (result.owned) hold(result.lease);
       return result;
     },

@@ -4,7 +4,7 @@
  *
  * ```
  * POST ─► auth (401) ─► key (400) ─► body cap (413) ─► parse (400, key not consumed) ─► fingerprint ─► admit
- *   admit: row returned ─────────────────────────────────────────────► run steps (201 / 402 / 202 / 503)
+ *   admit: row returned (a first local step commits with it) ────────► run steps (201 / 402 / 202 / 503)
  *          conflict ─► fingerprint differs ─────────────────────────► 422 (original untouched)
  *                    ─► finished ───────────────────────────────────► stored response + Idempotency-Replay
  *                    ─► started, lease live ────────────────────────► 409 + Retry-After = remaining lease
@@ -18,11 +18,11 @@ import { validate as validateUuid } from 'uuid';
 import { type FingerprintDigest, canonicalJson, canonicalisesJson, defaultDigest, fingerprintInputParsed } from '../fingerprint.js';
 import { DEFAULT_NAMESPACE, parseKeyHeader } from '../keys.js';
 import { createServerMetrics, type RequestOutcome, type ServerMetrics } from './metrics.js';
-import { runSteps, type PhaseHooks, type StepsOutcome } from './phases.js';
+import { firstLocalPhase, runSteps, type PhaseHooks, type StepsOutcome } from './phases.js';
 import { ProblemType, problem } from './problems.js';
 import { readCappedBody } from './read-body.js';
 import { createReplayCache, type CachedKey, type ReplayCache, type ReplayCacheOptions } from './replay-cache.js';
-import type { KeyRow, KeyStore, Lease, StoredResponse } from './store/types.js';
+import type { AdmitResult, KeyRow, KeyStore, Lease, StoredResponse } from './store/types.js';
 import type { IdempotentOperation } from './types.js';
 
 /** Options of {@link createIdempotencyHandler}. */
@@ -161,8 +161,19 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     row: KeyRow,
     input: unknown,
     onTransient: 'release' | 'park',
+    admittedAt?: string,
   ): Promise<StepsOutcome> =>
-    runSteps({ ...config, operation, lease, input, recoveryPoint: row.recoveryPoint, data: row.data, attempts: row.attempts, onTransient });
+    runSteps({
+      ...config,
+      operation,
+      lease,
+      input,
+      recoveryPoint: row.recoveryPoint,
+      data: row.data,
+      attempts: row.attempts,
+      onTransient,
+      ...(admittedAt === undefined ? {} : { admittedAt }),
+    });
 
   /** Parses a stored or received body into the operation's input. */
   const parseInput = (
@@ -189,8 +200,26 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     admission: Admission,
     echo: Record<string, string>,
   ): Promise<[RequestOutcome, Response]> {
-    const result = await store.admit({ ...admission, leaseMs: config.leaseMs, ttlMs: config.ttlMs });
-    if (result.owned) return executed(await run(operation, result.lease, result.row, input, 'release'), result.row, admission, echo);
+    // A first local step commits with the admission: one transaction fewer per first execution.
+    const first = firstLocalPhase(operation, { clientId: admission.clientId, key: admission.key, input, namespace: config.namespace, leaseMs: config.leaseMs });
+    let result: AdmitResult;
+    try {
+      result = await store.admit({ ...admission, leaseMs: config.leaseMs, ttlMs: config.ttlMs }, first);
+    } catch (error) {
+      if (!first?.threw(error)) throw error;
+      // The step failed, so nothing was stored, not even the key: as when a step fails after its
+      // own admission (the row is forgotten), a retry with the same key starts afresh.
+      try {
+        config.hooks.onError?.(error, { clientId: admission.clientId, key: admission.key });
+      } catch {
+        // A failing logger must not change what happens to the request.
+      }
+      return respond({ kind: 'transient', retryAfterMs: 1000, cause: error }, echo);
+    }
+    if (result.owned) {
+      const outcome = await run(operation, result.lease, result.row, input, 'release', result.first ? result.row.recoveryPoint ?? undefined : undefined);
+      return executed(outcome, result.row, admission, echo);
+    }
     const row = result.row;
     // The fingerprint is checked before anything else: a key reused for another request must
     // never see (or wait for) the original's state.

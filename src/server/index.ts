@@ -10,6 +10,7 @@ export type {
   AdmitResult,
   AppSchema,
   Fenced,
+  FirstPhase,
   KeyRow,
   KeyStore,
   Lease,

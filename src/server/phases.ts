@@ -25,7 +25,7 @@
  */
 import { parse as parseUuid, v5 as uuidv5 } from 'uuid';
 import type { ServerMetrics } from './metrics.js';
-import type { KeyStore, Lease, StoredResponse } from './store/types.js';
+import type { FirstPhase, KeyStore, Lease, StoredResponse, Tx } from './store/types.js';
 import type { ExternalOutcome, IdempotentOperation, StepContext } from './types.js';
 
 /** Called after every commit; the reference app's crash faults kill the process here. */
@@ -81,6 +81,55 @@ export interface RunStepsInput<Input> {
   readonly onTransient: 'release' | 'park';
   /** Park backoff: `min(maxMs, baseMs · 2^attempts)`. */
   readonly backoff: { readonly baseMs: number; readonly maxMs: number };
+  /**
+   * The recovery point the admission itself just committed (its {@link FirstPhase}): its
+   * `afterCommit` hook runs before anything else, as it would have after a phase commit.
+   */
+  readonly admittedAt?: string;
+}
+
+/** A {@link FirstPhase} built from an operation's first step, and whether an error came from its work. */
+export interface FirstLocalPhase extends FirstPhase<Readonly<Record<string, unknown>> | void> {
+  /** True when `error` was thrown by the step's own work (not by the store around it). */
+  threw(error: unknown): boolean;
+}
+
+/**
+ * The operation's first step as the admission's own phase (see {@link FirstPhase}), when that
+ * step is local; `undefined` otherwise. Its context is that of a fresh row: no data yet.
+ *
+ * @example
+ * ```ts
+ * const first = firstLocalPhase(operation, { clientId, key, input, namespace, leaseMs });
+ * const admitted = await store.admit(admission, first);
+ * ```
+ */
+export function firstLocalPhase<Input>(
+  operation: IdempotentOperation<Input>,
+  at: { readonly clientId: string; readonly key: string; readonly input: Input; readonly namespace: string; readonly leaseMs: number },
+): FirstLocalPhase | undefined {
+  const step = operation.steps[0];
+  if (step?.kind !== 'local') return undefined;
+  let thrown: { error: unknown } | undefined;
+  const ctx: StepContext<Input> = {
+    clientId: at.clientId,
+    key: at.key,
+    input: at.input,
+    data: {},
+    derivedKey: (n) => externalKey(at.namespace, at.clientId, at.key, n),
+  };
+  return {
+    commit: { recoveryPoint: step.point, leaseMs: at.leaseMs, dataFrom: (produced) => produced ?? undefined },
+    async work(tx: Tx) {
+      try {
+        return await step.run(ctx, tx);
+      } catch (error) {
+        thrown = { error };
+        throw error;
+      }
+    },
+    threw: (error) => thrown !== undefined && thrown.error === error,
+  };
 }
 
 /**
@@ -177,6 +226,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
   };
 
   try {
+    if (run.admittedAt !== undefined) await committed(run.admittedAt);
     let { index, atSent } = resumePosition(operation, point);
     for (; index < operation.steps.length; index += 1, atSent = false) {
       const step = operation.steps[index]!;

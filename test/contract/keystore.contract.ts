@@ -106,6 +106,64 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       expect([mine.owned, theirs.owned]).toEqual([true, true]);
     });
 
+    describe('admission with a first phase', () => {
+      const first = (key: string, over: { fail?: Error; onRun?: () => void } = {}) => ({
+        commit: { recoveryPoint: 'H1_DONE', data: { given: true }, dataFrom: (changed: number | undefined) => ({ changed }), leaseMs: 10_000 },
+        work: async (tx: Parameters<Parameters<KeyStore['transaction']>[0]>[0]) => {
+          over.onRun?.();
+          const changed = await effect(key)(tx);
+          if (over.fail) throw over.fail;
+          return changed;
+        },
+      });
+
+      it('commits the key, the work, its recovery point and its data together for the owner', async () => {
+        await open();
+        const result = await store.admit(input('f1'), first('f1'));
+        if (!result.owned) throw new Error('not owned');
+        expect(result.first).toEqual({ value: 1 });
+        expect(result.row).toMatchObject({ state: 'started', recoveryPoint: 'H1_DONE', data: { given: true, changed: 1 } });
+        expect(result.row.leaseRemainingMs).toBeGreaterThan(5_000);
+        const stored = await store.load(clientId, 'f1');
+        expect(stored).toMatchObject({ state: 'started', recoveryPoint: 'H1_DONE', data: { given: true, changed: 1 } });
+        expect(stored?.leaseRemainingMs).toBeGreaterThan(5_000);
+        expect(await effects('f1')).toBe(1);
+        // The lease is the admission's: it fences the next phase.
+        expect(await store.commitPhase(result.lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 })).toEqual({ ok: true, value: undefined });
+      });
+
+      it('stores nothing, not even the key, when the work throws, and rejects with its error', async () => {
+        await open();
+        const boom = new Error('H1 failed');
+        await expect(store.admit(input('f2'), first('f2', { fail: boom }))).rejects.toBe(boom);
+        expect(await store.load(clientId, 'f2')).toBeUndefined();
+        expect(await effects('f2')).toBe(0);
+        // The key is free: the next admission owns it.
+        expect((await store.admit(input('f2'))).owned).toBe(true);
+      });
+
+      it('runs the work only for the owner: a second admission finds the row at its recovery point', async () => {
+        await open();
+        await store.admit(input('f3'), first('f3'));
+        let ran = 0;
+        const second = await store.admit(input('f3'), first('f3', { onRun: () => (ran += 1) }));
+        expect(second.owned).toBe(false);
+        expect(second.row.recoveryPoint).toBe('H1_DONE');
+        expect(ran).toBe(0);
+        expect(await effects('f3')).toBe(1);
+      });
+
+      it('runs the work once for 100 concurrent admissions of one key', async () => {
+        await open();
+        let ran = 0;
+        const results = await Promise.all(Array.from({ length: 100 }, () => store.admit(input('f4'), first('f4', { onRun: () => (ran += 1) }))));
+        expect(results.filter((r) => r.owned)).toHaveLength(1);
+        expect(results.filter((r) => !r.owned).every((r) => r.row.recoveryPoint === 'H1_DONE')).toBe(true);
+        expect(ran).toBe(1);
+        expect(await effects('f4')).toBe(1);
+      });
+    });
+
     it('commits work, recovery point and data together in commitPhase', async () => {
       await open();
       const admitted = await store.admit(input('k1'));

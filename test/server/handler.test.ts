@@ -259,10 +259,36 @@ describe('createIdempotencyHandler: fail closed', () => {
     expect(await keyRows()).toBe(0);
   });
 
-  it('answers 503 when a phase cannot commit, and a retry completes the operation once', async () => {
+  it('answers 503 when the first step fails, stores nothing (it commits with the admission), and a retry completes once', async () => {
+    const heard: unknown[] = [];
+    app = await createTestApp({ hooks: { onError: (error) => void heard.push(error) } });
+    // H1's own statement fails while the switch holds a row.
+    await app.store.transaction(async (tx) => {
+      await tx.run('CREATE TABLE fail_switch (on_ INTEGER)');
+      await tx.run('INSERT INTO fail_switch VALUES (1)');
+      await tx.run(`CREATE TRIGGER h1_fails BEFORE INSERT ON step_runs WHEN (SELECT count(*) FROM fail_switch) > 0
+                    BEGIN SELECT RAISE(ABORT, 'H1 failed'); END`);
+    });
+    const failed = await app.post({ amount: 5 });
+    expect(failed.status).toBe(503);
+    expect(failed.headers.get('retry-after')).toBe('1');
+    expect(await keyRows()).toBe(0);
+    expect(await app.count('step_runs')).toBe(0);
+    expect(app.risk.calls).toBe(0);
+    expect(heard.map((error) => String(error))).toEqual([expect.stringContaining('H1 failed')]);
+    await app.store.transaction((tx) => tx.run('DELETE FROM fail_switch'));
+    expect((await app.post({ amount: 5 })).status).toBe(201);
+    expect(await app.count('ledger')).toBe(1);
+    expect(await app.count('step_runs', 'step = $1', ['H1_DONE'])).toBe(1);
+  });
+
+  it('answers 503 when a later phase cannot commit, keeps the committed first step, and a retry completes the operation once', async () => {
     app = await createTestApp({ store: failing(sqliteKeyStore({ path: ':memory:' }), 'commitPhase', 1) });
     expect((await app.post({ amount: 5 })).status).toBe(503);
-    expect(await keyRows()).toBe(0);
+    // EXT1_SENT could not commit: the row stays at H1_DONE, with its lease released, and nothing was sent.
+    const row = await app.store.load('acme', 'key-1');
+    expect(row).toMatchObject({ state: 'started', recoveryPoint: 'H1_DONE', leaseRemainingMs: null });
+    expect(app.risk.calls).toBe(0);
     expect((await app.post({ amount: 5 })).status).toBe(201);
     expect(await app.count('ledger')).toBe(1);
     expect(await app.count('step_runs', 'step = $1', ['H1_DONE'])).toBe(1);

@@ -16,7 +16,7 @@ import type pg from 'pg';
 import { createPgRunner, createPgliteRunner, schemaFromUrl, type PgliteLike, type Query, type Runner } from './postgres-runner.node.js';
 import { dropDetachedPartitions, dropExpiredPartitions, ensurePartitions, migrate, type PartitionPlan } from './postgres-schema.node.js';
 import { ROW, toAdmitResult, toRow, type Admitted, type RawRow } from './postgres-rows.node.js';
-import type { AppSchema, Fenced, FinalResponse, KeyStore, Lease, PhaseCommit, StoredResponse, Tx } from './types.js';
+import type { AdmitInput, AdmitResult, AppSchema, Fenced, FinalResponse, FirstPhase, KeyStore, Lease, PhaseCommit, StoredResponse, Tx } from './types.js';
 
 export type { PgliteLike, PgliteQueryable, PgliteResults } from './postgres-runner.node.js';
 
@@ -169,18 +169,39 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
 
     migrate: (app?: AppSchema) => migrate(runner, schema, app?.postgres, plan),
 
-    async admit(input) {
+    async admit<T>(input: AdmitInput, first?: FirstPhase<T>): Promise<AdmitResult<T>> {
       const args = [input.clientId, input.key, input.requestHash, input.endpoint, input.requestBody, input.leaseMs, input.ttlMs];
       const sql = `SELECT a.owned, a.lease, a.row_json, floor(extract(epoch FROM now()) * 1000)::float8 AS now_ms
                      FROM ${schema}.oncely_admit($1, $2, $3, $4, $5, $6, $7) a`;
       // 23514: no partition covers this expiry (a retention longer than planned): create the one
       // it needs and the next (the clock moves on before the retry), then admit again.
       for (let attempt = 1; ; attempt += 1) {
+        let admitting = true;
         try {
-          const { rows } = await runner.query<Admitted>(sql, args);
-          return toAdmitResult(input.clientId, input.key, rows[0]!);
+          if (!first) {
+            const { rows } = await runner.query<Admitted>(sql, args);
+            return toAdmitResult(input.clientId, input.key, rows[0]!);
+          }
+          // The INSERT, the first phase's work and its recovery point in one transaction. The
+          // admission's advisory lock is held until COMMIT: a duplicate waits, then finds the row
+          // at its recovery point.
+          return await runner.transaction(async (query): Promise<AdmitResult<T>> => {
+            const { rows } = await query<Admitted>(sql, args);
+            admitting = false;
+            const admitted = toAdmitResult(input.clientId, input.key, rows[0]!);
+            if (!admitted.owned) return admitted;
+            const value = await first.work(txOver(query));
+            const patch = { ...first.commit.data, ...(first.commit.dataFrom?.(value) ?? {}) };
+            const { rowCount } = await query(
+              `UPDATE ${t} SET recovery_point = $4, data = $5::text::jsonb, lease_until = now() + $6 * interval '1 millisecond'
+                WHERE client_id = $1 AND key = $2 AND lease_token = $3`,
+              [...fenceArgs(admitted.lease), first.commit.recoveryPoint, JSON.stringify(patch), first.commit.leaseMs],
+            );
+            if (rowCount !== 1) throw new Error('postgresKeyStore: the row admitted in this transaction is gone');
+            return { ...admitted, row: { ...admitted.row, recoveryPoint: first.commit.recoveryPoint, data: patch }, first: { value } };
+          });
         } catch (error) {
-          if ((error as { code?: unknown }).code !== '23514' || attempt === 3) throw error;
+          if (!admitting || (error as { code?: unknown }).code !== '23514' || attempt === 3) throw error;
           await ensureFor(input.ttlMs);
         }
       }

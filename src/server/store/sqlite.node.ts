@@ -20,6 +20,7 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
+import { startCheckpointer } from './sqlite-checkpointer.node.js';
 import { assertInTransaction, openSqlite } from './sqlite-connection.node.js';
 import type {
   AdmitInput,
@@ -27,6 +28,7 @@ import type {
   AppSchema,
   Fenced,
   FinalResponse,
+  FirstPhase,
   KeyRow,
   KeyStore,
   Lease,
@@ -50,6 +52,13 @@ export interface SqliteKeyStoreOptions {
    * @default 65536
    */
   readonly maxResponseBytes?: number;
+  /**
+   * How often a worker thread checkpoints the WAL into the database file, so that no request's
+   * commit pays for a checkpoint and its fsync (see `sqlite-checkpointer.node.ts`); `0` leaves
+   * checkpoints to SQLite's automatic ones, inside commits. Not used for `:memory:`.
+   * @default 50
+   */
+  readonly checkpointIntervalMs?: number;
   /**
    * The clock, epoch ms. Inject one only in tests.
    * @default Date.now
@@ -99,6 +108,9 @@ const SQL = {
   // The lease token in the WHERE is the fence: a taken-over owner changes no row.
   commitPhase: `UPDATE oncely_keys SET recovery_point = ?, lease_expires_at = ?
                 WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
+  // The first phase of a row this transaction inserted: its data is still the default '{}'.
+  commitFirst: `UPDATE oncely_keys SET recovery_point = ?, data = ?, lease_expires_at = ?
+                WHERE client_id = ? AND key = ? AND lease_token = ?`,
   commitPhaseData: `UPDATE oncely_keys SET recovery_point = ?, data = oncely_merge(data, ?), lease_expires_at = ?
                     WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
   finish: `UPDATE oncely_keys SET state = 'finished', response_status = ?, response_headers = ?, response_body = ?,
@@ -113,6 +125,12 @@ const SQL = {
   reap: `DELETE FROM oncely_keys WHERE rowid IN
          (SELECT rowid FROM oncely_keys WHERE state = 'finished' AND expires_at <= ? LIMIT ?)`,
 } as const;
+
+/** What a phase merges into the row's data: its given data, then what its work produced. */
+function phasePatch<T>(phase: PhaseCommit<T>, result: T | undefined): Readonly<Record<string, unknown>> {
+  const produced = phase.dataFrom?.(result);
+  return phase.data && produced ? { ...phase.data, ...produced } : (produced ?? phase.data ?? {});
+}
 
 interface RawRow {
   client_id: string;
@@ -148,7 +166,22 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
   const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
   const maxResponseBytes = options.maxResponseBytes ?? 65_536;
   const now = options.now ?? Date.now;
-  const { db, prepare, locked, immediate, write, tx } = openSqlite(options.path, busyTimeoutMs);
+  const { db, prepare, locked, immediate, write: groupWrite, tx } = openSqlite(options.path, busyTimeoutMs);
+  const checkpointIntervalMs = options.checkpointIntervalMs ?? 50;
+  const checkpointer = db.memory || checkpointIntervalMs <= 0 ? undefined : startCheckpointer(db, options.path, { intervalMs: checkpointIntervalMs, busyTimeoutMs });
+  // Every 64th write, once it has committed, checks the log's size under the lock (no transaction
+  // of this connection is open then) and checkpoints in this thread if the worker fell behind.
+  let writes = 0;
+  const write: typeof groupWrite = (body) => {
+    const written = groupWrite(body);
+    if (checkpointer && (writes = (writes + 1) % 64) === 0) {
+      void written.then(
+        () => locked(() => checkpointer.bound()),
+        () => undefined,
+      );
+    }
+    return written;
+  };
 
   const toRow = (raw: RawRow): KeyRow => {
     const response: StoredResponse | null =
@@ -232,15 +265,17 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
         }),
       ),
 
-    admit: async (input: AdmitInput) => {
+    admit: async <T>(input: AdmitInput, first?: FirstPhase<T>): Promise<AdmitResult<T>> => {
       // Replays and in-flight duplicates usually find the row already there: a plain read
       // answers them without taking the database's write lock (shared by every process). The
       // INSERT below stays the only arbiter of ownership.
       const seen = await locked(() => prepare(SQL.load).get(input.clientId, input.key) as RawRow | undefined);
       if (seen) return { owned: false, row: toRow(seen) } as const;
-      return write((): AdmitResult => {
+      return write(async (scope): Promise<AdmitResult<T>> => {
         const at = now();
         const token = randomUUID();
+        // With a first phase, the INSERT, its work and its recovery point are undone together.
+        if (first) scope.savepoint();
         const inserted = prepare(SQL.insert).get(
           input.clientId,
           input.key,
@@ -252,28 +287,43 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
           at,
           at + input.ttlMs,
         ) as { created_at: number } | undefined;
-        if (inserted) {
-          // A row back means this caller owns the key; the row is exactly what was inserted, so it
-          // is built here rather than read back and parsed.
-          const row: KeyRow = {
-            clientId: input.clientId,
-            key: input.key,
-            requestHash: input.requestHash,
-            endpoint: input.endpoint,
-            requestBody: input.requestBody,
-            state: 'started',
-            recoveryPoint: null,
-            data: {},
-            response: null,
-            leaseRemainingMs: input.leaseMs,
-            attempts: 0,
-            createdAt: at,
-            expiresAt: at + input.ttlMs,
-          };
-          return { owned: true, lease: { clientId: input.clientId, key: input.key, token }, row };
+        if (!inserted) {
+          const existing = prepare(SQL.load).get(input.clientId, input.key) as RawRow;
+          return { owned: false, row: toRow(existing) };
         }
-        const existing = prepare(SQL.load).get(input.clientId, input.key) as RawRow;
-        return { owned: false, row: toRow(existing) };
+        // A row back means this caller owns the key; the row is exactly what was inserted, so it
+        // is built here rather than read back and parsed.
+        const lease: Lease = { clientId: input.clientId, key: input.key, token };
+        const row: KeyRow = {
+          clientId: input.clientId,
+          key: input.key,
+          requestHash: input.requestHash,
+          endpoint: input.endpoint,
+          requestBody: input.requestBody,
+          state: 'started',
+          recoveryPoint: null,
+          data: {},
+          response: null,
+          leaseRemainingMs: input.leaseMs,
+          attempts: 0,
+          createdAt: at,
+          expiresAt: at + input.ttlMs,
+        };
+        if (!first) return { owned: true, lease, row };
+        // The row was inserted by this very transaction: no fence read is needed before the work.
+        const value = await first.work(tx);
+        assertInTransaction(db);
+        const patch = phasePatch(first.commit, value);
+        const leaseExpiresAt = now() + first.commit.leaseMs;
+        if (prepare(SQL.commitFirst).run(first.commit.recoveryPoint, JSON.stringify(patch), leaseExpiresAt, input.clientId, input.key, token).changes !== 1) {
+          throw new Error('sqliteKeyStore: the row admitted in this transaction is gone');
+        }
+        return {
+          owned: true,
+          lease,
+          row: { ...row, recoveryPoint: first.commit.recoveryPoint, data: patch, leaseRemainingMs: leaseExpiresAt - at },
+          first: { value },
+        };
       });
     },
 
@@ -293,10 +343,9 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
 
     commitPhase: <T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>) =>
       fenced(lease, work, (result) => {
-        const produced = phase.dataFrom?.(result);
-        const patch = phase.data && produced ? { ...phase.data, ...produced } : (produced ?? phase.data);
+        const patch = phasePatch(phase, result);
         const leaseExpiresAt = now() + phase.leaseMs;
-        if (patch === undefined || Object.keys(patch).length === 0) {
+        if (Object.keys(patch).length === 0) {
           return prepare(SQL.commitPhase).run(phase.recoveryPoint, leaseExpiresAt, lease.clientId, lease.key, lease.token).changes;
         }
         return prepare(SQL.commitPhaseData).run(phase.recoveryPoint, JSON.stringify(patch), leaseExpiresAt, lease.clientId, lease.key, lease.token)
@@ -337,6 +386,7 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
       // Writes queued before close() still run (their group is scheduled for the next turn of
       // the loop); later ones fail fast on the closed connection.
       await write(() => undefined).catch(() => undefined);
+      await checkpointer?.close();
       await locked(() => {
         db.close();
       });

@@ -103,9 +103,23 @@ export interface AdmitInput {
   readonly ttlMs: number;
 }
 
-/** What {@link KeyStore.admit} found. */
-export type AdmitResult =
-  | { readonly owned: true; readonly lease: Lease; readonly row: KeyRow }
+/**
+ * A local phase that {@link KeyStore.admit} runs in the admission's own transaction when the
+ * caller wins the key: the `INSERT`, the phase's work and its recovery point commit together, or
+ * nothing does. A first execution then costs one commit less, and never leaves a key row with no
+ * recovery point behind (a crash before that commit leaves nothing, as if the request never came).
+ */
+export interface FirstPhase<T = unknown> {
+  readonly commit: PhaseCommit<T>;
+  readonly work: (tx: Tx) => Promise<T>;
+}
+
+/**
+ * What {@link KeyStore.admit} found. An owner admitted with a {@link FirstPhase} gets `first`
+ * (the work's result) and a `row` already at that phase's recovery point.
+ */
+export type AdmitResult<T = unknown> =
+  | { readonly owned: true; readonly lease: Lease; readonly row: KeyRow; readonly first?: { readonly value: T | undefined } }
   | { readonly owned: false; readonly row: KeyRow };
 
 /** A phase to commit under a lease. */
@@ -138,9 +152,11 @@ export interface KeyStore {
   migrate(app?: AppSchema): Promise<void>;
   /**
    * `INSERT … ON CONFLICT DO NOTHING RETURNING`: a row back means this caller owns the request
-   * (with a fresh lease); otherwise the existing row is loaded and returned.
+   * (with a fresh lease); otherwise the existing row is loaded and returned. With `first`, the
+   * owner also runs that phase in the same transaction (see {@link FirstPhase}); if its work
+   * throws, nothing is stored (not even the key) and `admit` rejects with the work's error.
    */
-  admit(input: AdmitInput): Promise<AdmitResult>;
+  admit<T = unknown>(input: AdmitInput, first?: FirstPhase<T>): Promise<AdmitResult<T>>;
   /** The row, or `undefined`. */
   load(clientId: string, key: string): Promise<KeyRow | undefined>;
   /**
