@@ -163,16 +163,22 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     onTransient: 'release' | 'park',
     admittedAt?: string,
   ): Promise<StepsOutcome> =>
+    // Spelled out, not spread from `config`: this literal is built for every executed request.
     runSteps({
-      ...config,
+      store,
       operation,
       lease,
       input,
       recoveryPoint: row.recoveryPoint,
       data: row.data,
       attempts: row.attempts,
+      namespace: config.namespace,
+      leaseMs: config.leaseMs,
+      hooks: config.hooks,
+      metrics,
       onTransient,
-      ...(admittedAt === undefined ? {} : { admittedAt }),
+      backoff: config.backoff,
+      admittedAt,
     });
 
   /** Parses a stored or received body into the operation's input. */
@@ -204,7 +210,8 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     const first = firstLocalPhase(operation, { clientId: admission.clientId, key: admission.key, input, namespace: config.namespace, leaseMs: config.leaseMs });
     let result: AdmitResult;
     try {
-      result = await store.admit({ ...admission, leaseMs: config.leaseMs, ttlMs: config.ttlMs }, first);
+      const { clientId, key, requestHash, endpoint, requestBody } = admission;
+      result = await store.admit({ clientId, key, requestHash, endpoint, requestBody, leaseMs: config.leaseMs, ttlMs: config.ttlMs }, first);
     } catch (error) {
       if (!first?.threw(error)) throw error;
       // The step failed, so nothing was stored, not even the key: as when a step fails after its

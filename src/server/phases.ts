@@ -85,7 +85,7 @@ export interface RunStepsInput<Input> {
    * The recovery point the admission itself just committed (its {@link FirstPhase}): its
    * `afterCommit` hook runs before anything else, as it would have after a phase commit.
    */
-  readonly admittedAt?: string;
+  readonly admittedAt?: string | undefined;
 }
 
 /** A {@link FirstPhase} built from an operation's first step, and whether an error came from its work. */
@@ -237,7 +237,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
           (tx) => step.run(ctx(), tx),
         );
         if (!phase.ok) throw new LeaseLost();
-        data = { ...data, ...(phase.value ?? {}) };
+        data = merged(data, phase.value);
         await committed(step.point);
         continue;
       }
@@ -268,7 +268,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
           const produced = outcome.data ?? {};
           const done = await store.commitPhase(lease, { recoveryPoint: step.done, data: produced, leaseMs });
           if (!done.ok) throw new LeaseLost();
-          data = { ...data, ...produced };
+          data = merged(data, produced);
           await committed(step.done);
           break;
         }
@@ -295,6 +295,13 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
     report(error);
     return giveUp(1000, error);
   }
+}
+
+/** `{ ...data, ...produced }`, without a copy when nothing was produced. */
+function merged(data: Readonly<Record<string, unknown>>, produced: Readonly<Record<string, unknown>> | void): Readonly<Record<string, unknown>> {
+  if (!produced) return data;
+  for (const _ in produced) return { ...data, ...produced };
+  return data;
 }
 
 function backoffMs(run: Pick<RunStepsInput<unknown>, 'attempts' | 'backoff'>): number {

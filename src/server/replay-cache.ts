@@ -126,7 +126,8 @@ export function createReplayCache(options: ReplayCacheOptions = {}): ReplayCache
       // the database's clock decides expiry, and this process's clock may differ by that much
       // without the cache ever serving a row the store has already reaped.
       if (size > maxBytes || value.expiresAt - now < maxAgeMs + CLOCK_MARGIN_MS || maxAgeMs === 0) return;
-      entries.set(name, { ...value, cachedAt: now, size, order: inserted });
+      const { requestHash, request, endpoint, response, replayHeaders, expiresAt } = value;
+      entries.set(name, { requestHash, request, endpoint, response, replayHeaders, expiresAt, cachedAt: now, size, order: inserted });
       inserted += 1;
       bytes += size;
       if (bytes <= maxBytes) return;

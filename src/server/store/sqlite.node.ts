@@ -291,25 +291,25 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
           const existing = prepare(SQL.load).get(input.clientId, input.key) as RawRow;
           return { owned: false, row: toRow(existing) };
         }
-        // A row back means this caller owns the key; the row is exactly what was inserted, so it
-        // is built here rather than read back and parsed.
+        // A row back means this caller owns the key; the row is exactly what was inserted (and,
+        // with a first phase, updated), so it is built here rather than read back and parsed.
         const lease: Lease = { clientId: input.clientId, key: input.key, token };
-        const row: KeyRow = {
+        const row = (recoveryPoint: string | null, data: Readonly<Record<string, unknown>>, leaseExpiresAt: number): KeyRow => ({
           clientId: input.clientId,
           key: input.key,
           requestHash: input.requestHash,
           endpoint: input.endpoint,
           requestBody: input.requestBody,
           state: 'started',
-          recoveryPoint: null,
-          data: {},
+          recoveryPoint,
+          data,
           response: null,
-          leaseRemainingMs: input.leaseMs,
+          leaseRemainingMs: leaseExpiresAt - at,
           attempts: 0,
           createdAt: at,
           expiresAt: at + input.ttlMs,
-        };
-        if (!first) return { owned: true, lease, row };
+        });
+        if (!first) return { owned: true, lease, row: row(null, {}, at + input.leaseMs) };
         // The row was inserted by this very transaction: no fence read is needed before the work.
         const value = await first.work(tx);
         assertInTransaction(db);
@@ -318,12 +318,7 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
         if (prepare(SQL.commitFirst).run(first.commit.recoveryPoint, JSON.stringify(patch), leaseExpiresAt, input.clientId, input.key, token).changes !== 1) {
           throw new Error('sqliteKeyStore: the row admitted in this transaction is gone');
         }
-        return {
-          owned: true,
-          lease,
-          row: { ...row, recoveryPoint: first.commit.recoveryPoint, data: patch, leaseRemainingMs: leaseExpiresAt - at },
-          first: { value },
-        };
+        return { owned: true, lease, row: row(first.commit.recoveryPoint, patch, leaseExpiresAt), first: { value } };
       });
     },
 
