@@ -17,6 +17,12 @@
  * a slower one is taken over, and the late owner is fenced out when it tries to commit. That is
  * safe because the new owner probes by `Kn` before calling again.
  *
+ * Durability: `EXTn_SENT` (the call follows) and the final response (the client learns it) are
+ * durable commits. A local phase and an outcome mark are `durable: false`: one of those two always
+ * follows before anything leaves the database, and the store's log is written in order, so a
+ * crash never loses them without losing everything after them. PostgreSQL commits such a
+ * transaction without waiting for the WAL flush; SQLite (WAL, `synchronous=NORMAL`) never waits.
+ *
  * Every commit is fenced by the lease token. A fenced write that comes back `ok: false` means
  * another actor took the row over: this attempt stops at once and commits nothing more; the new
  * owner resumes from the last committed point, so no step's work is committed twice.
@@ -119,7 +125,8 @@ export function firstLocalPhase<Input>(
     derivedKey: (n) => externalKey(at.namespace, at.clientId, at.key, n),
   };
   return {
-    commit: { recoveryPoint: step.point, leaseMs: at.leaseMs, dataFrom: (produced) => produced ?? undefined },
+    // Not durable yet: the next commit (EXTn_SENT or the final response) is, before anything leaves.
+    commit: { recoveryPoint: step.point, leaseMs: at.leaseMs, dataFrom: (produced) => produced ?? undefined, durable: false },
     async work(tx: Tx) {
       try {
         return await step.run(ctx, tx);
@@ -233,7 +240,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
       if (step.kind === 'local') {
         const phase = await store.commitPhase<Readonly<Record<string, unknown>> | void>(
           lease,
-          { recoveryPoint: step.point, leaseMs, dataFrom: (produced) => produced ?? undefined },
+          { recoveryPoint: step.point, leaseMs, dataFrom: (produced) => produced ?? undefined, durable: false },
           (tx) => step.run(ctx(), tx),
         );
         if (!phase.ok) throw new LeaseLost();
@@ -243,7 +250,8 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
       }
       const kn = externalKey(run.namespace, lease.clientId, lease.key, step.system);
       if (!atSent) {
-        const sent = await store.commitPhase(lease, { recoveryPoint: step.sent, leaseMs });
+        // Durable: the call follows, and a resumed attempt must find EXTn_SENT to probe before calling again.
+        const sent = await store.commitPhase(lease, { recoveryPoint: step.sent, leaseMs, durable: true });
         if (!sent.ok) throw new LeaseLost();
         await committed(step.sent);
       }
@@ -266,7 +274,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
       switch (outcome.outcome) {
         case 'done': {
           const produced = outcome.data ?? {};
-          const done = await store.commitPhase(lease, { recoveryPoint: step.done, data: produced, leaseMs });
+          const done = await store.commitPhase(lease, { recoveryPoint: step.done, data: produced, leaseMs, durable: false });
           if (!done.ok) throw new LeaseLost();
           data = merged(data, produced);
           await committed(step.done);

@@ -22,8 +22,11 @@ export type Query = <T = Record<string, unknown>>(sql: string, params?: readonly
 /** One engine, as the store sees it. */
 export interface Runner {
   readonly query: Query;
-  /** `BEGIN … COMMIT` on one connection; a throw rolls back and rethrows. */
-  transaction<T>(work: (query: Query) => Promise<T>): Promise<T>;
+  /**
+   * `BEGIN … COMMIT` on one connection; a throw rolls back and rethrows. `durable: false` commits
+   * without waiting for the WAL flush (`SET LOCAL synchronous_commit = off`, sent with BEGIN).
+   */
+  transaction<T>(work: (query: Query) => Promise<T>, options?: { readonly durable?: boolean }): Promise<T>;
   /** Ends the pool when the store created it; an injected pool or PGlite belongs to its owner. */
   close(): Promise<void>;
 }
@@ -145,7 +148,7 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
 
   return {
     query: over(pool),
-    async transaction<T>(work: (query: Query) => Promise<T>): Promise<T> {
+    async transaction<T>(work: (query: Query) => Promise<T>, options?: { readonly durable?: boolean }): Promise<T> {
       const client = await pool.connect();
       let broken: Error | undefined;
       // A checked-out client whose server goes away between two statements (while `work` awaits
@@ -155,7 +158,7 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
       };
       client.on('error', onError);
       try {
-        await client.query(begin);
+        await client.query(options?.durable === false ? `${begin}; SET LOCAL synchronous_commit = off` : begin);
         const result = await work(over(client));
         await client.query('COMMIT');
         return result;
@@ -192,9 +195,10 @@ export function createPgliteRunner(db: PgliteLike, schema: string): Runner {
     };
   return {
     query: over(db),
-    transaction: <T>(work: (query: Query) => Promise<T>) =>
+    transaction: <T>(work: (query: Query) => Promise<T>, options?: { readonly durable?: boolean }) =>
       db.transaction(async (tx) => {
         await tx.query(`SET LOCAL search_path = ${schema}, public`);
+        if (options?.durable === false) await tx.query('SET LOCAL synchronous_commit = off');
         return work(over(tx));
       }),
     close: async () => undefined,

@@ -145,16 +145,19 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
    * concurrent takeover wait for this transaction and then find a fresh lease), run the work and
    * `write`, commit. A lost lease commits nothing.
    */
-  async function fenced<T>(lease: Lease, body: (query: Query, tx: Tx) => Promise<T>): Promise<Fenced<T>> {
+  async function fenced<T>(lease: Lease, body: (query: Query, tx: Tx) => Promise<T>, durable = true): Promise<Fenced<T>> {
     try {
-      const value = await runner.transaction(async (query) => {
-        const { rows } = await query(
-          `SELECT 1 FROM ${t} WHERE client_id = $1 AND key = $2 AND state = 'started' AND lease_token = $3 FOR UPDATE`,
-          [lease.clientId, lease.key, lease.token],
-        );
-        if (rows.length === 0) throw new LeaseLost();
-        return body(query, txOver(query));
-      });
+      const value = await runner.transaction(
+        async (query) => {
+          const { rows } = await query(
+            `SELECT 1 FROM ${t} WHERE client_id = $1 AND key = $2 AND state = 'started' AND lease_token = $3 FOR UPDATE`,
+            [lease.clientId, lease.key, lease.token],
+          );
+          if (rows.length === 0) throw new LeaseLost();
+          return body(query, txOver(query));
+        },
+        { durable },
+      );
       return { ok: true, value };
     } catch (error) {
       if (error instanceof LeaseLost) return { ok: false };
@@ -199,7 +202,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
             );
             if (rowCount !== 1) throw new Error('postgresKeyStore: the row admitted in this transaction is gone');
             return { ...admitted, row: { ...admitted.row, recoveryPoint: first.commit.recoveryPoint, data: patch }, first: { value } };
-          });
+          }, { durable: first.commit.durable !== false });
         } catch (error) {
           if (!admitting || (error as { code?: unknown }).code !== '23514' || attempt === 3) throw error;
           await ensureFor(input.ttlMs);
@@ -225,7 +228,9 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
     async commitPhase<T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>): Promise<Fenced<T | undefined>> {
       if (!work && !phase.dataFrom) {
         // Nothing to run in between (the marks around an external call): one fenced UPDATE,
-        // atomic on its own, instead of a four-round-trip transaction.
+        // atomic on its own, instead of a four-round-trip transaction. Always durable: saying
+        // otherwise takes a transaction, and two more round trips cost more CPU here than the
+        // wait for the flush (measured: 279 -> 230 first executions/s).
         const { rowCount } = await runner.query(
           `UPDATE ${t} SET recovery_point = $4, data = data || $5::text::jsonb, lease_until = now() + $6 * interval '1 millisecond'
             WHERE client_id = $1 AND key = $2 AND state = 'started' AND lease_token = $3`,
@@ -242,7 +247,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
           [...fenceArgs(lease), phase.recoveryPoint, JSON.stringify(data), phase.leaseMs],
         );
         return result;
-      });
+      }, phase.durable !== false);
     },
 
     finish: <T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>) =>

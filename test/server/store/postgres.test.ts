@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postgresKeyStore } from '../../../src/server/store/postgres.node.js';
 import { openPgBackend, resolvePgUrl } from '../../support/pg.js';
+import { createTestApp } from '../fixtures.js';
 import { postgresStoreSuite } from './postgres-suite.js';
 
 postgresStoreSuite('postgresKeyStore on PostgreSQL (PGlite only when no server is reachable)', () => openPgBackend('store'));
@@ -47,6 +48,60 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
     } finally {
       await store.close();
       await pool.query(`DROP SCHEMA IF EXISTS ${urlSchema} CASCADE`);
+    }
+  });
+
+  it('waits for the WAL flush only before something leaves the database: EXTn_SENT and the final response', async () => {
+    // Every statement the store sends, with the transaction it ran in (0: on its own).
+    const sent: Array<{ tx: number; text: string; params: readonly unknown[] }> = [];
+    const traced = new pg.Pool({ connectionString: url, max: 3 });
+    const direct = traced.query.bind(traced);
+    traced.query = ((text: string, params?: unknown[]) => (sent.push({ tx: 0, text, params: params ?? [] }), direct(text, params))) as typeof traced.query;
+    let transactions = 0;
+    const connect = traced.connect.bind(traced);
+    // pool.query checks a client out with a callback (logged above, as statement 0): left alone.
+    traced.connect = (async (callback?: unknown) => {
+      if (callback) return (connect as (cb: unknown) => void)(callback);
+      const client = await connect();
+      const tx = (transactions += 1);
+      const query = client.query.bind(client);
+      client.query = ((text: string, params?: unknown[], ...rest: unknown[]) => (
+        sent.push({ tx, text, params: params ?? [] }), (query as (...a: unknown[]) => unknown)(text, params, ...rest)
+      )) as typeof client.query;
+      const release = client.release.bind(client);
+      client.release = ((error?: Error | boolean) => {
+        client.query = query;
+        client.release = release;
+        return release(error);
+      }) as typeof client.release;
+      return client;
+    }) as typeof traced.connect;
+    const store = postgresKeyStore({ pool: traced, schema: `${schema}_durable` });
+    try {
+      const app = await createTestApp({ store });
+      sent.length = 0;
+      expect((await app.post({ amount: 5 })).status).toBe(201);
+      const relaxed = new Set(sent.filter((s) => s.text.includes('synchronous_commit = off')).map((s) => s.tx));
+      const txOf = (point: string): number => {
+        const found = sent.find((s) => s.params.includes(point));
+        if (!found) throw new Error(`no commit of ${point}`);
+        return found.tx;
+      };
+      // Before each external call, and before the response: a commit the flush must cover.
+      for (const point of ['EXT1_SENT', 'EXT2_SENT']) expect(relaxed.has(txOf(point)), point).toBe(false);
+      const finish = sent.find((s) => s.text.includes("state = 'finished'"));
+      expect(finish && relaxed.has(finish.tx)).toBe(false);
+      // The transactions in between are followed by one of those before anything leaves: no wait.
+      const admission = sent.find((s) => s.text.includes('oncely_admit'));
+      expect(admission && relaxed.has(admission.tx)).toBe(true);
+      expect(txOf('H1_DONE')).toBe(admission?.tx);
+      expect(relaxed.has(txOf('H2_DONE'))).toBe(true);
+      // An outcome mark is one statement on its own: cheaper durable than in a transaction.
+      for (const point of ['EXT1_DONE', 'EXT2_DONE']) expect(txOf(point), point).toBe(0);
+    } finally {
+      await store.close();
+      await traced.query(`DROP SCHEMA IF EXISTS ${schema}_durable CASCADE`);
+      await traced.end();
     }
   });
 });

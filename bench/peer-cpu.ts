@@ -1,0 +1,59 @@
+/**
+ * One peer under fresh-key load (first executions), with the server process's own CPU time per
+ * request — the figure to compare when changing the server's hot path, since req/s on a shared
+ * machine moves with everything else running. Optionally writes a V8 CPU profile.
+ *
+ * Usage: `node --import tsx bench/peer-cpu.ts [peer = oncely-sqlite] [seconds = 5] [cpuprofile-dir]`
+ * (`oncely-postgres` uses `ONCELY_PG_URL`, else `postgres://postgres@127.0.0.1:5432/test`).
+ * Compare two commits by running it alternately in two worktrees.
+ *
+ * @module
+ */
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { bundled } from './lib/bundle.js';
+import { runLoad } from './lib/load.js';
+import { discard, freshState, payBody } from './peers/scenarios.js';
+import type { PeerName } from './peers/serve.js';
+
+const peer = (process.argv[2] ?? 'oncely-sqlite') as PeerName;
+const seconds = Number(process.argv[3] ?? 5);
+const profileDir = process.argv[4];
+const pgUrl = process.env['ONCELY_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+const argv = await bundled('bench/peers/serve.ts');
+const state = freshState(peer === 'oncely-postgres' ? pgUrl : undefined);
+const profile = profileDir ? ['--cpu-prof', '--cpu-prof-interval=200', `--cpu-prof-dir=${profileDir}`] : [];
+const child = spawn(argv[0]!, [...profile, ...argv.slice(1), peer], {
+  env: { ...process.env, BENCH_APP_DB: state.appDb, BENCH_ONCELY_DB: state.oncelyDb, BENCH_NS: state.namespace, BENCH_PG_SCHEMA: state.pgSchema },
+  stdio: ['ignore', 'pipe', 'inherit'],
+});
+const url = await new Promise<string>((resolve) =>
+  child.stdout!.on('data', (chunk: Buffer) => {
+    const match = /listening on (\S+)/.exec(chunk.toString());
+    if (match) resolve(match[1]!);
+  }),
+);
+/** The child's user + system CPU time, ms (Linux /proc; clock ticks of 10 ms). */
+const cpuMs = (): number => {
+  const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
+const cpu0 = cpuMs();
+const t0 = Date.now();
+const result = await runLoad({ url: `${url}/pay`, method: 'POST', body: payBody('peer-cpu'), keyMode: 'fresh', headers: { authorization: 'Bearer bench' }, connections: 10, durationSec: seconds });
+const cpu = cpuMs() - cpu0;
+const wall = Date.now() - t0;
+console.log(
+  `${peer} ${Math.round(result.rps)} req/s p99 ${result.p99} ms ${JSON.stringify(result.statuses)} server cpu ${Math.round((100 * cpu) / wall)}% = ${Math.round((1000 * cpu) / result.requests)} µs/request`,
+);
+child.kill('SIGTERM');
+await new Promise((resolve) => child.on('exit', resolve));
+discard(state);
+if (peer === 'oncely-postgres') {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: pgUrl });
+  await client.connect();
+  await client.query(`DROP SCHEMA IF EXISTS "${state.pgSchema}" CASCADE`);
+  await client.end();
+}
