@@ -13,8 +13,10 @@
  * - Writes queued in the same turn of the event loop share one transaction (group commit, see
  *   `sqlite-connection.node.ts`), and a write costs as few statements as it can: a phase commit
  *   with no application work is one fenced `UPDATE` (the lease token in its WHERE; the row's data
- *   merged in SQL), admission is one `INSERT … ON CONFLICT DO NOTHING RETURNING`. A first
- *   execution of a two-phase operation went from 21 statements to 10.
+ *   merged in SQL), admission is one `INSERT … ON CONFLICT DO NOTHING RETURNING`, and a first
+ *   local step runs in the admission's own write (see {@link FirstPhase}).
+ * - Checkpoints run in a worker thread (`sqlite-checkpointer.node.ts`), not inside a request's
+ *   COMMIT.
  * - Times are epoch milliseconds by this process's clock; processes sharing a file share a host.
  *
  * @module
