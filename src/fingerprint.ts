@@ -55,6 +55,8 @@ export function canonicalJson(value: unknown): string {
 }
 
 function isJsonType(contentType: string): boolean {
+  // The one type nearly every request carries, without splitting it.
+  if (contentType === 'application/json') return true;
   const essence = contentType.split(';')[0]?.trim().toLowerCase() ?? '';
   return essence === 'application/json' || essence.endsWith('+json');
 }

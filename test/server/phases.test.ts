@@ -1,3 +1,4 @@
+import { v5 as uuidv5 } from 'uuid';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_NAMESPACE } from '../../src/keys.js';
 import { createIdempotencyHandler, externalKey, sqliteKeyStore } from '../../src/server/index.js';
@@ -15,6 +16,16 @@ describe('externalKey', () => {
     expect(externalKey(DEFAULT_NAMESPACE, 'acme', 'inv-7', 2)).toBe(k2);
     expect(new Set([k2, externalKey(DEFAULT_NAMESPACE, 'acme', 'inv-7', 1), externalKey(DEFAULT_NAMESPACE, 'globex', 'inv-7', 2)]).size).toBe(3);
     expect(k2).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+  });
+
+  it('is exactly uuid v5 of clientId:key:extN (node:crypto path), for any key', () => {
+    const namespaces = [DEFAULT_NAMESPACE, '6ba7b811-9dad-11d1-80b4-00c04fd430c8'];
+    const keys = ['inv-7', '', 'ümlaut-ß', '支払い-😀', 'quote"back\\slash', 'x'.repeat(255), '0193a5f2-7c1e-7000-8000-000000000001'];
+    for (const namespace of namespaces) {
+      for (const key of keys) {
+        for (const n of [1, 2, 10]) expect(externalKey(namespace, 'acme', key, n)).toBe(uuidv5(`acme:${key}:ext${n}`, namespace));
+      }
+    }
   });
 });
 

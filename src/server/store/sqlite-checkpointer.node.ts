@@ -43,6 +43,9 @@ export const BACKSTOP_PAGES = 2048;
  */
 export const LIMIT_BYTES = 4 * BACKSTOP_PAGES * 4096;
 
+/** The longest one backpressure checkpoint blocks the writer's thread. */
+const BOUND_WAIT_MS = 200;
+
 // CommonJS, evaluated in the worker: better-sqlite3 is resolved by the parent (below) and passed in.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -119,10 +122,18 @@ export function startCheckpointer(db: Database.Database, path: string, options: 
       try {
         if (statSync(log).size <= LIMIT_BYTES) return;
         // A checkpoint that finds the worker's running answers busy at once: wait for it, blocking
-        // (that is the point), up to the busy timeout.
-        const deadline = Date.now() + options.busyTimeoutMs;
-        while ((db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>)[0]?.busy === 1 && Date.now() < deadline) {
-          Atomics.wait(pause, 0, 0, 2);
+        // (that is the point), but never long. A reader in another process can hold the log for
+        // as long as it likes, and this thread is every request's: after BOUND_WAIT_MS the writer
+        // goes on, and the next call tries again.
+        const deadline = Date.now() + BOUND_WAIT_MS;
+        const busyTimeoutMs = db.pragma('busy_timeout', { simple: true }) as number;
+        db.pragma(`busy_timeout = ${BOUND_WAIT_MS}`);
+        try {
+          while ((db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>)[0]?.busy === 1 && Date.now() < deadline) {
+            Atomics.wait(pause, 0, 0, 2);
+          }
+        } finally {
+          db.pragma(`busy_timeout = ${busyTimeoutMs}`);
         }
       } catch {
         // No log file (nothing written yet), or SQLite failed: the next call tries again.

@@ -241,12 +241,17 @@ export function openSqlite(path: string, busyTimeoutMs: number): SqliteConnectio
 
   // `$1, $2` (the placeholders shared with PostgreSQL) become SQLite's numbered `?1, ?2`, bound
   // by number, so a placeholder may repeat. Application SQL must not contain `$n` in literals.
+  // Keyed by the application's own text, so a statement run again costs one Map lookup.
+  const appStatements = new Map<string, Database.Statement>();
   const adapt = (sql: string, params: readonly unknown[] = []): [Database.Statement, Record<number, Param>] => {
     const bound: Record<number, Param> = {};
-    params.forEach((value, index) => {
-      bound[index + 1] = toParam(value);
-    });
-    return [prepare(sql.replace(/\$(\d+)/g, '?$1')), bound];
+    for (let index = 0; index < params.length; index += 1) bound[index + 1] = toParam(params[index]);
+    let statement = appStatements.get(sql);
+    if (!statement) {
+      statement = prepare(sql.replace(/\$(\d+)/g, '?$1'));
+      appStatements.set(sql, statement);
+    }
+    return [statement, bound];
   };
   const tx: Tx = {
     dialect: 'sqlite',

@@ -135,11 +135,12 @@ export interface PhaseCommit<T = unknown> {
   /** The refreshed lease length. */
   readonly leaseMs: number;
   /**
-   * `false` when a later commit of this attempt is sure to be durable before anything outside
-   * the database can learn of this one (an external call, a response): then the store may
-   * commit without waiting for its log to reach the disk (PostgreSQL: `synchronous_commit =
-   * off`). Its log is written in order, so a crash that loses this commit loses every later one
-   * too — the attempt simply never got this far. `EXTn_SENT` is always durable: the call follows.
+   * `false` when a later commit of this attempt is sure to be durable before anything
+   * irreversible or final follows from this one (an external call, a stored response): then the
+   * store may commit without waiting for its log to reach the disk (PostgreSQL:
+   * `synchronous_commit = off`). Its log is written in order, so a crash that loses this commit
+   * loses every later one too — the attempt simply never got this far. `EXTn_SENT` is always
+   * durable: the call follows.
    * @default true
    */
   readonly durable?: boolean;
