@@ -17,8 +17,9 @@
 import { validate as validateUuid } from 'uuid';
 import { type FingerprintDigest, canonicalJson, canonicalisesJson, defaultDigest, fingerprintInputParsed } from '../fingerprint.js';
 import { DEFAULT_NAMESPACE, parseKeyHeader } from '../keys.js';
+import { inFlight, mismatch, replayFromCache, replayHeaders, respond, stored } from './answers.js';
 import { createServerMetrics, type RequestOutcome, type ServerMetrics } from './metrics.js';
-import { firstLocalPhase, runSteps, type PhaseHooks, type StepsOutcome } from './phases.js';
+import { firstLocalPhase, reportError, runSteps, type PhaseHooks, type StepsOutcome } from './phases.js';
 import { ProblemType, problem } from './problems.js';
 import { readCappedBody } from './read-body.js';
 import { createReplayCache, type CachedKey, type ReplayCache, type ReplayCacheOptions } from './replay-cache.js';
@@ -98,7 +99,6 @@ export interface IdempotencyHandler {
 }
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
-const seconds = (ms: number): string => String(Math.max(1, Math.ceil(ms / 1000)));
 
 /**
  * Creates the idempotency handler for a set of operations.
@@ -216,11 +216,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       if (!first?.threw(error)) throw error;
       // The step failed, so nothing was stored, not even the key: as when a step fails after its
       // own admission (the row is forgotten), a retry with the same key starts afresh.
-      try {
-        config.hooks.onError?.(error, { clientId: admission.clientId, key: admission.key });
-      } catch {
-        // A failing logger must not change what happens to the request.
-      }
+      reportError(config.hooks, error, { clientId: admission.clientId, key: admission.key });
       return respond({ kind: 'transient', retryAfterMs: 1000, cause: error }, echo);
     }
     if (result.owned) {
@@ -337,52 +333,4 @@ interface Admission {
   readonly requestBody: string;
   /** See {@link CachedKey.request}; empty when there is no cache. */
   readonly identity: string;
-}
-
-/** Fetch forbids a body on 204/205/304; everything else is replayed byte for byte. */
-function replayBody(response: StoredResponse): string | null {
-  const status = response.status;
-  return status === 204 || status === 205 || status === 304 ? null : response.body;
-}
-
-/**
- * A plain object with lower-cased names: a stored header differing from an extra one only in
- * case is replaced, not doubled, and @hono/node-server writes a plain object straight to the
- * socket where a Headers instance would first be copied into one.
- */
-function replayHeaders(response: StoredResponse, extra: Readonly<Record<string, string>>): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const name in response.headers) headers[name.toLowerCase()] = response.headers[name]!;
-  for (const name in extra) headers[name.toLowerCase()] = extra[name]!;
-  return headers;
-}
-
-function stored(response: StoredResponse, extra: Readonly<Record<string, string>>): Response {
-  return new Response(replayBody(response), { status: response.status, headers: replayHeaders(response, extra) });
-}
-
-function mismatch(endpoint: string, echo: Readonly<Record<string, string>>): [RequestOutcome, Response] {
-  return ['mismatch', problem(ProblemType.KeyReused, `this Idempotency-Key was used for a different request (${endpoint})`, echo)];
-}
-
-/** A cached finished key's replay: its headers (key echo and `idempotency-replay` included) were built once. */
-function replayFromCache(known: CachedKey): [RequestOutcome, Response] {
-  return ['replayed', new Response(replayBody(known.response), { status: known.response.status, headers: known.replayHeaders })];
-}
-
-function inFlight(remainingMs: number, echo: Readonly<Record<string, string>>): [RequestOutcome, Response] {
-  return ['in_flight', problem(ProblemType.KeyInFlight, 'a request with this key is being processed', { ...echo, 'retry-after': seconds(remainingMs) })];
-}
-
-function respond(outcome: StepsOutcome, echo: Readonly<Record<string, string>>): [RequestOutcome, Response] {
-  switch (outcome.kind) {
-    case 'finished':
-      return ['executed', stored(outcome.response, echo)];
-    case 'pending':
-      return ['pending', problem(ProblemType.OutcomeUnknown, 'the outcome is not known yet; retry with the same key', { ...echo, 'retry-after': seconds(outcome.retryAfterMs) })];
-    case 'transient':
-      return ['transient', problem(ProblemType.UpstreamUnavailable, 'a dependency is unavailable; retry with the same key', { ...echo, 'retry-after': seconds(outcome.retryAfterMs) })];
-    case 'lost':
-      return inFlight(1000, echo);
-  }
 }

@@ -227,13 +227,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
     data,
     derivedKey: (n) => externalKey(run.namespace, lease.clientId, lease.key, n),
   });
-  const report = (error: unknown): void => {
-    try {
-      run.hooks.onError?.(error, ref);
-    } catch {
-      // A failing logger must not change what happens to the request.
-    }
-  };
+  const report = (error: unknown): void => reportError(run.hooks, error, ref);
   const committed = async (next: string): Promise<void> => {
     point = next;
     await run.hooks.afterCommit?.(next, ref);
@@ -332,6 +326,22 @@ function merged(data: Readonly<Record<string, unknown>>, produced: Readonly<Reco
   if (!produced) return data;
   for (const _ in produced) return { ...data, ...produced };
   return data;
+}
+
+/**
+ * Tells `hooks.onError` about an attempt's failure; a hook that throws is ignored.
+ *
+ * @example
+ * ```ts
+ * reportError(hooks, error, { clientId: 'acme', key: 'k1' });
+ * ```
+ */
+export function reportError(hooks: PhaseHooks, error: unknown, ref: { readonly clientId: string; readonly key: string }): void {
+  try {
+    hooks.onError?.(error, ref);
+  } catch {
+    // A failing logger must not change what happens to the request.
+  }
 }
 
 function backoffMs(run: Pick<RunStepsInput<unknown>, 'attempts' | 'backoff'>): number {

@@ -1,0 +1,93 @@
+/**
+ * The SQLite key table and every statement the SQLite KeyStore runs on it, with the row as
+ * better-sqlite3 returns it. The store's logic is in `sqlite.node.ts`.
+ *
+ * @module
+ */
+import type { PhaseCommit } from './types.js';
+
+export const KEY_TABLE = `
+CREATE TABLE IF NOT EXISTS oncely_keys (
+  client_id        TEXT    NOT NULL,
+  key              TEXT    NOT NULL,
+  request_hash     TEXT    NOT NULL,
+  endpoint         TEXT    NOT NULL,
+  request_body     TEXT    NOT NULL,
+  state            TEXT    NOT NULL,
+  recovery_point   TEXT,
+  data             TEXT    NOT NULL DEFAULT '{}',
+  response_status  INTEGER,
+  response_headers TEXT,
+  response_body    TEXT,
+  lease_token      TEXT,
+  lease_expires_at INTEGER,
+  next_attempt_at  INTEGER NOT NULL DEFAULT 0,
+  attempts         INTEGER NOT NULL DEFAULT 0,
+  created_at       INTEGER NOT NULL,
+  expires_at       INTEGER NOT NULL,
+  PRIMARY KEY (client_id, key)
+);
+-- The recovery worker's sweep only ever looks at unfinished keys: a partial index keeps it
+-- small however many finished keys the retention window holds.
+CREATE INDEX IF NOT EXISTS oncely_keys_unfinished ON oncely_keys (next_attempt_at, created_at) WHERE state = 'started';
+CREATE INDEX IF NOT EXISTS oncely_keys_finished_expiry ON oncely_keys (expires_at) WHERE state = 'finished';
+`;
+
+/** Thrown inside a fenced write when the lease is gone; becomes `{ ok: false }`. */
+export const LEASE_LOST = Symbol('lease lost');
+
+export const SQL = {
+  insert: `INSERT INTO oncely_keys (client_id, key, request_hash, endpoint, request_body, state, lease_token, lease_expires_at, created_at, expires_at)
+           VALUES (?, ?, ?, ?, ?, 'started', ?, ?, ?, ?)
+           ON CONFLICT (client_id, key) DO NOTHING RETURNING created_at`,
+  load: `SELECT * FROM oncely_keys WHERE client_id = ? AND key = ?`,
+  takeOver: `UPDATE oncely_keys SET lease_token = ?, lease_expires_at = ?
+             WHERE client_id = ? AND key = ? AND state = 'started' AND (lease_token IS NULL OR lease_expires_at <= ?)
+             RETURNING lease_token`,
+  fence: `SELECT 1 FROM oncely_keys WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
+  // The lease token in the WHERE is the fence: a taken-over owner changes no row.
+  commitPhase: `UPDATE oncely_keys SET recovery_point = ?, lease_expires_at = ?
+                WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
+  // The first phase of a row this transaction inserted: its data is still the default '{}'.
+  commitFirst: `UPDATE oncely_keys SET recovery_point = ?, data = ?, lease_expires_at = ?
+                WHERE client_id = ? AND key = ? AND lease_token = ?`,
+  commitPhaseData: `UPDATE oncely_keys SET recovery_point = ?, data = oncely_merge(data, ?), lease_expires_at = ?
+                    WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
+  finish: `UPDATE oncely_keys SET state = 'finished', response_status = ?, response_headers = ?, response_body = ?,
+           lease_token = NULL, lease_expires_at = NULL WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
+  forget: `DELETE FROM oncely_keys WHERE client_id = ? AND key = ? AND lease_token = ? AND recovery_point IS NULL`,
+  release: `UPDATE oncely_keys SET lease_token = NULL, lease_expires_at = NULL
+            WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
+  park: `UPDATE oncely_keys SET lease_token = NULL, lease_expires_at = NULL, attempts = attempts + 1, next_attempt_at = ?
+         WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
+  sweep: `SELECT * FROM oncely_keys WHERE state = 'started' AND next_attempt_at <= ?
+          AND (lease_token IS NULL OR lease_expires_at <= ?) ORDER BY created_at LIMIT ?`,
+  reap: `DELETE FROM oncely_keys WHERE rowid IN
+         (SELECT rowid FROM oncely_keys WHERE state = 'finished' AND expires_at <= ? LIMIT ?)`,
+} as const;
+
+/** What a phase merges into the row's data: its given data, then what its work produced. */
+export function phasePatch<T>(phase: PhaseCommit<T>, result: T | undefined): Readonly<Record<string, unknown>> {
+  const produced = phase.dataFrom?.(result);
+  return phase.data && produced ? { ...phase.data, ...produced } : (produced ?? phase.data ?? {});
+}
+
+export interface RawRow {
+  client_id: string;
+  key: string;
+  request_hash: string;
+  endpoint: string;
+  request_body: string;
+  state: 'started' | 'finished';
+  recovery_point: string | null;
+  data: string;
+  response_status: number | null;
+  response_headers: string | null;
+  response_body: string | null;
+  lease_token: string | null;
+  lease_expires_at: number | null;
+  attempts: number;
+  created_at: number;
+  expires_at: number;
+}
+
