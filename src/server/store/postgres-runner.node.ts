@@ -5,7 +5,11 @@
  *
  * @module
  */
+import { createHash } from 'node:crypto';
 import pg from 'pg';
+import { inline, type Statement } from './postgres-inline.node.js';
+
+export type { Statement } from './postgres-inline.node.js';
 
 /** What a statement returned: its rows and how many rows it changed (or returned). */
 export interface QueryResult<T> {
@@ -19,9 +23,31 @@ export interface QueryResult<T> {
  */
 export type Query = <T = Record<string, unknown>>(sql: string, params?: readonly unknown[]) => Promise<QueryResult<T>>;
 
+/**
+ * A transaction {@link Runner.open} began: any statements, then `commit` or `rollback` (either
+ * releases the connection; a second call is a no-op).
+ */
+export interface OpenTransaction {
+  readonly query: Query;
+  /** Runs `last` and COMMIT in one round trip and answers `last`'s result; a throw rolls back. */
+  commit(last: Statement): Promise<QueryResult<Record<string, unknown>>>;
+  rollback(): Promise<void>;
+}
+
 /** One engine, as the store sees it. */
 export interface Runner {
   readonly query: Query;
+  /**
+   * {@link Query} for the store's own statements (fixed texts): on a `pg` pool each is a named
+   * prepared statement, parsed and planned once per connection instead of at every call —
+   * planning an UPDATE of the partitioned key table costs PostgreSQL more than running it.
+   */
+  readonly prepared: Query;
+  /**
+   * BEGIN and `first` in one round trip (a throw rolls back and rethrows). With
+   * {@link OpenTransaction.commit} a transaction of n statements costs n round trips, not n + 2.
+   */
+  open<T>(first: Statement, options?: { readonly durable?: boolean }): Promise<{ readonly result: QueryResult<T>; readonly tx: OpenTransaction }>;
   /**
    * `BEGIN … COMMIT` on one connection; a throw rolls back and rethrows. `durable: false` commits
    * without waiting for the WAL flush (`SET LOCAL synchronous_commit = off`, sent with BEGIN).
@@ -106,6 +132,8 @@ export interface PgRunnerOptions {
   readonly connectTimeoutMs: number;
   readonly statementTimeoutMs: number;
   readonly max: number;
+  /** Named prepared statements for the store's own SQL (off for a pooler that cannot keep them). */
+  readonly prepare: boolean;
 }
 
 /**
@@ -146,8 +174,71 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
       return { rows: result.rows as T[], rowCount: result.rowCount ?? result.rows.length };
     };
 
+  const beginning = (durable: boolean | undefined): string => (durable === false ? `${begin}; SET LOCAL synchronous_commit = off` : begin);
+
+  // Named after a hash of the text: stores in different schemas may share an injected pool.
+  const names = new Map<string, string>();
+  const named = (sql: string): string => {
+    let name = names.get(sql);
+    if (name === undefined) names.set(sql, (name = `oncely_${createHash('sha1').update(sql).digest('hex').slice(0, 20)}`));
+    return name;
+  };
+  const prepared: Query = async <T>(sql: string, params?: readonly unknown[]) => {
+    const result = await pool.query({ name: named(sql), text: sql, values: params as unknown[] });
+    return { rows: result.rows as T[], rowCount: result.rowCount ?? result.rows.length };
+  };
+
   return {
     query: over(pool),
+    prepared: options.prepare ? prepared : over(pool),
+    async open<T>(first: Statement, options?: { readonly durable?: boolean }) {
+      const client = await pool.connect();
+      let broken: Error | undefined;
+      const onError = (error: Error): void => {
+        broken = error;
+      };
+      client.on('error', onError);
+      let ended = false;
+      const end = async (sql: string | undefined): Promise<void> => {
+        if (ended) return;
+        ended = true;
+        try {
+          if (sql) await client.query(sql);
+        } catch (error) {
+          broken = error as Error;
+        } finally {
+          client.off('error', onError);
+          client.release(broken);
+        }
+      };
+      const rollback = (): Promise<void> => end('ROLLBACK');
+      const tx: OpenTransaction = {
+        query: over(client),
+        async commit(last) {
+          if (ended) throw new Error('pgRunner: this transaction has ended');
+          let results: pg.QueryResult[];
+          try {
+            results = (await client.query(`${inline(last)}; COMMIT`)) as unknown as pg.QueryResult[];
+          } catch (error) {
+            // `last` failed (COMMIT never ran), or COMMIT itself did: either way nothing is left open.
+            await rollback();
+            throw error;
+          }
+          await end(undefined);
+          const result = results[results.length - 2]!;
+          return { rows: result.rows as Record<string, unknown>[], rowCount: result.rowCount ?? result.rows.length };
+        },
+        rollback,
+      };
+      try {
+        const results = (await client.query(`${beginning(options?.durable)}; ${inline(first)}`)) as unknown as pg.QueryResult[];
+        const result = results[results.length - 1]!;
+        return { result: { rows: result.rows as T[], rowCount: result.rowCount ?? result.rows.length }, tx };
+      } catch (error) {
+        await rollback();
+        throw error;
+      }
+    },
     async transaction<T>(work: (query: Query) => Promise<T>, options?: { readonly durable?: boolean }): Promise<T> {
       const client = await pool.connect();
       let broken: Error | undefined;
@@ -158,7 +249,7 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
       };
       client.on('error', onError);
       try {
-        await client.query(options?.durable === false ? `${begin}; SET LOCAL synchronous_commit = off` : begin);
+        await client.query(beginning(options?.durable));
         const result = await work(over(client));
         await client.query('COMMIT');
         return result;
@@ -179,6 +270,9 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
   };
 }
 
+/** How an open PGlite transaction is told to roll back. */
+const ROLLED_BACK = Symbol('rolled back');
+
 /**
  * A runner over PGlite. PGlite is one single-user backend: its own transaction lock queues every
  * other query until a transaction ends, so interleaved async work cannot leak into it. Several
@@ -193,14 +287,55 @@ export function createPgliteRunner(db: PgliteLike, schema: string): Runner {
       const rows = (result?.rows ?? []) as T[];
       return { rows, rowCount: result?.affectedRows ?? rows.length };
     };
+  const transaction = <T>(work: (query: Query) => Promise<T>, options?: { readonly durable?: boolean }): Promise<T> =>
+    db.transaction(async (tx) => {
+      await tx.query(`SET LOCAL search_path = ${schema}, public`);
+      if (options?.durable === false) await tx.query('SET LOCAL synchronous_commit = off');
+      return work(over(tx));
+    });
   return {
     query: over(db),
-    transaction: <T>(work: (query: Query) => Promise<T>, options?: { readonly durable?: boolean }) =>
-      db.transaction(async (tx) => {
-        await tx.query(`SET LOCAL search_path = ${schema}, public`);
-        if (options?.durable === false) await tx.query('SET LOCAL synchronous_commit = off');
-        return work(over(tx));
-      }),
+    prepared: over(db),
+    // PGlite has one backend and no round trips to save: the open transaction is a PGlite
+    // transaction held open until commit or rollback says how it ends.
+    open: <T>(first: Statement, options?: { readonly durable?: boolean }) => {
+      let settle!: (last: Statement | undefined) => void;
+      const ending = new Promise<Statement | undefined>((resolve) => (settle = resolve));
+      return new Promise<{ result: QueryResult<T>; tx: OpenTransaction }>((resolve, reject) => {
+        let opened = false;
+        const done = transaction(async (query) => {
+          const result = await query<T>(first.sql, first.params);
+          let ended = false;
+          const end = (last: Statement | undefined): boolean => {
+            if (ended) return false;
+            ended = true;
+            settle(last);
+            return true;
+          };
+          opened = true;
+          resolve({
+            result,
+            tx: {
+              query,
+              async commit(last) {
+                if (!end(last)) throw new Error('pgliteRunner: this transaction has ended');
+                return (await done) as QueryResult<Record<string, unknown>>;
+              },
+              async rollback() {
+                if (end(undefined)) await done.catch(() => undefined);
+              },
+            },
+          });
+          const last = await ending;
+          if (!last) throw ROLLED_BACK;
+          return query(last.sql, last.params);
+        }, options);
+        done.catch((error: unknown) => {
+          if (!opened) reject(error);
+        });
+      });
+    },
+    transaction,
     close: async () => undefined,
   };
 }

@@ -13,7 +13,7 @@
  * @module
  */
 import type pg from 'pg';
-import { createPgRunner, createPgliteRunner, schemaFromUrl, type PgliteLike, type Query, type Runner } from './postgres-runner.node.js';
+import { createPgRunner, createPgliteRunner, schemaFromUrl, type OpenTransaction, type PgliteLike, type Query, type Runner, type Statement } from './postgres-runner.node.js';
 import { dropDetachedPartitions, dropExpiredPartitions, ensurePartitions, migrate, type PartitionPlan } from './postgres-schema.node.js';
 import { ROW, toAdmitResult, toRow, type Admitted, type RawRow } from './postgres-rows.node.js';
 import type { AdmitInput, AdmitResult, AppSchema, Fenced, FinalResponse, FirstPhase, KeyStore, Lease, PhaseCommit, StoredResponse, Tx } from './types.js';
@@ -69,6 +69,13 @@ export interface PostgresKeyStoreOptions {
    */
   readonly statementTimeoutMs?: number;
   /**
+   * Send the store's own statements as named prepared statements (planned once per
+   * connection). Turn off behind a pooler in transaction mode that cannot keep them (PgBouncer
+   * before 1.21).
+   * @default true
+   */
+  readonly preparedStatements?: boolean;
+  /**
    * Connections in the store's own pool.
    * @default 10
    */
@@ -85,6 +92,15 @@ const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
 /** Thrown inside a transaction to roll it back when the lease no longer holds the row. */
 class LeaseLost {}
+
+/**
+ * `update` (an UPDATE of one row) made to fail when it changes no row, so that the COMMIT sent
+ * in the same round trip never runs without it: division by a zero count raises 22012, which
+ * aborts the transaction. Only a transaction that rewrote its own key row could trip it.
+ */
+function mustChangeOne(update: Statement): Statement {
+  return { sql: `WITH changed AS (${update.sql} RETURNING 1) SELECT 1 / count(*)::int AS one FROM changed`, params: update.params };
+}
 
 /**
  * Opens a PostgreSQL KeyStore over a connection string, a `pg` pool or a PGlite instance. Call
@@ -114,6 +130,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
         connectTimeoutMs: options.connectTimeoutMs ?? 5000,
         statementTimeoutMs: options.statementTimeoutMs ?? 15_000,
         max: options.maxConnections ?? 10,
+        prepare: options.preparedStatements ?? true,
       });
   // Two partitions of slack past the retention, so the reaper can move in-flight rows forward.
   const plan: PartitionPlan = { partitionMs, aheadMs: ttlMs + 2 * partitionMs };
@@ -141,25 +158,45 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
   });
 
   /**
-   * Work under a lease: lock the row only if `lease` still holds it (the row lock makes a
-   * concurrent takeover wait for this transaction and then find a fresh lease), run the work and
-   * `write`, commit. A lost lease commits nothing.
+   * Work under a lease, then `last` — the UPDATE that writes the recovery point, fenced by the
+   * lease token in its WHERE. The transaction opens only when the work runs its first statement:
+   * - no statement: `last` alone, atomic on its own (one round trip); no row changed means the
+   *   lease was lost;
+   * - statements: the first goes after BEGIN and a `SELECT … FOR UPDATE` of the row under the
+   *   lease (one round trip: an owner that lost its row runs none of its work, and a concurrent
+   *   takeover waits for this transaction, then finds a fresh lease); `last` goes with COMMIT,
+   *   {@link mustChangeOne} so that it can never commit work without its recovery point.
    */
-  async function fenced<T>(lease: Lease, body: (query: Query, tx: Tx) => Promise<T>, durable = true): Promise<Fenced<T>> {
+  async function fenced<T>(
+    lease: Lease,
+    work: ((tx: Tx) => Promise<T>) | undefined,
+    last: (result: T | undefined) => Statement,
+    durable: boolean,
+  ): Promise<Fenced<T>> {
+    let open: OpenTransaction | undefined;
+    let opening: Promise<OpenTransaction> | undefined;
+    const begin = (): Promise<OpenTransaction> =>
+      (opening ??= runner
+        .open({ sql: `SELECT 1 FROM ${t} WHERE client_id = $1 AND key = $2 AND state = 'started' AND lease_token = $3 FOR UPDATE`, params: fenceArgs(lease) }, { durable })
+        .then(({ result, tx }) => {
+          open = tx;
+          if (result.rows.length === 0) throw new LeaseLost();
+          return tx;
+        }));
+    const query: Query = async (sql, params) => (await begin()).query(sql, params);
     try {
-      const value = await runner.transaction(
-        async (query) => {
-          const { rows } = await query(
-            `SELECT 1 FROM ${t} WHERE client_id = $1 AND key = $2 AND state = 'started' AND lease_token = $3 FOR UPDATE`,
-            [lease.clientId, lease.key, lease.token],
-          );
-          if (rows.length === 0) throw new LeaseLost();
-          return body(query, txOver(query));
-        },
-        { durable },
-      );
-      return { ok: true, value };
+      const value = work ? await work(txOver(query)) : undefined;
+      const statement = last(value);
+      if (!opening) {
+        const { rowCount } = await runner.prepared(statement.sql, statement.params);
+        return rowCount === 1 ? { ok: true, value: value as T } : { ok: false };
+      }
+      // Awaited again: a work that caught the failure of its first statement (a lost lease, a
+      // broken connection) must not get its recovery point written without it.
+      await (await opening).commit(mustChangeOne(statement));
+      return { ok: true, value: value as T };
     } catch (error) {
+      await open?.rollback();
       if (error instanceof LeaseLost) return { ok: false };
       throw error;
     }
@@ -182,27 +219,34 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
         let admitting = true;
         try {
           if (!first) {
-            const { rows } = await runner.query<Admitted>(sql, args);
+            const { rows } = await runner.prepared<Admitted>(sql, args);
             return toAdmitResult(input.clientId, input.key, rows[0]!);
           }
           // The INSERT, the first phase's work and its recovery point in one transaction. The
           // admission's advisory lock is held until COMMIT: a duplicate waits, then finds the row
           // at its recovery point.
-          return await runner.transaction(async (query): Promise<AdmitResult<T>> => {
-            const { rows } = await query<Admitted>(sql, args);
-            admitting = false;
-            const admitted = toAdmitResult(input.clientId, input.key, rows[0]!);
-            if (!admitted.owned) return admitted;
-            const value = await first.work(txOver(query));
+          const { result, tx } = await runner.open<Admitted>({ sql, params: args }, { durable: first.commit.durable !== false });
+          admitting = false;
+          try {
+            const admitted = toAdmitResult<T>(input.clientId, input.key, result.rows[0]!);
+            if (!admitted.owned) {
+              await tx.rollback();
+              return admitted;
+            }
+            const value = await first.work(txOver(tx.query));
             const patch = { ...first.commit.data, ...(first.commit.dataFrom?.(value) ?? {}) };
-            const { rowCount } = await query(
-              `UPDATE ${t} SET recovery_point = $4, data = $5::text::jsonb, lease_until = now() + $6 * interval '1 millisecond'
-                WHERE client_id = $1 AND key = $2 AND lease_token = $3`,
-              [...fenceArgs(admitted.lease), first.commit.recoveryPoint, JSON.stringify(patch), first.commit.leaseMs],
+            await tx.commit(
+              mustChangeOne({
+                sql: `UPDATE ${t} SET recovery_point = $4, data = $5::text::jsonb, lease_until = now() + $6 * interval '1 millisecond'
+                       WHERE client_id = $1 AND key = $2 AND lease_token = $3`,
+                params: [...fenceArgs(admitted.lease), first.commit.recoveryPoint, JSON.stringify(patch), first.commit.leaseMs],
+              }),
             );
-            if (rowCount !== 1) throw new Error('postgresKeyStore: the row admitted in this transaction is gone');
             return { ...admitted, row: { ...admitted.row, recoveryPoint: first.commit.recoveryPoint, data: patch }, first: { value } };
-          }, { durable: first.commit.durable !== false });
+          } catch (error) {
+            await tx.rollback();
+            throw error;
+          }
         } catch (error) {
           if (!admitting || (error as { code?: unknown }).code !== '23514' || attempt === 3) throw error;
           await ensureFor(input.ttlMs);
@@ -211,12 +255,12 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
     },
 
     async load(clientId, key) {
-      const { rows } = await runner.query<RawRow>(`SELECT ${ROW} FROM ${t} WHERE client_id = $1 AND key = $2`, [clientId, key]);
+      const { rows } = await runner.prepared<RawRow>(`SELECT ${ROW} FROM ${t} WHERE client_id = $1 AND key = $2`, [clientId, key]);
       return rows[0] ? toRow(rows[0]) : undefined;
     },
 
     async takeOver(clientId, key, leaseMsForTakeover) {
-      const { rows } = await runner.query<{ lease_token: string }>(
+      const { rows } = await runner.prepared<{ lease_token: string }>(
         `UPDATE ${t} SET lease_token = gen_random_uuid()::text, lease_until = now() + $3 * interval '1 millisecond'
           WHERE client_id = $1 AND key = $2 AND state = 'started' AND (lease_token IS NULL OR lease_until <= now())
           RETURNING lease_token`,
@@ -225,58 +269,51 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
       return rows[0] ? { clientId, key, token: rows[0].lease_token } : null;
     },
 
-    async commitPhase<T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>): Promise<Fenced<T | undefined>> {
-      if (!work && !phase.dataFrom) {
-        // Nothing to run in between (the marks around an external call): one fenced UPDATE,
-        // atomic on its own, instead of a four-round-trip transaction. Always durable: saying
-        // otherwise takes a transaction, and two more round trips cost more CPU here than the
-        // wait for the flush (measured: 279 -> 230 first executions/s).
-        const { rowCount } = await runner.query(
-          `UPDATE ${t} SET recovery_point = $4, data = data || $5::text::jsonb, lease_until = now() + $6 * interval '1 millisecond'
-            WHERE client_id = $1 AND key = $2 AND state = 'started' AND lease_token = $3`,
-          [...fenceArgs(lease), phase.recoveryPoint, JSON.stringify(phase.data ?? {}), phase.leaseMs],
-        );
-        return rowCount === 1 ? { ok: true, value: undefined } : { ok: false };
-      }
-      return fenced(lease, async (query, tx) => {
-        const result = work ? await work(tx) : undefined;
-        const data = { ...phase.data, ...(phase.dataFrom?.(result) ?? {}) };
-        await query(
-          `UPDATE ${t} SET recovery_point = $4, data = data || $5::text::jsonb, lease_until = now() + $6 * interval '1 millisecond'
-            WHERE client_id = $1 AND key = $2 AND lease_token = $3`,
-          [...fenceArgs(lease), phase.recoveryPoint, JSON.stringify(data), phase.leaseMs],
-        );
-        return result;
-      }, phase.durable !== false);
-    },
+    commitPhase: <T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>): Promise<Fenced<T | undefined>> =>
+      // A mark with nothing to run (around an external call) is the UPDATE alone, and so durable
+      // whatever `phase.durable` says: relaxing it would take a transaction, and two more round
+      // trips cost more CPU here than the wait for the flush (measured: 279 -> 230 first executions/s).
+      fenced(
+        lease,
+        work,
+        (result) => ({
+          sql: `UPDATE ${t} SET recovery_point = $4, data = data || $5::text::jsonb, lease_until = now() + $6 * interval '1 millisecond'
+                 WHERE client_id = $1 AND key = $2 AND state = 'started' AND lease_token = $3`,
+          params: [...fenceArgs(lease), phase.recoveryPoint, JSON.stringify({ ...phase.data, ...(phase.dataFrom?.(result) ?? {}) }), phase.leaseMs],
+        }),
+        phase.durable !== false,
+      ),
 
     finish: <T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>) =>
-      fenced(lease, async (query, tx) => {
-        const result = work ? await work(tx) : undefined;
-        const final: StoredResponse = typeof response === 'function' ? response(result) : response;
-        const bytes = Buffer.byteLength(final.body, 'utf8');
-        if (bytes > maxResponseBytes) {
-          throw new RangeError(`postgresKeyStore: a ${bytes}-byte response exceeds maxResponseBytes (${maxResponseBytes})`);
-        }
-        await query(
-          `UPDATE ${t} SET state = 'finished', response_status = $4, response_headers = $5::text::json, response_body = $6,
-                  lease_token = NULL, lease_until = NULL
-            WHERE client_id = $1 AND key = $2 AND lease_token = $3`,
-          [...fenceArgs(lease), final.status, JSON.stringify(final.headers), final.body],
-        );
-        return result;
-      }),
+      fenced(
+        lease,
+        work,
+        (result) => {
+          const final: StoredResponse = typeof response === 'function' ? response(result) : response;
+          const bytes = Buffer.byteLength(final.body, 'utf8');
+          if (bytes > maxResponseBytes) {
+            throw new RangeError(`postgresKeyStore: a ${bytes}-byte response exceeds maxResponseBytes (${maxResponseBytes})`);
+          }
+          return {
+            sql: `UPDATE ${t} SET state = 'finished', response_status = $4, response_headers = $5::text::json, response_body = $6,
+                          lease_token = NULL, lease_until = NULL
+                   WHERE client_id = $1 AND key = $2 AND state = 'started' AND lease_token = $3`,
+            params: [...fenceArgs(lease), final.status, JSON.stringify(final.headers), final.body],
+          };
+        },
+        true,
+      ),
 
     async release(lease, { forget }) {
       // A row with a recovery point records work that happened: it is kept whatever `forget` says.
       if (forget) {
-        const { rowCount } = await runner.query(
+        const { rowCount } = await runner.prepared(
           `DELETE FROM ${t} WHERE client_id = $1 AND key = $2 AND lease_token = $3 AND recovery_point IS NULL`,
           fenceArgs(lease),
         );
         if (rowCount === 1) return true;
       }
-      const { rowCount } = await runner.query(
+      const { rowCount } = await runner.prepared(
         `UPDATE ${t} SET lease_token = NULL, lease_until = NULL
           WHERE client_id = $1 AND key = $2 AND state = 'started' AND lease_token = $3`,
         fenceArgs(lease),
@@ -285,7 +322,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
     },
 
     async park(lease, { retryAfterMs }) {
-      const { rowCount } = await runner.query(
+      const { rowCount } = await runner.prepared(
         `UPDATE ${t} SET lease_token = NULL, lease_until = NULL, attempts = attempts + 1,
                 next_attempt_at = now() + $4 * interval '1 millisecond'
           WHERE client_id = $1 AND key = $2 AND state = 'started' AND lease_token = $3`,
@@ -296,7 +333,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
 
     async sweep(limit) {
       // Served by the partial index on unfinished keys.
-      const { rows } = await runner.query<RawRow>(
+      const { rows } = await runner.prepared<RawRow>(
         `SELECT ${ROW} FROM ${t}
           WHERE state = 'started' AND next_attempt_at <= now() AND (lease_token IS NULL OR lease_until <= now())
           ORDER BY next_attempt_at, created_at LIMIT $1`,

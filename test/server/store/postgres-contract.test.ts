@@ -4,6 +4,7 @@
  * pass within the run; every test uses its own client id, so all share one schema per engine.
  */
 import { afterAll, beforeAll } from 'vitest';
+import { runKeyStoreValuesContract } from '../../contract/keystore-values.contract.js';
 import { runKeyStoreContract } from '../../contract/keystore.contract.js';
 import { openPgBackend, openPglite, type PgBackend } from '../../support/pg.js';
 
@@ -22,15 +23,13 @@ function contractOn(name: string, open: () => Promise<PgBackend>): void {
     backends.push(backend);
     await backend;
   });
-  runKeyStoreContract(
-    name,
-    async () => {
-      const ready = await backend!;
-      schema ??= ready.newSchema();
-      return ready.open(schema, { partitionMs: PARTITION_MS, ttlMs: 5000 });
-    },
-    { reapsPartitionsOfMs: PARTITION_MS },
-  );
+  const factory = async () => {
+    const ready = await backend!;
+    schema ??= ready.newSchema();
+    return ready.open(schema, { partitionMs: PARTITION_MS, ttlMs: 5000 });
+  };
+  runKeyStoreContract(name, factory, { reapsPartitionsOfMs: PARTITION_MS });
+  runKeyStoreValuesContract(name, factory);
 }
 
 contractOn('postgres', () => openPgBackend('contract'));

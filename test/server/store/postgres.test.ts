@@ -51,12 +51,17 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
     }
   });
 
-  it('waits for the WAL flush only before something leaves the database: EXTn_SENT and the final response', async () => {
+  it('waits for the WAL flush only before something leaves the database (EXTn_SENT, the final response), and sends BEGIN and COMMIT with other statements', async () => {
     // Every statement the store sends, with the transaction it ran in (0: on its own).
-    const sent: Array<{ tx: number; text: string; params: readonly unknown[] }> = [];
+    const sent: Array<{ tx: number; text: string; params: readonly unknown[]; named?: boolean }> = [];
     const traced = new pg.Pool({ connectionString: url, max: 3 });
     const direct = traced.query.bind(traced);
-    traced.query = ((text: string, params?: unknown[]) => (sent.push({ tx: 0, text, params: params ?? [] }), direct(text, params))) as typeof traced.query;
+    // A named prepared statement arrives as a config object.
+    type Sent = string | { text: string; values?: unknown[] };
+    const log = (tx: number, query: Sent, params?: unknown[]): void => {
+      sent.push(typeof query === 'string' ? { tx, text: query, params: params ?? [] } : { tx, text: query.text, params: query.values ?? [], named: 'name' in query });
+    };
+    traced.query = ((text: Sent, params?: unknown[]) => (log(0, text, params), direct(text as string, params))) as typeof traced.query;
     let transactions = 0;
     const connect = traced.connect.bind(traced);
     // pool.query checks a client out with a callback (logged above, as statement 0): left alone.
@@ -65,8 +70,8 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
       const client = await connect();
       const tx = (transactions += 1);
       const query = client.query.bind(client);
-      client.query = ((text: string, params?: unknown[], ...rest: unknown[]) => (
-        sent.push({ tx, text, params: params ?? [] }), (query as (...a: unknown[]) => unknown)(text, params, ...rest)
+      client.query = ((text: Sent, params?: unknown[], ...rest: unknown[]) => (
+        log(tx, text, params), (query as (...a: unknown[]) => unknown)(text, params, ...rest)
       )) as typeof client.query;
       const release = client.release.bind(client);
       client.release = ((error?: Error | boolean) => {
@@ -82,8 +87,9 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
       sent.length = 0;
       expect((await app.post({ amount: 5 })).status).toBe(201);
       const relaxed = new Set(sent.filter((s) => s.text.includes('synchronous_commit = off')).map((s) => s.tx));
+      // The key table's write of a recovery point: a parameter, or a literal sent with COMMIT.
       const txOf = (point: string): number => {
-        const found = sent.find((s) => s.params.includes(point));
+        const found = sent.find((s) => s.text.includes('recovery_point') && (s.params.includes(point) || s.text.includes(`'${point}'`)));
         if (!found) throw new Error(`no commit of ${point}`);
         return found.tx;
       };
@@ -98,6 +104,14 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
       expect(relaxed.has(txOf('H2_DONE'))).toBe(true);
       // An outcome mark is one statement on its own: cheaper durable than in a transaction.
       for (const point of ['EXT1_DONE', 'EXT2_DONE']) expect(txOf(point), point).toBe(0);
+      // Round trips: a phase whose work runs statements costs them plus two (BEGIN goes with the
+      // admission or the lease check, COMMIT with the recovery point); a mark costs one. Three
+      // phases of one statement each (H1 with the admission, H2, H3 with the response) and four
+      // marks: 3 × 3 + 4 = 13 (19 when BEGIN and COMMIT each took their own).
+      expect(sent.filter((s) => /^\s*(BEGIN|COMMIT|ROLLBACK)\s*;?\s*$/i.test(s.text))).toEqual([]);
+      expect(sent).toHaveLength(13);
+      // The marks on their own are named prepared statements: planned once per connection.
+      expect(sent.filter((s) => s.tx === 0).map((s) => s.named)).toEqual([true, true, true, true]);
     } finally {
       await store.close();
       await traced.query(`DROP SCHEMA IF EXISTS ${schema}_durable CASCADE`);

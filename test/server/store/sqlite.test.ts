@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sqliteKeyStore } from '../../../src/server/store/sqlite.node.js';
+import { runKeyStoreValuesContract } from '../../contract/keystore-values.contract.js';
 import { runKeyStoreContract } from '../../contract/keystore.contract.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'oncely-sqlite-contract-'));
@@ -11,6 +12,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 runKeyStoreContract('sqlite (in memory)', async () => sqliteKeyStore({ path: ':memory:' }));
 let n = 0;
 runKeyStoreContract('sqlite (file, WAL)', async () => sqliteKeyStore({ path: join(dir, `store-${(n += 1)}.db`) }));
+runKeyStoreValuesContract('sqlite (file, WAL)', async () => sqliteKeyStore({ path: join(dir, `store-${(n += 1)}.db`) }));
 
 describe('sqliteKeyStore response cap', () => {
   it('refuses to store a response body over maxResponseBytes and commits nothing', async () => {

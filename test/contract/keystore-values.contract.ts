@@ -1,0 +1,105 @@
+/**
+ * The KeyStore contract, part two: what goes in comes back byte for byte, and a lost lease
+ * commits nothing even when the work swallows the error that told it so. Run by every backend
+ * next to `keystore.contract.ts` (PostgreSQL sends some of its own statements as literal SQL, so
+ * that BEGIN and COMMIT share their round trips: hostile text is where that would break).
+ *
+ * Usage: `runKeyStoreValuesContract('sqlite', async () => sqliteKeyStore({ path: ':memory:' }))`.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AdmitInput, KeyStore, Tx } from '../../src/server/store/types.js';
+
+const TABLE = 'CREATE TABLE IF NOT EXISTS contract_values (client_id TEXT NOT NULL, key TEXT NOT NULL, note TEXT NOT NULL)';
+
+/** Text that breaks naive quoting: quotes, backslashes, placeholders, dollar quotes, comments, non-ASCII. */
+const HOSTILE = [
+  "it's",
+  "'; DROP TABLE oncely_keys; --",
+  '\\',
+  "\\'",
+  "E'\\x41'",
+  '$1 $2 $$ $fn$ ?1',
+  '/* open comment',
+  '-- line comment\n; SELECT 1',
+  'tab\tnewline\r\nend',
+  'Zürich ĳ 日本 😀 \u202Eevil',
+].join(' | ');
+
+export function runKeyStoreValuesContract(name: string, factory: () => Promise<KeyStore>): void {
+  describe(`KeyStore contract (values): ${name}`, () => {
+    let store: KeyStore;
+    let clientId: string;
+    afterEach(async () => {
+      await store?.close();
+    });
+    const open = async (): Promise<void> => {
+      store = await factory();
+      await store.migrate({ sqlite: TABLE, postgres: TABLE });
+      clientId = `c${randomUUID().slice(0, 8)}'\\`;
+    };
+    const input = (key: string, over: Partial<AdmitInput> = {}): AdmitInput => ({
+      clientId,
+      key,
+      requestHash: 'b'.repeat(64),
+      endpoint: `POST /v1/payments?q=${HOSTILE}`,
+      requestBody: JSON.stringify({ reference: HOSTILE, pad: 'x'.repeat(60_000) }),
+      leaseMs: 10_000,
+      ttlMs: 86_400_000,
+      ...over,
+    });
+    const note = (key: string) => async (tx: Tx) =>
+      tx.run('INSERT INTO contract_values (client_id, key, note) VALUES ($1, $2, $3)', [clientId, key, HOSTILE]);
+    const notes = async (key: string): Promise<string[]> =>
+      (await store.transaction((tx) => tx.all<{ note: string }>('SELECT note FROM contract_values WHERE client_id = $1 AND key = $2', [clientId, key]))).map(
+        (row) => row.note,
+      );
+
+    it('stores hostile text verbatim through admission, a phase, an outcome mark and the final response', async () => {
+      await open();
+      const key = `k-${HOSTILE}`;
+      const admitted = await store.admit(input(key), {
+        commit: { recoveryPoint: 'H1_DONE', data: { given: HOSTILE }, dataFrom: (changed: number | undefined) => ({ changed, also: HOSTILE }), leaseMs: 10_000 },
+        work: note(key),
+      });
+      if (!admitted.owned) throw new Error('not owned');
+      expect(admitted.row.data).toEqual({ given: HOSTILE, changed: 1, also: HOSTILE });
+      const phase = await store.commitPhase(admitted.lease, { recoveryPoint: 'H2_DONE', data: { h2: HOSTILE }, dataFrom: () => ({ h2b: HOSTILE }), leaseMs: 10_000 }, note(key));
+      expect(phase.ok).toBe(true);
+      expect((await store.commitPhase(admitted.lease, { recoveryPoint: 'EXT1_DONE', data: { ext: HOSTILE }, leaseMs: 10_000 })).ok).toBe(true);
+      const response = { status: 201, headers: { 'x-note': HOSTILE.replace(/[\r\n]/g, ' '), 'content-type': 'application/json' }, body: JSON.stringify({ note: HOSTILE }) };
+      expect((await store.finish(admitted.lease, () => response, note(key))).ok).toBe(true);
+
+      const row = await store.load(clientId, key);
+      expect(row).toMatchObject({ clientId, key, endpoint: input(key).endpoint, requestBody: input(key).requestBody, state: 'finished', response });
+      expect(row?.data).toEqual({ given: HOSTILE, changed: 1, also: HOSTILE, h2: HOSTILE, h2b: HOSTILE, ext: HOSTILE });
+      expect(Object.keys(row?.response?.headers ?? {})).toEqual(['x-note', 'content-type']);
+      expect(await notes(key)).toEqual([HOSTILE, HOSTILE, HOSTILE]);
+      // A duplicate admission with the same hostile text finds the row instead of a second one.
+      expect((await store.admit(input(key))).owned).toBe(false);
+    });
+
+    it('commits nothing for a lost lease even when the work swallows the error its statement raised', async () => {
+      await open();
+      const admitted = await store.admit(input('swallow', { leaseMs: 50 }));
+      if (!admitted.owned) throw new Error('not owned');
+      await new Promise((resolve) => setTimeout(resolve, 120));
+      expect(await store.takeOver(clientId, 'swallow', 10_000)).not.toBeNull();
+      let caught: unknown;
+      const swallowing = async (tx: Tx): Promise<string> => {
+        try {
+          await note('swallow')(tx);
+        } catch (error) {
+          caught = error;
+        }
+        return 'carried on';
+      };
+      expect(await store.commitPhase(admitted.lease, { recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, swallowing)).toEqual({ ok: false });
+      expect(caught).toBeDefined();
+      expect(await store.finish(admitted.lease, { status: 201, headers: {}, body: '' }, swallowing)).toEqual({ ok: false });
+      const row = await store.load(clientId, 'swallow');
+      expect(row).toMatchObject({ state: 'started', recoveryPoint: null, response: null });
+      expect(await notes('swallow')).toEqual([]);
+    });
+  });
+}
