@@ -83,6 +83,49 @@ BEGIN
   SELECT true, ins.lease_token, row_to_json(ins) FROM ins;
 END
 $fn$;`,
+  // The statements a transaction sends with BEGIN (the lease check) and with COMMIT (the recovery
+  // point, the final response), which go as literal SQL (see postgres.node.ts): as functions,
+  // PL/pgSQL plans their statements once per session instead of at every call. The writes raise
+  // OLOST when the lease no longer holds the row, so that a COMMIT sent after them never runs.
+  (s) => `
+CREATE FUNCTION ${s}.oncely_lock(p_client text, p_key text, p_token text) RETURNS boolean
+LANGUAGE plpgsql VOLATILE AS $fn$
+BEGIN
+  PERFORM 1 FROM ${s}.oncely_keys
+    WHERE client_id = p_client AND key = p_key AND state = 'started' AND lease_token = p_token FOR UPDATE;
+  RETURN FOUND;
+END
+$fn$;
+CREATE FUNCTION ${s}.oncely_point(p_client text, p_key text, p_token text, p_point text, p_data text,
+                                  p_lease_ms float8, p_merge boolean, p_durable boolean) RETURNS void
+LANGUAGE plpgsql VOLATILE AS $fn$
+BEGIN
+  -- Read at COMMIT: a call on its own commits without waiting for the WAL flush.
+  IF NOT p_durable THEN
+    PERFORM set_config('synchronous_commit', 'off', true);
+  END IF;
+  UPDATE ${s}.oncely_keys
+     SET recovery_point = p_point, data = CASE WHEN p_merge THEN data || p_data::jsonb ELSE p_data::jsonb END,
+         lease_until = now() + p_lease_ms * interval '1 millisecond'
+   WHERE client_id = p_client AND key = p_key AND state = 'started' AND lease_token = p_token;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'oncely_point: the lease no longer holds this row' USING ERRCODE = 'OLOST';
+  END IF;
+END
+$fn$;
+CREATE FUNCTION ${s}.oncely_finish(p_client text, p_key text, p_token text, p_status int, p_headers text,
+                                   p_body text) RETURNS void
+LANGUAGE plpgsql VOLATILE AS $fn$
+BEGIN
+  UPDATE ${s}.oncely_keys
+     SET state = 'finished', response_status = p_status, response_headers = p_headers::json, response_body = p_body,
+         lease_token = NULL, lease_until = NULL
+   WHERE client_id = p_client AND key = p_key AND state = 'started' AND lease_token = p_token;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'oncely_finish: the lease no longer holds this row' USING ERRCODE = 'OLOST';
+  END IF;
+END
+$fn$;`,
 ];
 
 /** Serialises DDL across every instance sharing the database (not only this schema). */

@@ -94,15 +94,6 @@ const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 class LeaseLost {}
 
 /**
- * `update` (an UPDATE of one row) made to fail when it changes no row, so that the COMMIT sent
- * in the same round trip never runs without it: division by a zero count raises 22012, which
- * aborts the transaction. Only a transaction that rewrote its own key row could trip it.
- */
-function mustChangeOne(update: Statement): Statement {
-  return { sql: `WITH changed AS (${update.sql} RETURNING 1) SELECT 1 / count(*)::int AS one FROM changed`, params: update.params };
-}
-
-/**
  * Opens a PostgreSQL KeyStore over a connection string, a `pg` pool or a PGlite instance. Call
  * `migrate()` once before use; any number of instances may do so at the same time.
  *
@@ -158,46 +149,38 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
   });
 
   /**
-   * Work under a lease, then `last` — the UPDATE that writes the recovery point, fenced by the
-   * lease token in its WHERE. The transaction opens only when the work runs its first statement:
-   * - no statement: `last` alone, atomic on its own (one round trip); no row changed means the
-   *   lease was lost;
-   * - statements: the first goes after BEGIN and a `SELECT … FOR UPDATE` of the row under the
-   *   lease (one round trip: an owner that lost its row runs none of its work, and a concurrent
-   *   takeover waits for this transaction, then finds a fresh lease); `last` goes with COMMIT,
-   *   {@link mustChangeOne} so that it can never commit work without its recovery point.
+   * Work under a lease, then `write` (`oncely_point` or `oncely_finish`, which raise OLOST when
+   * the lease no longer holds the row). The transaction opens only when the work runs its first
+   * statement:
+   * - no statement: `write` alone, atomic on its own (one round trip);
+   * - statements: the first goes after BEGIN and `oncely_lock` (one round trip: `SELECT … FOR
+   *   UPDATE` of the row under the lease, so an owner that lost its row runs none of its work and
+   *   a concurrent takeover waits for this transaction, then finds a fresh lease); `write` goes
+   *   with COMMIT.
    */
-  async function fenced<T>(
-    lease: Lease,
-    work: ((tx: Tx) => Promise<T>) | undefined,
-    last: (result: T | undefined) => Statement,
-    durable: boolean,
-  ): Promise<Fenced<T>> {
+  async function fenced<T>(lease: Lease, work: ((tx: Tx) => Promise<T>) | undefined, write: (result: T | undefined) => Statement, durable: boolean): Promise<Fenced<T>> {
     let open: OpenTransaction | undefined;
     let opening: Promise<OpenTransaction> | undefined;
     const begin = (): Promise<OpenTransaction> =>
       (opening ??= runner
-        .open({ sql: `SELECT 1 FROM ${t} WHERE client_id = $1 AND key = $2 AND state = 'started' AND lease_token = $3 FOR UPDATE`, params: fenceArgs(lease) }, { durable })
+        .open<{ held: boolean }>({ sql: `SELECT ${schema}.oncely_lock($1, $2, $3) AS held`, params: fenceArgs(lease) }, { durable })
         .then(({ result, tx }) => {
           open = tx;
-          if (result.rows.length === 0) throw new LeaseLost();
+          if (result.rows[0]?.held !== true) throw new LeaseLost();
           return tx;
         }));
     const query: Query = async (sql, params) => (await begin()).query(sql, params);
     try {
       const value = work ? await work(txOver(query)) : undefined;
-      const statement = last(value);
-      if (!opening) {
-        const { rowCount } = await runner.prepared(statement.sql, statement.params);
-        return rowCount === 1 ? { ok: true, value: value as T } : { ok: false };
-      }
+      const statement = write(value);
+      if (!opening) await runner.prepared(statement.sql, statement.params);
       // Awaited again: a work that caught the failure of its first statement (a lost lease, a
-      // broken connection) must not get its recovery point written without it.
-      await (await opening).commit(mustChangeOne(statement));
+      // broken connection) must not get its write committed without it.
+      else await (await opening).commit(statement);
       return { ok: true, value: value as T };
     } catch (error) {
       await open?.rollback();
-      if (error instanceof LeaseLost) return { ok: false };
+      if (error instanceof LeaseLost || (error as { code?: unknown }).code === 'OLOST') return { ok: false };
       throw error;
     }
   }
@@ -235,13 +218,10 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
             }
             const value = await first.work(txOver(tx.query));
             const patch = { ...first.commit.data, ...(first.commit.dataFrom?.(value) ?? {}) };
-            await tx.commit(
-              mustChangeOne({
-                sql: `UPDATE ${t} SET recovery_point = $4, data = $5::text::jsonb, lease_until = now() + $6 * interval '1 millisecond'
-                       WHERE client_id = $1 AND key = $2 AND lease_token = $3`,
-                params: [...fenceArgs(admitted.lease), first.commit.recoveryPoint, JSON.stringify(patch), first.commit.leaseMs],
-              }),
-            );
+            await tx.commit({
+              sql: `SELECT ${schema}.oncely_point($1, $2, $3, $4, $5, $6, false, $7)`,
+              params: [...fenceArgs(admitted.lease), first.commit.recoveryPoint, JSON.stringify(patch), first.commit.leaseMs, first.commit.durable !== false],
+            });
             return { ...admitted, row: { ...admitted.row, recoveryPoint: first.commit.recoveryPoint, data: patch }, first: { value } };
           } catch (error) {
             await tx.rollback();
@@ -270,16 +250,18 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
     },
 
     commitPhase: <T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>): Promise<Fenced<T | undefined>> =>
-      // A mark with nothing to run (around an external call) is the UPDATE alone, and so durable
-      // whatever `phase.durable` says: relaxing it would take a transaction, and two more round
-      // trips cost more CPU here than the wait for the flush (measured: 279 -> 230 first executions/s).
       fenced(
         lease,
         work,
         (result) => ({
-          sql: `UPDATE ${t} SET recovery_point = $4, data = data || $5::text::jsonb, lease_until = now() + $6 * interval '1 millisecond'
-                 WHERE client_id = $1 AND key = $2 AND state = 'started' AND lease_token = $3`,
-          params: [...fenceArgs(lease), phase.recoveryPoint, JSON.stringify({ ...phase.data, ...(phase.dataFrom?.(result) ?? {}) }), phase.leaseMs],
+          sql: `SELECT ${schema}.oncely_point($1, $2, $3, $4, $5, $6, true, $7)`,
+          params: [
+            ...fenceArgs(lease),
+            phase.recoveryPoint,
+            JSON.stringify({ ...phase.data, ...(phase.dataFrom?.(result) ?? {}) }),
+            phase.leaseMs,
+            phase.durable !== false,
+          ],
         }),
         phase.durable !== false,
       ),
@@ -294,12 +276,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
           if (bytes > maxResponseBytes) {
             throw new RangeError(`postgresKeyStore: a ${bytes}-byte response exceeds maxResponseBytes (${maxResponseBytes})`);
           }
-          return {
-            sql: `UPDATE ${t} SET state = 'finished', response_status = $4, response_headers = $5::text::json, response_body = $6,
-                          lease_token = NULL, lease_until = NULL
-                   WHERE client_id = $1 AND key = $2 AND state = 'started' AND lease_token = $3`,
-            params: [...fenceArgs(lease), final.status, JSON.stringify(final.headers), final.body],
-          };
+          return { sql: `SELECT ${schema}.oncely_finish($1, $2, $3, $4, $5, $6)`, params: [...fenceArgs(lease), final.status, JSON.stringify(final.headers), final.body] };
         },
         true,
       ),

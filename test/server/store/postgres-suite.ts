@@ -213,8 +213,11 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       const schema = backend.newSchema();
       const peers = Array.from({ length: 4 }, () => backend.open(schema));
       await Promise.all(peers.map((peer) => peer.migrate({ sqlite: '', postgres: 'CREATE TABLE IF NOT EXISTS payments_probe (id text PRIMARY KEY)' })));
-      const versions = await backend.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${schema}.oncely_schema_version`);
-      expect(versions[0]!.n).toBe(1);
+      // Each migration once: as many rows as versions, numbered 1..n.
+      const versions = await backend.query<{ n: number; distinct_versions: number; top: number }>(
+        `SELECT count(*)::int AS n, count(DISTINCT version)::int AS distinct_versions, max(version) AS top FROM ${schema}.oncely_schema_version`,
+      );
+      expect(versions[0]).toEqual({ n: 2, distinct_versions: 2, top: 2 });
       const probe = await backend.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = $1 AND tablename = 'payments_probe'`, [schema]);
       expect(probe[0]!.n).toBe(1);
       const admitted = await peers[3]!.admit(input('after-migrate'));

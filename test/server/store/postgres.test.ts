@@ -89,21 +89,25 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
       const relaxed = new Set(sent.filter((s) => s.text.includes('synchronous_commit = off')).map((s) => s.tx));
       // The key table's write of a recovery point: a parameter, or a literal sent with COMMIT.
       const txOf = (point: string): number => {
-        const found = sent.find((s) => s.text.includes('recovery_point') && (s.params.includes(point) || s.text.includes(`'${point}'`)));
+        const found = sent.find((s) => /recovery_point|oncely_point/.test(s.text) && (s.params.includes(point) || s.text.includes(`'${point}'`)));
         if (!found) throw new Error(`no commit of ${point}`);
         return found.tx;
       };
       // Before each external call, and before the response: a commit the flush must cover.
       for (const point of ['EXT1_SENT', 'EXT2_SENT']) expect(relaxed.has(txOf(point)), point).toBe(false);
-      const finish = sent.find((s) => s.text.includes("state = 'finished'"));
+      const finish = sent.find((s) => s.text.includes("state = 'finished'") || s.text.includes('oncely_finish('));
       expect(finish && relaxed.has(finish.tx)).toBe(false);
       // The transactions in between are followed by one of those before anything leaves: no wait.
       const admission = sent.find((s) => s.text.includes('oncely_admit'));
       expect(admission && relaxed.has(admission.tx)).toBe(true);
       expect(txOf('H1_DONE')).toBe(admission?.tx);
       expect(relaxed.has(txOf('H2_DONE'))).toBe(true);
-      // An outcome mark is one statement on its own: cheaper durable than in a transaction.
-      for (const point of ['EXT1_DONE', 'EXT2_DONE']) expect(txOf(point), point).toBe(0);
+      // The marks are one statement each; the function relaxes the commit of an outcome (the
+      // durability flag is its last argument), never of EXTn_SENT.
+      const markDurable = (point: string): unknown => sent.find((s) => s.tx === 0 && s.params.includes(point))?.params.at(-1);
+      for (const point of ['EXT1_SENT', 'EXT2_SENT']) expect(markDurable(point), point).toBe(true);
+      for (const point of ['EXT1_DONE', 'EXT2_DONE']) expect(markDurable(point), point).toBe(false);
+      for (const point of ['EXT1_SENT', 'EXT2_SENT', 'EXT1_DONE', 'EXT2_DONE']) expect(txOf(point), point).toBe(0);
       // Round trips: a phase whose work runs statements costs them plus two (BEGIN goes with the
       // admission or the lease check, COMMIT with the recovery point); a mark costs one. Three
       // phases of one statement each (H1 with the admission, H2, H3 with the response) and four
@@ -112,6 +116,20 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
       expect(sent).toHaveLength(13);
       // The marks on their own are named prepared statements: planned once per connection.
       expect(sent.filter((s) => s.tx === 0).map((s) => s.named)).toEqual([true, true, true, true]);
+      // …and the flag does what it says: the function turns synchronous_commit off for its transaction.
+      const admitted = await store.admit({ clientId: 'acme', key: 'sync-probe', requestHash: 'h', endpoint: 'POST /x', requestBody: '{}', leaseMs: 10_000, ttlMs: 60_000 });
+      if (!admitted.owned) throw new Error('not owned');
+      const client = await traced.connect();
+      try {
+        for (const durable of [true, false]) {
+          await client.query('BEGIN');
+          await client.query(`SELECT ${schema}_durable.oncely_point($1, $2, $3, 'X', '{}', 1000, true, $4)`, ['acme', 'sync-probe', admitted.lease.token, durable]);
+          expect((await client.query('SHOW synchronous_commit')).rows[0].synchronous_commit).toBe(durable ? 'on' : 'off');
+          await client.query('ROLLBACK');
+        }
+      } finally {
+        client.release();
+      }
     } finally {
       await store.close();
       await traced.query(`DROP SCHEMA IF EXISTS ${schema}_durable CASCADE`);
