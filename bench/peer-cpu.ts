@@ -4,7 +4,7 @@
  * machine moves with everything else running. Optionally writes a V8 CPU profile.
  *
  * Usage: `node --import tsx bench/peer-cpu.ts [peer = oncely-sqlite] [seconds = 5] [cpuprofile-dir]`
- * (`oncely-postgres` uses `ONCELY_PG_URL`, else `postgres://postgres@127.0.0.1:5432/test`).
+ * (`oncely-postgres` and `unguarded-postgres` use `ONCELY_PG_URL`, else `postgres://postgres@127.0.0.1:5432/test`).
  * Compare two commits by running it alternately in two worktrees.
  *
  * @module
@@ -22,7 +22,8 @@ const profileDir = process.argv[4];
 const pgUrl = process.env['ONCELY_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 const argv = await bundled('bench/peers/serve.ts');
-const state = freshState(peer === 'oncely-postgres' ? pgUrl : undefined);
+const onPostgres = peer === 'oncely-postgres' || peer === 'unguarded-postgres';
+const state = freshState(onPostgres ? pgUrl : undefined);
 const profile = profileDir ? ['--cpu-prof', '--cpu-prof-interval=200', `--cpu-prof-dir=${profileDir}`] : [];
 const child = spawn(argv[0]!, [...profile, ...argv.slice(1), peer], {
   env: { ...process.env, BENCH_APP_DB: state.appDb, BENCH_ONCELY_DB: state.oncelyDb, BENCH_NS: state.namespace, BENCH_PG_SCHEMA: state.pgSchema },
@@ -50,7 +51,7 @@ console.log(
 child.kill('SIGTERM');
 await new Promise((resolve) => child.on('exit', resolve));
 discard(state);
-if (peer === 'oncely-postgres') {
+if (onPostgres) {
   const { default: pg } = await import('pg');
   const client = new pg.Client({ connectionString: pgUrl });
   await client.connect();

@@ -5,7 +5,8 @@
  * `BENCH_APP_DB` (the peers' app database), `BENCH_ONCELY_DB` (oncely's store: a SQLite path or
  * a `postgres://` URL), `BENCH_PG_SCHEMA`, `BENCH_NS` (key prefix), `BENCH_WORK_MS`,
  * `BENCH_HOLD_MS`, `BENCH_LEASE_MS` (oncely's lease, and Powertools' emulated Lambda timeout),
- * `BENCH_REDIS_URL`.
+ * `BENCH_REDIS_URL`. `unguarded-postgres` keeps its charges in PostgreSQL (`BENCH_ONCELY_DB`,
+ * `BENCH_PG_SCHEMA`), the baseline for oncely on PostgreSQL.
  *
  * @module
  */
@@ -15,7 +16,7 @@ import { serve } from '@hono/node-server';
 import type express from 'express';
 import { expressIdempotencyApp, nodeIdempotency, powertools, unguardedExpress, type PeerContext } from './express-peers.js';
 import { createOncelyPeer } from './oncely-app.js';
-import { openAppDb, parsePayment, runPayment } from './payment.js';
+import { EXECUTIONS_DDL, newPayment, openAppDb, parsePayment, receiptWork, runPayment } from './payment.js';
 
 /** Every server this entry can start. */
 export const PEERS = [
@@ -27,6 +28,7 @@ export const PEERS = [
   'powertools-redis',
   'powertools-redis-unvalidated',
   'unguarded',
+  'unguarded-postgres',
   'unguarded-express',
   'trivial',
 ] as const;
@@ -64,6 +66,32 @@ if (peer === 'oncely-sqlite' || peer === 'oncely-postgres') {
   const pgSchema = process.env['BENCH_PG_SCHEMA'];
   const app = await createOncelyPeer({ db: env('BENCH_ONCELY_DB', ':memory:'), work, leaseMs, ...(pgSchema ? { pgSchema } : {}) });
   serveFetch((request) => app.fetch(request));
+} else if (peer === 'unguarded-postgres') {
+  // The same payment work with its charge in PostgreSQL, the way an app without a layer writes it:
+  // one INSERT per payment on a pool of the size oncely's store uses.
+  const { default: pg } = await import('pg');
+  const schema = env('BENCH_PG_SCHEMA', 'bench');
+  const pool = new pg.Pool({ connectionString: env('BENCH_ONCELY_DB', ''), max: 10, options: `-c search_path=${schema}` });
+  await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}; SET search_path = ${schema}; ${EXECUTIONS_DDL}`);
+  serveFetch(async (request) => {
+    if (request.method === 'GET') {
+      const { rows } = await pool.query<{ executions: string; distinct_refs: string }>(
+        'SELECT count(*) AS executions, count(DISTINCT reference) AS distinct_refs FROM bench_executions',
+      );
+      return Response.json({ executions: Number(rows[0]!.executions), distinct: Number(rows[0]!.distinct_refs) });
+    }
+    const input = parsePayment(await request.json().catch(() => null));
+    if (typeof input === 'string') return Response.json({ error: input }, { status: 400 });
+    const payment = newPayment(input);
+    await pool.query('INSERT INTO bench_executions (id, reference, amount, created_at) VALUES ($1, $2, $3, $4)', [
+      payment.id,
+      payment.reference,
+      payment.amount,
+      payment.created_at,
+    ]);
+    await receiptWork(input, work);
+    return Response.json(payment, { status: 201 });
+  });
 } else if (peer === 'trivial') {
   serveFetch(() => new Response('ok'));
 } else {
