@@ -183,13 +183,11 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
         }),
       ),
 
-    admit: async <T>(input: AdmitInput, first?: FirstPhase<T>): Promise<AdmitResult<T>> => {
-      // Replays and in-flight duplicates usually find the row already there: a plain read
-      // answers them without taking the database's write lock (shared by every process). The
-      // INSERT below stays the only arbiter of ownership.
-      const seen = await locked(() => prepare(SQL.load).get(input.clientId, input.key) as RawRow | undefined);
-      if (seen) return { owned: false, row: toRow(seen) } as const;
-      return write(async (scope): Promise<AdmitResult<T>> => {
+    admit: <T>(input: AdmitInput, first?: FirstPhase<T>): Promise<AdmitResult<T>> =>
+      // No read first, even for the duplicates and replays that find the row: a read on its own
+      // is a read transaction of its own (WAL locks, syscalls), while inside the group commit it
+      // shares the group's. Measured side by side: first executions +6 %, 409s 7 100 -> 11 300/s.
+      write(async (scope): Promise<AdmitResult<T>> => {
         const at = now();
         const token = randomUUID();
         // With a first phase, the INSERT, its work and its recovery point are undone together.
@@ -237,8 +235,7 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
           throw new Error('sqliteKeyStore: the row admitted in this transaction is gone');
         }
         return { owned: true, lease, row: row(first.commit.recoveryPoint, patch, leaseExpiresAt), first: { value } };
-      });
-    },
+      }),
 
     load: (clientId, key) =>
       locked(() => {
