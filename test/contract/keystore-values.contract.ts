@@ -101,5 +101,21 @@ export function runKeyStoreValuesContract(name: string, factory: () => Promise<K
       expect(row).toMatchObject({ state: 'started', recoveryPoint: null, response: null });
       expect(await notes('swallow')).toEqual([]);
     });
+
+    it('ends the transaction of a work that fails while its first statement is still on its way', async () => {
+      await open();
+      const admitted = await store.admit(input('racing', { leaseMs: 100 }));
+      if (!admitted.owned) throw new Error('not owned');
+      const failing = store.commitPhase(admitted.lease, { recoveryPoint: 'H1_DONE', leaseMs: 100 }, async (tx) => {
+        await Promise.all([note('racing')(tx), Promise.reject(new Error('validation failed'))]);
+      });
+      await expect(failing).rejects.toThrow('validation failed');
+      // Nothing committed, nothing left holding the row: once the lease runs out, it can be taken over.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const taken = await store.takeOver(clientId, 'racing', 10_000);
+      expect(taken).not.toBeNull();
+      expect(await store.load(clientId, 'racing')).toMatchObject({ state: 'started', recoveryPoint: null });
+      expect(await notes('racing')).toEqual([]);
+    });
   });
 }

@@ -212,8 +212,10 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
         }
       };
       const rollback = (): Promise<void> => end('ROLLBACK');
+      const onClient = over(client);
       const tx: OpenTransaction = {
-        query: over(client),
+        // Refused once ended: the connection may already serve another request's transaction.
+        query: (sql, params) => (ended ? Promise.reject(new Error('pgRunner: this transaction has ended')) : onClient(sql, params)),
         async commit(last) {
           if (ended) throw new Error('pgRunner: this transaction has ended');
           let results: pg.QueryResult[];

@@ -154,9 +154,10 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
    * statement:
    * - no statement: `write` alone, atomic on its own (one round trip);
    * - statements: the first goes after BEGIN and `oncely_lock` (one round trip: `SELECT … FOR
-   *   UPDATE` of the row under the lease, so an owner that lost its row runs none of its work and
-   *   a concurrent takeover waits for this transaction, then finds a fresh lease); `write` goes
-   *   with COMMIT.
+   *   UPDATE` of the row under the lease, so an owner that lost its row runs none of its
+   *   statements and a concurrent takeover waits for this transaction, then finds a fresh lease);
+   *   `write` goes with COMMIT. (As on SQLite, JS the work runs before its first statement is not
+   *   fenced; only what reaches the database is.)
    */
   async function fenced<T>(lease: Lease, work: ((tx: Tx) => Promise<T>) | undefined, write: (result: T | undefined) => Statement, durable: boolean): Promise<Fenced<T>> {
     let open: OpenTransaction | undefined;
@@ -179,8 +180,11 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
       else await (await opening).commit(statement);
       return { ok: true, value: value as T };
     } catch (error) {
+      // The work may fail while its first statement's BEGIN is still on the wire: wait for it, or
+      // that transaction (and the row lock it takes) would never end.
+      await opening?.catch(() => undefined);
       await open?.rollback();
-      if (error instanceof LeaseLost || (error as { code?: unknown }).code === 'OLOST') return { ok: false };
+      if (error instanceof LeaseLost || (error as { code?: unknown } | null | undefined)?.code === 'OLOST') return { ok: false };
       throw error;
     }
   }
