@@ -13,7 +13,7 @@ import { createIdempotencyHandler } from '../../src/server/handler.js';
 import { sqliteKeyStore } from '../../src/server/store/sqlite.node.js';
 import type { KeyStore, StoredResponse } from '../../src/server/store/types.js';
 import type { IdempotentOperation } from '../../src/server/types.js';
-import { EXECUTIONS_DDL, newPayment, parsePayment, receiptWork, type PaymentInput, type WorkOptions } from './payment.js';
+import { CHARGE_SQL, COUNT_SQL, EXECUTIONS_DDL, chargeParams, newPayment, parsePayment, receiptWork, toCount, type PaymentInput, type WorkOptions } from './payment.js';
 
 /** Options of {@link createOncelyPeer}. */
 export interface OncelyPeerOptions {
@@ -52,12 +52,7 @@ function paymentOperation(work: WorkOptions): IdempotentOperation<PaymentInput> 
         point: 'H1_DONE',
         async run(ctx, tx) {
           const payment = newPayment(ctx.input);
-          await tx.run('INSERT INTO bench_executions (id, reference, amount, created_at) VALUES ($1, $2, $3, $4)', [
-            payment.id,
-            payment.reference,
-            payment.amount,
-            payment.created_at,
-          ]);
+          await tx.run(CHARGE_SQL, chargeParams(payment));
           return { payment };
         },
       },
@@ -105,12 +100,8 @@ export async function createOncelyPeer(options: OncelyPeerOptions): Promise<Fetc
       const handled = await handler.handle(request);
       if (handled) return handled;
       if (request.method === 'GET' && new URL(request.url).pathname === '/executions') {
-        const row = await store.transaction((tx) =>
-          tx.get<{ executions: number | string; distinct_refs: number | string }>(
-            'SELECT count(*) AS executions, count(DISTINCT reference) AS distinct_refs FROM bench_executions',
-          ),
-        );
-        return Response.json({ executions: Number(row?.executions ?? 0), distinct: Number(row?.distinct_refs ?? 0) });
+        const row = await store.transaction((tx) => tx.get<{ executions: number | string; distinct_refs: number | string }>(COUNT_SQL));
+        return Response.json(toCount(row));
       }
       return new Response('not found', { status: 404 });
     },

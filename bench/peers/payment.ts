@@ -36,6 +36,21 @@ export interface PaymentResult {
 export const EXECUTIONS_DDL = `CREATE TABLE IF NOT EXISTS bench_executions (
   id TEXT PRIMARY KEY, reference TEXT NOT NULL, amount INTEGER NOT NULL, created_at TEXT NOT NULL)`;
 
+/** Records a charge; `$n` placeholders, as oncely's `Tx` and `pg` take them ({@link chargeParams}). */
+export const CHARGE_SQL = 'INSERT INTO bench_executions (id, reference, amount, created_at) VALUES ($1, $2, $3, $4)';
+
+/** The values of {@link CHARGE_SQL}, in order. */
+export const chargeParams = (payment: PaymentResult): unknown[] => [payment.id, payment.reference, payment.amount, payment.created_at];
+
+/** Counts charges; its row becomes an {@link ExecutionCount} through {@link toCount}. */
+export const COUNT_SQL = 'SELECT count(*) AS executions, count(DISTINCT reference) AS distinct_refs FROM bench_executions';
+
+/** A {@link COUNT_SQL} row (PostgreSQL answers counts as strings). */
+export const toCount = (row: { executions: number | string; distinct_refs: number | string } | undefined): ExecutionCount => ({
+  executions: Number(row?.executions ?? 0),
+  distinct: Number(row?.distinct_refs ?? 0),
+});
+
 /** How long the work after the effect takes (milliseconds). */
 export interface WorkOptions {
   /** Every payment. */
@@ -125,16 +140,13 @@ export function openAppDb(path: string): AppDb {
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.exec(EXECUTIONS_DDL);
-  const insert = db.prepare('INSERT INTO bench_executions (id, reference, amount, created_at) VALUES (?, ?, ?, ?)');
-  const count = db.prepare('SELECT count(*) AS executions, count(DISTINCT reference) AS distinct_refs FROM bench_executions');
+  const insert = db.prepare(CHARGE_SQL.replace(/\$\d/g, '?'));
+  const count = db.prepare(COUNT_SQL);
   return {
     record(p) {
-      insert.run(p.id, p.reference, p.amount, p.created_at);
+      insert.run(...chargeParams(p));
     },
-    count() {
-      const row = count.get() as { executions: number; distinct_refs: number };
-      return { executions: row.executions, distinct: row.distinct_refs };
-    },
+    count: () => toCount(count.get() as { executions: number; distinct_refs: number }),
     close() {
       db.close();
     },

@@ -16,7 +16,7 @@ import { serve } from '@hono/node-server';
 import type express from 'express';
 import { expressIdempotencyApp, nodeIdempotency, powertools, unguardedExpress, type PeerContext } from './express-peers.js';
 import { createOncelyPeer } from './oncely-app.js';
-import { EXECUTIONS_DDL, newPayment, openAppDb, parsePayment, receiptWork, runPayment } from './payment.js';
+import { CHARGE_SQL, COUNT_SQL, EXECUTIONS_DDL, chargeParams, newPayment, openAppDb, parsePayment, receiptWork, runPayment, toCount } from './payment.js';
 
 /** Every server this entry can start. */
 export const PEERS = [
@@ -74,21 +74,11 @@ if (peer === 'oncely-sqlite' || peer === 'oncely-postgres') {
   const pool = new pg.Pool({ connectionString: env('BENCH_ONCELY_DB', ''), max: 10, options: `-c search_path=${schema}` });
   await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}; SET search_path = ${schema}; ${EXECUTIONS_DDL}`);
   serveFetch(async (request) => {
-    if (request.method === 'GET') {
-      const { rows } = await pool.query<{ executions: string; distinct_refs: string }>(
-        'SELECT count(*) AS executions, count(DISTINCT reference) AS distinct_refs FROM bench_executions',
-      );
-      return Response.json({ executions: Number(rows[0]!.executions), distinct: Number(rows[0]!.distinct_refs) });
-    }
+    if (request.method === 'GET') return Response.json(toCount((await pool.query(COUNT_SQL)).rows[0]));
     const input = parsePayment(await request.json().catch(() => null));
     if (typeof input === 'string') return Response.json({ error: input }, { status: 400 });
     const payment = newPayment(input);
-    await pool.query('INSERT INTO bench_executions (id, reference, amount, created_at) VALUES ($1, $2, $3, $4)', [
-      payment.id,
-      payment.reference,
-      payment.amount,
-      payment.created_at,
-    ]);
+    await pool.query(CHARGE_SQL, chargeParams(payment));
     await receiptWork(input, work);
     return Response.json(payment, { status: 201 });
   });

@@ -47,12 +47,9 @@ export interface Runner {
    * BEGIN and `first` in one round trip (a throw rolls back and rethrows). With
    * {@link OpenTransaction.commit} a transaction of n statements costs n round trips, not n + 2.
    */
-  open<T>(first: Statement, options?: { readonly durable?: boolean }): Promise<{ readonly result: QueryResult<T>; readonly tx: OpenTransaction }>;
-  /**
-   * `BEGIN … COMMIT` on one connection; a throw rolls back and rethrows. `durable: false` commits
-   * without waiting for the WAL flush (`SET LOCAL synchronous_commit = off`, sent with BEGIN).
-   */
-  transaction<T>(work: (query: Query) => Promise<T>, options?: { readonly durable?: boolean }): Promise<T>;
+  open<T>(first: Statement): Promise<{ readonly result: QueryResult<T>; readonly tx: OpenTransaction }>;
+  /** `BEGIN … COMMIT` on one connection; a throw rolls back and rethrows. */
+  transaction<T>(work: (query: Query) => Promise<T>): Promise<T>;
   /** Ends the pool when the store created it; an injected pool or PGlite belongs to its owner. */
   close(): Promise<void>;
 }
@@ -174,7 +171,37 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
       return { rows: result.rows as T[], rowCount: result.rowCount ?? result.rows.length };
     };
 
-  const beginning = (durable: boolean | undefined): string => (durable === false ? `${begin}; SET LOCAL synchronous_commit = off` : begin);
+  /**
+   * A pooled client, released exactly once by `end` (after `sql`, if given; a connection whose
+   * `sql` failed is destroyed instead of pooled). A checked-out client whose server goes away
+   * between two statements (while the caller awaits something else) emits `error` outside any
+   * query; unheard, Node would crash the process.
+   */
+  async function checkout(): Promise<{ client: pg.PoolClient; ended(): boolean; end(sql?: string): Promise<void> }> {
+    const client = await pool.connect();
+    let broken: Error | undefined;
+    const onError = (error: Error): void => {
+      broken = error;
+    };
+    client.on('error', onError);
+    let ended = false;
+    return {
+      client,
+      ended: () => ended,
+      async end(sql) {
+        if (ended) return;
+        ended = true;
+        try {
+          if (sql) await client.query(sql);
+        } catch (error) {
+          broken = error as Error;
+        } finally {
+          client.off('error', onError);
+          client.release(broken);
+        }
+      },
+    };
+  }
 
   // Named after a hash of the text: stores in different schemas may share an injected pool.
   const names = new Map<string, string>();
@@ -191,33 +218,15 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
   return {
     query: over(pool),
     prepared: options.prepare ? prepared : over(pool),
-    async open<T>(first: Statement, options?: { readonly durable?: boolean }) {
-      const client = await pool.connect();
-      let broken: Error | undefined;
-      const onError = (error: Error): void => {
-        broken = error;
-      };
-      client.on('error', onError);
-      let ended = false;
-      const end = async (sql: string | undefined): Promise<void> => {
-        if (ended) return;
-        ended = true;
-        try {
-          if (sql) await client.query(sql);
-        } catch (error) {
-          broken = error as Error;
-        } finally {
-          client.off('error', onError);
-          client.release(broken);
-        }
-      };
+    async open<T>(first: Statement) {
+      const { client, ended, end } = await checkout();
       const rollback = (): Promise<void> => end('ROLLBACK');
       const onClient = over(client);
       const tx: OpenTransaction = {
         // Refused once ended: the connection may already serve another request's transaction.
-        query: (sql, params) => (ended ? Promise.reject(new Error('pgRunner: this transaction has ended')) : onClient(sql, params)),
+        query: (sql, params) => (ended() ? Promise.reject(new Error('pgRunner: this transaction has ended')) : onClient(sql, params)),
         async commit(last) {
-          if (ended) throw new Error('pgRunner: this transaction has ended');
+          if (ended()) throw new Error('pgRunner: this transaction has ended');
           let results: pg.QueryResult[];
           try {
             results = (await client.query(`${inline(last)}; COMMIT`)) as unknown as pg.QueryResult[];
@@ -226,14 +235,14 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
             await rollback();
             throw error;
           }
-          await end(undefined);
+          await end();
           const result = results[results.length - 2]!;
           return { rows: result.rows as Record<string, unknown>[], rowCount: result.rowCount ?? result.rows.length };
         },
         rollback,
       };
       try {
-        const results = (await client.query(`${beginning(options?.durable)}; ${inline(first)}`)) as unknown as pg.QueryResult[];
+        const results = (await client.query(`${begin}; ${inline(first)}`)) as unknown as pg.QueryResult[];
         const result = results[results.length - 1]!;
         return { result: { rows: result.rows as T[], rowCount: result.rowCount ?? result.rows.length }, tx };
       } catch (error) {
@@ -241,29 +250,17 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
         throw error;
       }
     },
-    async transaction<T>(work: (query: Query) => Promise<T>, options?: { readonly durable?: boolean }): Promise<T> {
-      const client = await pool.connect();
-      let broken: Error | undefined;
-      // A checked-out client whose server goes away between two statements (while `work` awaits
-      // something else) emits `error` outside any query; unheard, Node would crash the process.
-      const onError = (error: Error): void => {
-        broken = error;
-      };
-      client.on('error', onError);
+    async transaction<T>(work: (query: Query) => Promise<T>): Promise<T> {
+      const { client, end } = await checkout();
       try {
-        await client.query(beginning(options?.durable));
+        await client.query(begin);
         const result = await work(over(client));
         await client.query('COMMIT');
+        await end();
         return result;
       } catch (error) {
-        // A failed ROLLBACK means the connection itself is gone: destroy it instead of pooling it.
-        await client.query('ROLLBACK').catch((rollbackError: Error) => {
-          broken = rollbackError;
-        });
+        await end('ROLLBACK');
         throw error;
-      } finally {
-        client.off('error', onError);
-        client.release(broken);
       }
     },
     close: async () => {
@@ -289,10 +286,9 @@ export function createPgliteRunner(db: PgliteLike, schema: string): Runner {
       const rows = (result?.rows ?? []) as T[];
       return { rows, rowCount: result?.affectedRows ?? rows.length };
     };
-  const transaction = <T>(work: (query: Query) => Promise<T>, options?: { readonly durable?: boolean }): Promise<T> =>
+  const transaction = <T>(work: (query: Query) => Promise<T>): Promise<T> =>
     db.transaction(async (tx) => {
       await tx.query(`SET LOCAL search_path = ${schema}, public`);
-      if (options?.durable === false) await tx.query('SET LOCAL synchronous_commit = off');
       return work(over(tx));
     });
   return {
@@ -300,7 +296,7 @@ export function createPgliteRunner(db: PgliteLike, schema: string): Runner {
     prepared: over(db),
     // PGlite has one backend and no round trips to save: the open transaction is a PGlite
     // transaction held open until commit or rollback says how it ends.
-    open: <T>(first: Statement, options?: { readonly durable?: boolean }) => {
+    open: <T>(first: Statement) => {
       let settle!: (last: Statement | undefined) => void;
       const ending = new Promise<Statement | undefined>((resolve) => (settle = resolve));
       return new Promise<{ result: QueryResult<T>; tx: OpenTransaction }>((resolve, reject) => {
@@ -331,7 +327,7 @@ export function createPgliteRunner(db: PgliteLike, schema: string): Runner {
           const last = await ending;
           if (!last) throw ROLLED_BACK;
           return query(last.sql, last.params);
-        }, options);
+        });
         done.catch((error: unknown) => {
           if (!opened) reject(error);
         });

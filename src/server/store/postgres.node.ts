@@ -159,12 +159,12 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
    *   `write` goes with COMMIT. (As on SQLite, JS the work runs before its first statement is not
    *   fenced; only what reaches the database is.)
    */
-  async function fenced<T>(lease: Lease, work: ((tx: Tx) => Promise<T>) | undefined, write: (result: T | undefined) => Statement, durable: boolean): Promise<Fenced<T>> {
+  async function fenced<T>(lease: Lease, work: ((tx: Tx) => Promise<T>) | undefined, write: (result: T | undefined) => Statement): Promise<Fenced<T>> {
     let open: OpenTransaction | undefined;
     let opening: Promise<OpenTransaction> | undefined;
     const begin = (): Promise<OpenTransaction> =>
       (opening ??= runner
-        .open<{ held: boolean }>({ sql: `SELECT ${schema}.oncely_lock($1, $2, $3) AS held`, params: fenceArgs(lease) }, { durable })
+        .open<{ held: boolean }>({ sql: `SELECT ${schema}.oncely_lock($1, $2, $3) AS held`, params: fenceArgs(lease) })
         .then(({ result, tx }) => {
           open = tx;
           if (result.rows[0]?.held !== true) throw new LeaseLost();
@@ -212,7 +212,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
           // The INSERT, the first phase's work and its recovery point in one transaction. The
           // admission's advisory lock is held until COMMIT: a duplicate waits, then finds the row
           // at its recovery point.
-          const { result, tx } = await runner.open<Admitted>({ sql, params: args }, { durable: first.commit.durable !== false });
+          const { result, tx } = await runner.open<Admitted>({ sql, params: args });
           admitting = false;
           try {
             const admitted = toAdmitResult<T>(input.clientId, input.key, result.rows[0]!);
@@ -264,10 +264,11 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
             phase.recoveryPoint,
             JSON.stringify({ ...phase.data, ...(phase.dataFrom?.(result) ?? {}) }),
             phase.leaseMs,
+            // The one place a commit is relaxed: the function turns synchronous_commit off for
+            // its own transaction, whether it is sent alone or with the work's COMMIT.
             phase.durable !== false,
           ],
         }),
-        phase.durable !== false,
       ),
 
     finish: <T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>) =>
@@ -282,7 +283,6 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
           }
           return { sql: `SELECT ${schema}.oncely_finish($1, $2, $3, $4, $5, $6)`, params: [...fenceArgs(lease), final.status, JSON.stringify(final.headers), final.body] };
         },
-        true,
       ),
 
     async release(lease, { forget }) {
