@@ -10,7 +10,7 @@
  * @module
  */
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { bundled } from './lib/bundle.js';
 import { runLoad } from './lib/load.js';
 import { discard, freshState, payBody } from './peers/scenarios.js';
@@ -40,13 +40,32 @@ const cpuMs = (): number => {
   const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10;
 };
+/** CPU time of every PostgreSQL server process (backends, WAL writer, …), ms. */
+const databaseCpuMs = (): number => {
+  let total = 0;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (!stat.includes('(postgres)')) continue;
+      const fields = stat.split(') ')[1]!.split(' ');
+      total += (Number(fields[11]) + Number(fields[12])) * 10;
+    } catch {
+      // exited between the listing and the read
+    }
+  }
+  return total;
+};
 const cpu0 = cpuMs();
+const db0 = onPostgres ? databaseCpuMs() : 0;
 const t0 = Date.now();
 const result = await runLoad({ url: `${url}/pay`, method: 'POST', body: payBody('peer-cpu'), keyMode: 'fresh', headers: { authorization: 'Bearer bench' }, connections: 10, durationSec: seconds });
 const cpu = cpuMs() - cpu0;
+const db = onPostgres ? databaseCpuMs() - db0 : 0;
 const wall = Date.now() - t0;
 console.log(
-  `${peer} ${Math.round(result.rps)} req/s p99 ${result.p99} ms ${JSON.stringify(result.statuses)} server cpu ${Math.round((100 * cpu) / wall)}% = ${Math.round((1000 * cpu) / result.requests)} µs/request`,
+  `${peer} ${Math.round(result.rps)} req/s p99 ${result.p99} ms ${JSON.stringify(result.statuses)} server cpu ${Math.round((100 * cpu) / wall)}% = ${Math.round((1000 * cpu) / result.requests)} µs/request` +
+    (onPostgres ? `, PostgreSQL cpu ${Math.round((100 * db) / wall)}% = ${Math.round((1000 * db) / result.requests)} µs/request` : ''),
 );
 child.kill('SIGTERM');
 await new Promise((resolve) => child.on('exit', resolve));

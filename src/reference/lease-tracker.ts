@@ -59,9 +59,9 @@ export function trackLeases(store: KeyStore): LeaseTracker {
       if (!result.ok) drop(lease);
       return result;
     },
-    async finish(lease, response, work) {
+    async finish(lease, response, work, options) {
       try {
-        return await store.finish(lease, response, work);
+        return await store.finish(lease, response, work, options);
       } finally {
         drop(lease);
       }

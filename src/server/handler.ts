@@ -162,6 +162,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     input: unknown,
     onTransient: 'release' | 'park',
     admittedAt?: string,
+    admittedNext?: string,
   ): Promise<StepsOutcome> =>
     // Spelled out, not spread from `config`: this literal is built for every executed request.
     runSteps({
@@ -179,6 +180,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       onTransient,
       backoff: config.backoff,
       admittedAt,
+      admittedNext,
     });
 
   /** Parses a stored or received body into the operation's input. */
@@ -220,7 +222,9 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       return respond({ kind: 'transient', retryAfterMs: 1000, cause: error }, echo);
     }
     if (result.owned) {
-      const outcome = await run(operation, result.lease, result.row, input, 'release', result.first ? result.row.recoveryPoint ?? undefined : undefined);
+      const { first: ran } = result;
+      const admittedNext = ran?.next ? first?.commit.next?.recoveryPoint : undefined;
+      const outcome = await run(operation, result.lease, result.row, input, 'release', ran ? result.row.recoveryPoint ?? undefined : undefined, admittedNext);
       return executed(outcome, result.row, admission, echo);
     }
     const row = result.row;

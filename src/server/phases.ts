@@ -34,8 +34,8 @@
  */
 import { parse as parseUuid, stringify as stringifyUuid, v5 as uuidv5 } from 'uuid';
 import type { ServerMetrics } from './metrics.js';
-import type { FirstPhase, KeyStore, Lease, StoredResponse, Tx } from './store/types.js';
-import type { ExternalOutcome, IdempotentOperation, StepContext } from './types.js';
+import type { FirstPhase, KeyStore, Lease, PointCommit, PriorCommit, StoredResponse, Tx } from './store/types.js';
+import type { ExternalOutcome, IdempotentOperation, Step, StepContext } from './types.js';
 
 /** Called after every commit; the reference app's crash faults kill the process here. */
 export interface PhaseHooks {
@@ -95,6 +95,8 @@ export interface RunStepsInput<Input> {
    * `afterCommit` hook runs before anything else, as it would have after a phase commit.
    */
   readonly admittedAt?: string | undefined;
+  /** The `EXTn_SENT` the admission committed right after {@link RunStepsInput.admittedAt}, if it did: that call is made with no probe first. */
+  readonly admittedNext?: string | undefined;
 }
 
 /** A {@link FirstPhase} built from an operation's first step, and whether an error came from its work. */
@@ -119,6 +121,7 @@ export function firstLocalPhase<Input>(
 ): FirstLocalPhase | undefined {
   const step = operation.steps[0];
   if (step?.kind !== 'local') return undefined;
+  const following = operation.steps[1];
   let thrown: { error: unknown } | undefined;
   const ctx: StepContext<Input> = {
     clientId: at.clientId,
@@ -129,7 +132,13 @@ export function firstLocalPhase<Input>(
   };
   return {
     // Not durable yet: the next commit (EXTn_SENT or the final response) is, before anything leaves.
-    commit: { recoveryPoint: step.point, leaseMs: at.leaseMs, dataFrom: (produced) => produced ?? undefined, durable: false },
+    commit: {
+      recoveryPoint: step.point,
+      leaseMs: at.leaseMs,
+      dataFrom: (produced) => produced ?? undefined,
+      durable: false,
+      next: sentOf(following, at.leaseMs),
+    },
     async work(tx: Tx) {
       try {
         return await step.run(ctx, tx);
@@ -189,6 +198,14 @@ function namespaceBytes(namespace: string): Uint8Array {
   return bytes;
 }
 
+/**
+ * `EXTn_SENT` of `step` when it is an external call: committed, durably, right after the local
+ * phase before it (in the same round trip where the store can), since nothing runs in between.
+ */
+function sentOf<Input>(step: Step<Input> | undefined, leaseMs: number): PointCommit | undefined {
+  return step?.kind === 'external' ? { recoveryPoint: step.sent, leaseMs, durable: true } : undefined;
+}
+
 class LeaseLost extends Error {
   override readonly name = 'LeaseLost';
 }
@@ -232,8 +249,19 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
     point = next;
     await run.hooks.afterCommit?.(next, ref);
   };
+  // An outcome mark (EXTn_DONE) waits to go with the next commit, in a transaction of its own
+  // ahead of it: one round trip fewer, and still committed first.
+  let mark: PriorCommit | undefined;
+  const takeMark = (): PriorCommit | undefined => {
+    const taken = mark;
+    mark = undefined;
+    return taken;
+  };
+  // This attempt committed the coming external step's EXTn_SENT itself, with the phase before:
+  // the call has not been made, so no probe.
+  let sentCommitted = false;
   const finish = async (response: StoredResponse): Promise<StepsOutcome> => {
-    const done = await store.finish(lease, response);
+    const done = await store.finish(lease, response, undefined, { prior: takeMark() });
     if (!done.ok) throw new LeaseLost();
     await committed('finished');
     return { kind: 'finished', response };
@@ -251,26 +279,36 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
   try {
     if (run.admittedAt !== undefined) await committed(run.admittedAt);
     let { index, atSent } = resumePosition(operation, point);
+    if (run.admittedNext !== undefined) {
+      await committed(run.admittedNext);
+      sentCommitted = true;
+    }
     for (; index < operation.steps.length; index += 1, atSent = false) {
       const step = operation.steps[index]!;
       if (step.kind === 'local') {
+        const next = sentOf(operation.steps[index + 1], leaseMs);
         const phase = await store.commitPhase<Readonly<Record<string, unknown>> | void>(
           lease,
-          { recoveryPoint: step.point, leaseMs, dataFrom: (produced) => produced ?? undefined, durable: false },
+          { recoveryPoint: step.point, leaseMs, dataFrom: (produced) => produced ?? undefined, durable: false, prior: takeMark(), next },
           (tx) => step.run(ctx(), tx),
         );
         if (!phase.ok) throw new LeaseLost();
         data = merged(data, phase.value);
         await committed(step.point);
+        if (next && phase.next) {
+          await committed(next.recoveryPoint);
+          sentCommitted = true;
+        }
         continue;
       }
       const kn = externalKey(run.namespace, lease.clientId, lease.key, step.system);
-      if (!atSent) {
+      if (!atSent && !sentCommitted) {
         // Durable: the call follows, and a resumed attempt must find EXTn_SENT to probe before calling again.
-        const sent = await store.commitPhase(lease, { recoveryPoint: step.sent, leaseMs, durable: true });
+        const sent = await store.commitPhase(lease, { recoveryPoint: step.sent, leaseMs, durable: true, prior: takeMark() });
         if (!sent.ok) throw new LeaseLost();
         await committed(step.sent);
       }
+      sentCommitted = false;
       // A call or probe that throws (connection reset, timeout) tells us nothing about whether the
       // instruction arrived: that is an unknown outcome, never a failure.
       let outcome: ExternalOutcome;
@@ -290,10 +328,9 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
       switch (outcome.outcome) {
         case 'done': {
           const produced = outcome.data ?? {};
-          const done = await store.commitPhase(lease, { recoveryPoint: step.done, data: produced, leaseMs, durable: false });
-          if (!done.ok) throw new LeaseLost();
+          const { done } = step;
+          mark = { recoveryPoint: done, data: produced, leaseMs, durable: false, committed: () => committed(done) };
           data = merged(data, produced);
-          await committed(step.done);
           break;
         }
         case 'refused':
@@ -307,7 +344,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
           return await giveUp(outcome.retryAfterMs ?? 1000);
       }
     }
-    const final = await store.finish<StoredResponse>(lease, (response) => response!, (tx) => operation.final.run(ctx(), tx));
+    const final = await store.finish<StoredResponse>(lease, (response) => response!, (tx) => operation.final.run(ctx(), tx), { prior: takeMark() });
     if (!final.ok) throw new LeaseLost();
     await committed('finished');
     return { kind: 'finished', response: final.value! };

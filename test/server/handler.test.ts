@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createIdempotencyHandler, sqliteKeyStore, type KeyStore } from '../../src/server/index.js';
+import type { Lease, PhaseCommit, Tx } from '../../src/server/store/types.js';
 import { createTestApp, paymentOperation, type TestApp } from './fixtures.js';
 
 let app: TestApp;
@@ -282,7 +283,9 @@ describe('createIdempotencyHandler: fail closed', () => {
     expect(await app.count('step_runs', 'step = $1', ['H1_DONE'])).toBe(1);
   });
 
-  it('answers 503 when a later phase cannot commit, keeps the committed first step, and a retry completes the operation once', async () => {
+  it('answers 503 when EXTn_SENT cannot commit, keeps the committed first step, and a retry completes the operation once', async () => {
+    // SQLite declines to commit EXT1_SENT with the admission (PostgreSQL's way): the handler
+    // sends it alone, and that fails.
     app = await createTestApp({ store: failing(sqliteKeyStore({ path: ':memory:' }), 'commitPhase', 1) });
     expect((await app.post({ amount: 5 })).status).toBe(503);
     // EXT1_SENT could not commit: the row stays at H1_DONE, with its lease released, and nothing was sent.
@@ -292,6 +295,28 @@ describe('createIdempotencyHandler: fail closed', () => {
     expect((await app.post({ amount: 5 })).status).toBe(201);
     expect(await app.count('ledger')).toBe(1);
     expect(await app.count('step_runs', 'step = $1', ['H1_DONE'])).toBe(1);
+  });
+
+  it('answers 503 when the phase after an external call cannot commit, and a retry probes by Kn instead of calling again', async () => {
+    const inner = sqliteKeyStore({ path: ':memory:' });
+    const h2Fails: KeyStore = new Proxy(inner, {
+      get: (target, property, receiver) =>
+        property === 'commitPhase'
+          ? (lease: Lease, phase: PhaseCommit, work?: (tx: Tx) => Promise<unknown>) =>
+              phase.recoveryPoint === 'H2_DONE' && !failed++ ? Promise.reject(new Error('SQLITE_BUSY: database is locked')) : target.commitPhase(lease, phase, work)
+          : (Reflect.get(target, property, receiver) as unknown),
+    });
+    let failed = 0;
+    app = await createTestApp({ store: h2Fails });
+    expect((await app.post({ amount: 5 })).status).toBe(503);
+    // H2 (with the EXT1_DONE mark in front of it) could not commit: the row stays at EXT1_SENT,
+    // released; the risk check was made once.
+    expect(await app.store.load('acme', 'key-1')).toMatchObject({ state: 'started', recoveryPoint: 'EXT1_SENT', leaseRemainingMs: null });
+    expect(app.risk.calls).toBe(1);
+    expect((await app.post({ amount: 5 })).status).toBe(201);
+    expect(app.risk.calls).toBe(1);
+    expect(await app.count('ledger')).toBe(1);
+    expect(await app.count('step_runs', 'step = $1', ['H2_DONE'])).toBe(1);
   });
 });
 

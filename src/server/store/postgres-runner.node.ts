@@ -29,8 +29,13 @@ export type Query = <T = Record<string, unknown>>(sql: string, params?: readonly
  */
 export interface OpenTransaction {
   readonly query: Query;
-  /** Runs `last` and COMMIT in one round trip and answers `last`'s result; a throw rolls back. */
-  commit(last: Statement): Promise<QueryResult<Record<string, unknown>>>;
+  /**
+   * Runs `last` and COMMIT in one round trip; a throw rolls back. With `after`, that statement
+   * follows in the same round trip as a transaction of its own, and its result is the answer
+   * (`after` failing leaves the commit in place and rejects, so make it a statement that reports
+   * rather than raises).
+   */
+  commit(last: Statement, after?: Statement): Promise<QueryResult<Record<string, unknown>> | undefined>;
   rollback(): Promise<void>;
 }
 
@@ -46,8 +51,15 @@ export interface Runner {
   /**
    * BEGIN and `first` in one round trip (a throw rolls back and rethrows). With
    * {@link OpenTransaction.commit} a transaction of n statements costs n round trips, not n + 2.
+   * `before` goes first in the same round trip, committed as a transaction of its own (it stays
+   * committed whatever happens to this one; if it fails, nothing after it runs).
    */
-  open<T>(first: Statement): Promise<{ readonly result: QueryResult<T>; readonly tx: OpenTransaction }>;
+  open<T>(first: Statement, before?: Statement): Promise<{ readonly result: QueryResult<T>; readonly tx: OpenTransaction }>;
+  /**
+   * Each statement as a transaction of its own, in order, in one round trip; answers the last
+   * one's result. A failure stops there: the statements before it stay committed.
+   */
+  sequence<T>(statements: readonly Statement[]): Promise<QueryResult<T>>;
   /** `BEGIN … COMMIT` on one connection; a throw rolls back and rethrows. */
   transaction<T>(work: (query: Query) => Promise<T>): Promise<T>;
   /** Ends the pool when the store created it; an injected pool or PGlite belongs to its owner. */
@@ -162,14 +174,20 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
   // did not configure set the schema themselves (in the same round trip as BEGIN).
   const begin = owned ? 'BEGIN' : `BEGIN; SET LOCAL search_path = ${options.schema}, public`;
 
+  /** The result `back` from the end of a multi-statement answer (or the one result). */
+  const resultOf = <T>(results: pg.QueryResult | pg.QueryResult[], back = 1): QueryResult<T> => {
+    const result = Array.isArray(results) ? results[results.length - back]! : results;
+    return { rows: result.rows as T[], rowCount: result.rowCount ?? result.rows.length };
+  };
+  // An explicit BEGIN … COMMIT around each: a COMMIT ending the implicit transaction of a
+  // multi-statement query would work too, but with a WARNING in the server's log every time.
+  const alone = (statement: Statement): string => `BEGIN; ${inline(statement)}; COMMIT`;
+
   const over =
     (client: pg.Pool | pg.PoolClient): Query =>
-    async <T>(sql: string, params?: readonly unknown[]) => {
+    async <T>(sql: string, params?: readonly unknown[]) =>
       // Without values pg uses the simple protocol, which runs scripts and answers one result each.
-      const results: pg.QueryResult | pg.QueryResult[] = await client.query(sql, params as unknown[] | undefined);
-      const result = Array.isArray(results) ? results[results.length - 1]! : results;
-      return { rows: result.rows as T[], rowCount: result.rowCount ?? result.rows.length };
-    };
+      resultOf<T>(await client.query(sql, params as unknown[] | undefined));
 
   /**
    * A pooled client, released exactly once by `end` (after `sql`, if given; a connection whose
@@ -218,33 +236,45 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
   return {
     query: over(pool),
     prepared: options.prepare ? prepared : over(pool),
-    async open<T>(first: Statement) {
+    async sequence<T>(statements: readonly Statement[]) {
+      const { client, end } = await checkout();
+      try {
+        const results = (await client.query(statements.map(alone).join('; '))) as unknown as pg.QueryResult[];
+        await end();
+        // Each statement answers BEGIN, itself, COMMIT: the last one's own result is second from the end.
+        return resultOf<T>(results, 2);
+      } catch (error) {
+        // The failed statement's transaction is still open (aborted): end it before pooling the connection.
+        await end('ROLLBACK');
+        throw error;
+      }
+    },
+    async open<T>(first: Statement, before?: Statement) {
       const { client, ended, end } = await checkout();
       const rollback = (): Promise<void> => end('ROLLBACK');
       const onClient = over(client);
       const tx: OpenTransaction = {
         // Refused once ended: the connection may already serve another request's transaction.
         query: (sql, params) => (ended() ? Promise.reject(new Error('pgRunner: this transaction has ended')) : onClient(sql, params)),
-        async commit(last) {
+        async commit(last, after) {
           if (ended()) throw new Error('pgRunner: this transaction has ended');
           let results: pg.QueryResult[];
           try {
-            results = (await client.query(`${inline(last)}; COMMIT`)) as unknown as pg.QueryResult[];
+            results = (await client.query(`${inline(last)}; COMMIT${after ? `; ${alone(after)}` : ''}`)) as unknown as pg.QueryResult[];
           } catch (error) {
-            // `last` failed (COMMIT never ran), or COMMIT itself did: either way nothing is left open.
+            // `last` failed (COMMIT never ran), COMMIT itself did, or `after` did (its own
+            // transaction, ended by the failure): whichever, nothing is left open.
             await rollback();
             throw error;
           }
           await end();
-          const result = results[results.length - 2]!;
-          return { rows: result.rows as Record<string, unknown>[], rowCount: result.rowCount ?? result.rows.length };
+          return after ? resultOf(results, 2) : undefined;
         },
         rollback,
       };
       try {
-        const results = (await client.query(`${begin}; ${inline(first)}`)) as unknown as pg.QueryResult[];
-        const result = results[results.length - 1]!;
-        return { result: { rows: result.rows as T[], rowCount: result.rowCount ?? result.rows.length }, tx };
+        const results = (await client.query(`${before ? `${alone(before)}; ` : ''}${begin}; ${inline(first)}`)) as unknown as pg.QueryResult[];
+        return { result: resultOf<T>(results), tx };
       } catch (error) {
         await rollback();
         throw error;
@@ -291,12 +321,20 @@ export function createPgliteRunner(db: PgliteLike, schema: string): Runner {
       await tx.query(`SET LOCAL search_path = ${schema}, public`);
       return work(over(tx));
     });
+  // Outside a transaction each statement commits on its own.
+  const alone = over(db);
   return {
-    query: over(db),
-    prepared: over(db),
+    query: alone,
+    prepared: alone,
+    async sequence<T>(statements: readonly Statement[]) {
+      let result: QueryResult<T> | undefined;
+      for (const statement of statements) result = await alone<T>(statement.sql, statement.params);
+      return result ?? { rows: [], rowCount: 0 };
+    },
     // PGlite has one backend and no round trips to save: the open transaction is a PGlite
     // transaction held open until commit or rollback says how it ends.
-    open: <T>(first: Statement) => {
+    open: async <T>(first: Statement, before?: Statement) => {
+      if (before) await alone(before.sql, before.params);
       let settle!: (last: Statement | undefined) => void;
       const ending = new Promise<Statement | undefined>((resolve) => (settle = resolve));
       return new Promise<{ result: QueryResult<T>; tx: OpenTransaction }>((resolve, reject) => {
@@ -315,9 +353,10 @@ export function createPgliteRunner(db: PgliteLike, schema: string): Runner {
             result,
             tx: {
               query,
-              async commit(last) {
+              async commit(last, after) {
                 if (!end(last)) throw new Error('pgliteRunner: this transaction has ended');
-                return (await done) as QueryResult<Record<string, unknown>>;
+                await done;
+                return after ? alone(after.sql, after.params) : undefined;
               },
               async rollback() {
                 if (end(undefined)) await done.catch(() => undefined);

@@ -13,10 +13,10 @@
  * @module
  */
 import type pg from 'pg';
-import { createPgRunner, createPgliteRunner, schemaFromUrl, type OpenTransaction, type PgliteLike, type Query, type Runner, type Statement } from './postgres-runner.node.js';
+import { createPgRunner, createPgliteRunner, schemaFromUrl, type OpenTransaction, type PgliteLike, type Query, type QueryResult, type Runner, type Statement } from './postgres-runner.node.js';
 import { dropDetachedPartitions, dropExpiredPartitions, ensurePartitions, migrate, type PartitionPlan } from './postgres-schema.node.js';
 import { ROW, toAdmitResult, toRow, type Admitted, type RawRow } from './postgres-rows.node.js';
-import type { AdmitInput, AdmitResult, AppSchema, Fenced, FinalResponse, FirstPhase, KeyStore, Lease, PhaseCommit, StoredResponse, Tx } from './types.js';
+import type { AdmitInput, AdmitResult, AppSchema, Fenced, FinalResponse, FinishOptions, FirstPhase, KeyStore, Lease, PhaseCommit, PointCommit, PriorCommit, StoredResponse, Tx } from './types.js';
 
 export type { PgliteLike, PgliteQueryable, PgliteResults } from './postgres-runner.node.js';
 
@@ -158,15 +158,33 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
    *   statements and a concurrent takeover waits for this transaction, then finds a fresh lease);
    *   `write` goes with COMMIT. (As on SQLite, JS the work runs before its first statement is not
    *   fenced; only what reaches the database is.)
+   * `prior` (an outcome mark) rides in front of the first round trip as a transaction of its own,
+   * raising OLOST if the lease is gone so that nothing after it runs; `next` (EXTn_SENT) rides
+   * behind the COMMIT as `oncely_try_point`, which answers whether it held.
    */
-  async function fenced<T>(lease: Lease, work: ((tx: Tx) => Promise<T>) | undefined, write: (result: T | undefined) => Statement): Promise<Fenced<T>> {
+  async function fenced<T>(
+    lease: Lease,
+    work: ((tx: Tx) => Promise<T>) | undefined,
+    write: (result: T | undefined) => Statement,
+    prior?: PriorCommit,
+    next?: { readonly point: PointCommit; readonly after: string },
+  ): Promise<Fenced<T>> {
+    const mark = prior ? pointStatement('oncely_point', lease, prior) : undefined;
+    const then = next ? pointStatement('oncely_try_point', lease, next.point) : undefined;
+    // A round trip that ended with `then` and failed may have failed in `then` alone, after the
+    // phase committed: the row says which (then `next` is false and the caller sends it again).
+    const unlessLanded = async (error: unknown): Promise<undefined> => {
+      if (!next || isLeaseLost(error) || !(await landed(lease, next.after))) throw error;
+      return undefined;
+    };
     let open: OpenTransaction | undefined;
     let opening: Promise<OpenTransaction> | undefined;
     const begin = (): Promise<OpenTransaction> =>
       (opening ??= runner
-        .open<{ held: boolean }>({ sql: `SELECT ${schema}.oncely_lock($1, $2, $3) AS held`, params: fenceArgs(lease) })
-        .then(({ result, tx }) => {
+        .open<{ held: boolean }>({ sql: `SELECT ${schema}.oncely_lock($1, $2, $3) AS held`, params: fenceArgs(lease) }, mark)
+        .then(async ({ result, tx }) => {
           open = tx;
+          await prior?.committed?.();
           if (result.rows[0]?.held !== true) throw new LeaseLost();
           return tx;
         }));
@@ -174,20 +192,64 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
     try {
       const value = work ? await work(txOver(query)) : undefined;
       const statement = write(value);
-      if (!opening) await runner.prepared(statement.sql, statement.params);
-      // Awaited again: a work that caught the failure of its first statement (a lost lease, a
-      // broken connection) must not get its write committed without it.
-      else await (await opening).commit(statement);
-      return { ok: true, value: value as T };
+      let held: QueryResult<{ ok?: boolean }> | undefined;
+      if (opening) {
+        // Awaited again: a work that caught the failure of its first statement (a lost lease, a
+        // broken connection) must not get its write committed without it.
+        const tx = await opening;
+        held = await tx.commit(statement, then).catch(unlessLanded);
+      } else if (mark || then) {
+        held = await runner.sequence<{ ok?: boolean }>([...(mark ? [mark] : []), statement, ...(then ? [then] : [])]).catch(unlessLanded);
+        await prior?.committed?.();
+      } else {
+        await runner.prepared(statement.sql, statement.params);
+      }
+      return then ? { ok: true, value: value as T, next: held?.rows[0]?.ok === true } : { ok: true, value: value as T };
     } catch (error) {
       // The work may fail while its first statement's BEGIN is still on the wire: wait for it, or
       // that transaction (and the row lock it takes) would never end.
       await opening?.catch(() => undefined);
       await open?.rollback();
-      if (error instanceof LeaseLost || (error as { code?: unknown } | null | undefined)?.code === 'OLOST') return { ok: false };
+      if (error instanceof LeaseLost || isLeaseLost(error)) return { ok: false };
+      // A work that failed before it reached the database never sent the mark: it goes alone.
+      if (mark && !opening && !(await markAlone(mark, prior!))) return { ok: false };
       throw error;
     }
   }
+
+  /** Commits an outcome mark on its own; false when the lease is gone. Any other failure is left to the next attempt (it probes). */
+  async function markAlone(mark: Statement, prior: PriorCommit): Promise<boolean> {
+    try {
+      await runner.prepared(mark.sql, mark.params);
+    } catch (error) {
+      return !isLeaseLost(error);
+    }
+    await prior.committed?.();
+    return true;
+  }
+
+  /** Whether the row is at `point` under `lease` (a failed round trip's phase did commit). */
+  async function landed(lease: Lease, point: string): Promise<boolean> {
+    try {
+      const { rows } = await runner.prepared(`SELECT 1 AS one FROM ${t} WHERE client_id = $1 AND key = $2 AND lease_token = $3 AND recovery_point = $4`, [
+        ...fenceArgs(lease),
+        point,
+      ]);
+      return rows.length === 1;
+    } catch {
+      return false;
+    }
+  }
+
+  const isLeaseLost = (error: unknown): boolean => (error as { code?: unknown } | null | undefined)?.code === 'OLOST';
+
+  /** `oncely_point` (raises OLOST) or `oncely_try_point` (answers `ok`) for a point with no work. */
+  const pointStatement = (fn: 'oncely_point' | 'oncely_try_point', lease: Lease, point: PointCommit, data: Readonly<Record<string, unknown>> = point.data ?? {}): Statement => ({
+    sql: `SELECT ${schema}.${fn}($1, $2, $3, $4, $5, $6, true, $7) AS ok`,
+    // `durable: false` is the one place a commit is relaxed: the function turns synchronous_commit
+    // off for its own transaction, whether it is sent alone or with the work's COMMIT.
+    params: [...fenceArgs(lease), point.recoveryPoint, JSON.stringify(data), point.leaseMs, point.durable !== false],
+  });
 
   const fenceArgs = (lease: Lease): string[] => [lease.clientId, lease.key, lease.token];
 
@@ -221,12 +283,20 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
               return admitted;
             }
             const value = await first.work(txOver(tx.query));
-            const patch = { ...first.commit.data, ...(first.commit.dataFrom?.(value) ?? {}) };
-            await tx.commit({
-              sql: `SELECT ${schema}.oncely_point($1, $2, $3, $4, $5, $6, false, $7)`,
-              params: [...fenceArgs(admitted.lease), first.commit.recoveryPoint, JSON.stringify(patch), first.commit.leaseMs, first.commit.durable !== false],
-            });
-            return { ...admitted, row: { ...admitted.row, recoveryPoint: first.commit.recoveryPoint, data: patch }, first: { value } };
+            const { commit } = first;
+            const patch = { ...commit.data, ...(commit.dataFrom?.(value) ?? {}) };
+            const held = await tx
+              .commit(
+                { sql: `SELECT ${schema}.oncely_point($1, $2, $3, $4, $5, $6, false, $7)`, params: [...fenceArgs(admitted.lease), commit.recoveryPoint, JSON.stringify(patch), commit.leaseMs, commit.durable !== false] },
+                commit.next ? pointStatement('oncely_try_point', admitted.lease, commit.next) : undefined,
+              )
+              // As in fenced(): if only the point after the COMMIT failed, the admission stands.
+              .catch(async (error: unknown) => {
+                if (!commit.next || !(await landed(admitted.lease, commit.recoveryPoint))) throw error;
+                return undefined;
+              });
+            const row = { ...admitted.row, recoveryPoint: commit.recoveryPoint, data: patch };
+            return { ...admitted, row, first: commit.next ? { value, next: (held?.rows[0] as { ok?: boolean } | undefined)?.ok === true } : { value } };
           } catch (error) {
             await tx.rollback();
             throw error;
@@ -257,21 +327,12 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
       fenced(
         lease,
         work,
-        (result) => ({
-          sql: `SELECT ${schema}.oncely_point($1, $2, $3, $4, $5, $6, true, $7)`,
-          params: [
-            ...fenceArgs(lease),
-            phase.recoveryPoint,
-            JSON.stringify({ ...phase.data, ...(phase.dataFrom?.(result) ?? {}) }),
-            phase.leaseMs,
-            // The one place a commit is relaxed: the function turns synchronous_commit off for
-            // its own transaction, whether it is sent alone or with the work's COMMIT.
-            phase.durable !== false,
-          ],
-        }),
+        (result) => pointStatement('oncely_point', lease, phase, { ...phase.data, ...(phase.dataFrom?.(result) ?? {}) }),
+        phase.prior,
+        phase.next && { point: phase.next, after: phase.recoveryPoint },
       ),
 
-    finish: <T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>) =>
+    finish: <T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>, options?: FinishOptions) =>
       fenced(
         lease,
         work,
@@ -283,6 +344,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
           }
           return { sql: `SELECT ${schema}.oncely_finish($1, $2, $3, $4, $5, $6)`, params: [...fenceArgs(lease), final.status, JSON.stringify(final.headers), final.body] };
         },
+        options?.prior,
       ),
 
     async release(lease, { forget }) {

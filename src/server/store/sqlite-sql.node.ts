@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { PhaseCommit } from './types.js';
+import type { PhaseCommit, PointCommit } from './types.js';
 
 export const KEY_TABLE = `
 CREATE TABLE IF NOT EXISTS oncely_keys (
@@ -67,8 +67,8 @@ export const SQL = {
 } as const;
 
 /** What a phase merges into the row's data: its given data, then what its work produced. */
-export function phasePatch<T>(phase: PhaseCommit<T>, result: T | undefined): Readonly<Record<string, unknown>> {
-  const produced = phase.dataFrom?.(result);
+export function phasePatch<T>(phase: PhaseCommit<T> | PointCommit, result: T | undefined): Readonly<Record<string, unknown>> {
+  const produced = 'dataFrom' in phase ? phase.dataFrom?.(result) : undefined;
   return phase.data && produced ? { ...phase.data, ...produced } : (produced ?? phase.data ?? {});
 }
 

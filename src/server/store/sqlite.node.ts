@@ -31,11 +31,14 @@ import type {
   AppSchema,
   Fenced,
   FinalResponse,
+  FinishOptions,
   FirstPhase,
   KeyRow,
   KeyStore,
   Lease,
   PhaseCommit,
+  PointCommit,
+  PriorCommit,
   StoredResponse,
   Tx,
 } from './types.js';
@@ -172,6 +175,24 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
     }
   }
 
+  /** Work (if any), then the point, its data and a refreshed lease, fenced. */
+  const commitPoint = <T>(lease: Lease, phase: PhaseCommit<T> | PointCommit, work?: (tx: Tx) => Promise<T>): Promise<Fenced<T | undefined>> =>
+    fenced(lease, work, (result) => {
+      const patch = phasePatch(phase, result);
+      const leaseExpiresAt = now() + phase.leaseMs;
+      if (Object.keys(patch).length === 0) {
+        return prepare(SQL.commitPhase).run(phase.recoveryPoint, leaseExpiresAt, lease.clientId, lease.key, lease.token).changes;
+      }
+      return prepare(SQL.commitPhaseData).run(phase.recoveryPoint, JSON.stringify(patch), leaseExpiresAt, lease.clientId, lease.key, lease.token).changes;
+    });
+
+  /** An outcome mark on its own, then its hook; false when the lease is gone. */
+  const commitPrior = async (lease: Lease, prior: PriorCommit): Promise<boolean> => {
+    if (!(await commitPoint(lease, prior)).ok) return false;
+    await prior.committed?.();
+    return true;
+  };
+
   return {
     dialect: 'sqlite',
 
@@ -234,7 +255,8 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
         if (prepare(SQL.commitFirst).run(first.commit.recoveryPoint, JSON.stringify(patch), leaseExpiresAt, input.clientId, input.key, token).changes !== 1) {
           throw new Error('sqliteKeyStore: the row admitted in this transaction is gone');
         }
-        return { owned: true, lease, row: row(first.commit.recoveryPoint, patch, leaseExpiresAt), first: { value } };
+        // The next point is declined, as in commitPhase.
+        return { owned: true, lease, row: row(first.commit.recoveryPoint, patch, leaseExpiresAt), first: first.commit.next ? { value, next: false } : { value } };
       }),
 
     load: (clientId, key) =>
@@ -251,26 +273,26 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
         return won ? { clientId, key, token } : null;
       }),
 
-    commitPhase: <T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>) =>
-      fenced(lease, work, (result) => {
-        const patch = phasePatch(phase, result);
-        const leaseExpiresAt = now() + phase.leaseMs;
-        if (Object.keys(patch).length === 0) {
-          return prepare(SQL.commitPhase).run(phase.recoveryPoint, leaseExpiresAt, lease.clientId, lease.key, lease.token).changes;
-        }
-        return prepare(SQL.commitPhaseData).run(phase.recoveryPoint, JSON.stringify(patch), leaseExpiresAt, lease.clientId, lease.key, lease.token)
-          .changes;
-      }),
+    async commitPhase<T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>): Promise<Fenced<T | undefined>> {
+      // A write costs a turn of the group commit, not a round trip: nothing to save by merging.
+      // The prior mark is a write of its own, and the next point is declined (`next: false`), so
+      // the caller commits it alone and its hooks see each point commit separately.
+      if (phase.prior && !(await commitPrior(lease, phase.prior))) return { ok: false };
+      const committed = await commitPoint(lease, phase, work);
+      return committed.ok && phase.next ? { ...committed, next: false } : committed;
+    },
 
-    finish: <T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>) =>
-      fenced(lease, work, (result) => {
+    async finish<T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>, options?: FinishOptions): Promise<Fenced<T | undefined>> {
+      if (options?.prior && !(await commitPrior(lease, options.prior))) return { ok: false };
+      return fenced(lease, work, (result) => {
         const final = typeof response === 'function' ? response(result) : response;
         const bytes = Buffer.byteLength(final.body, 'utf8');
         if (bytes > maxResponseBytes) {
           throw new RangeError(`sqliteKeyStore: a ${bytes}-byte response exceeds maxResponseBytes (${maxResponseBytes})`);
         }
         return prepare(SQL.finish).run(final.status, JSON.stringify(final.headers), final.body, lease.clientId, lease.key, lease.token).changes;
-      }),
+      });
+    },
 
     release: (lease, { forget }) =>
       write(() => {

@@ -119,19 +119,20 @@ export interface FirstPhase<T = unknown> {
  * (the work's result) and a `row` already at that phase's recovery point.
  */
 export type AdmitResult<T = unknown> =
-  | { readonly owned: true; readonly lease: Lease; readonly row: KeyRow; readonly first?: { readonly value: T | undefined } }
+  | {
+      readonly owned: true;
+      readonly lease: Lease;
+      readonly row: KeyRow;
+      /** The first phase's result; `next`: whether its {@link PhaseCommit.next} committed too (the row still shows the phase's point). */
+      readonly first?: { readonly value: T | undefined; readonly next?: boolean };
+    }
   | { readonly owned: false; readonly row: KeyRow };
 
-/** A phase to commit under a lease. */
-export interface PhaseCommit<T = unknown> {
+/** A recovery point committed with no work of its own: `EXTn_SENT`, or an outcome `EXTn_DONE`. */
+export interface PointCommit {
   readonly recoveryPoint: string;
   /** Merged into the row's `data`. */
   readonly data?: Readonly<Record<string, unknown>>;
-  /**
-   * Data computed by the phase's own work (a local step returns what it produced): called with
-   * the work's result inside the transaction and merged into `data` after {@link PhaseCommit.data}.
-   */
-  readonly dataFrom?: (result: T | undefined) => Readonly<Record<string, unknown>> | undefined | void;
   /** The refreshed lease length. */
   readonly leaseMs: number;
   /**
@@ -147,13 +148,54 @@ export interface PhaseCommit<T = unknown> {
 }
 
 /**
+ * An outcome mark (`EXTn_DONE`) committed, in a transaction of its own, before the phase that
+ * follows it ({@link PhaseCommit.prior}, {@link FinishOptions.prior}).
+ */
+export interface PriorCommit extends PointCommit {
+  /** Runs once the mark has committed, before the phase's work goes on (the crash-fault hook). */
+  readonly committed?: () => void | Promise<void>;
+}
+
+/** A phase to commit under a lease. */
+export interface PhaseCommit<T = unknown> extends PointCommit {
+  /**
+   * Data computed by the phase's own work (a local step returns what it produced): called with
+   * the work's result inside the transaction and merged into `data` after {@link PointCommit.data}.
+   */
+  readonly dataFrom?: (result: T | undefined) => Readonly<Record<string, unknown>> | undefined | void;
+  /**
+   * The previous step's outcome mark, committed first in a transaction of its own. A store may
+   * send it with the phase's first round trip (PostgreSQL does); it is committed even when the
+   * work then fails. A mark the lease no longer allows makes the whole call `ok: false`.
+   */
+  readonly prior?: PriorCommit | undefined;
+  /**
+   * A point to commit right after this phase, in a transaction of its own: `EXTn_SENT` when an
+   * external call follows. PostgreSQL sends it with the phase's COMMIT (one round trip fewer);
+   * SQLite, with no round trip to save, declines it. The result's `next` says whether it
+   * committed; when it did not (declined, or the lease was lost in between, or it failed after the
+   * phase's COMMIT), the phase still did, and the caller commits the point on its own.
+   */
+  readonly next?: PointCommit | undefined;
+}
+
+/** Options of {@link KeyStore.finish}. */
+export interface FinishOptions {
+  /** As {@link PhaseCommit.prior}: the last step's outcome mark, committed first on its own. */
+  readonly prior?: PriorCommit | undefined;
+}
+
+/**
  * The final response of {@link KeyStore.finish}: given, or computed from the work's result inside
  * the transaction (the final step returns the response it wants stored).
  */
 export type FinalResponse<T = unknown> = StoredResponse | ((result: T | undefined) => StoredResponse);
 
-/** A fenced write's result: `ok: false` means the lease was lost and nothing was committed. */
-export type Fenced<T> = { readonly ok: true; readonly value: T } | { readonly ok: false };
+/**
+ * A fenced write's result: `ok: false` means the lease was lost and the phase committed nothing
+ * (its {@link PhaseCommit.prior} may have). `next` is present when {@link PhaseCommit.next} was asked for.
+ */
+export type Fenced<T> = { readonly ok: true; readonly value: T; readonly next?: boolean } | { readonly ok: false };
 
 /** The primitives a backend implements. */
 export interface KeyStore {
@@ -180,7 +222,7 @@ export interface KeyStore {
    * Work + `state=finished` + the response + lease cleared, in one transaction, fenced. A function
    * `response` is called with the work's result inside the transaction.
    */
-  finish<T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>): Promise<Fenced<T | undefined>>;
+  finish<T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>, options?: FinishOptions): Promise<Fenced<T | undefined>>;
   /**
    * Gives the request up after a transient failure. `forget: true` deletes the row (allowed only
    * while no recovery point is committed); otherwise the lease is cleared and the row stays resumable.

@@ -4,6 +4,7 @@
  * pass within the run; every test uses its own client id, so all share one schema per engine.
  */
 import { afterAll, beforeAll } from 'vitest';
+import { runKeyStoreChainedContract } from '../../contract/keystore-chained.contract.js';
 import { runKeyStoreValuesContract } from '../../contract/keystore-values.contract.js';
 import { runKeyStoreContract } from '../../contract/keystore.contract.js';
 import { openPgBackend, openPglite, type PgBackend } from '../../support/pg.js';
@@ -30,6 +31,7 @@ function contractOn(name: string, open: () => Promise<PgBackend>): void {
   };
   runKeyStoreContract(name, factory, { reapsPartitionsOfMs: PARTITION_MS });
   runKeyStoreValuesContract(name, factory);
+  runKeyStoreChainedContract(name, factory, { chainsNext: true });
 }
 
 contractOn('postgres', () => openPgBackend('contract'));

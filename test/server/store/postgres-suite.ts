@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PgBackend } from '../../support/pg.js';
-import type { AdmitInput, KeyStore, StoredResponse } from '../../../src/server/store/types.js';
+import type { AdmitInput, KeyStore, StoredResponse, Tx } from '../../../src/server/store/types.js';
 
 const input = (key: string, over: Partial<AdmitInput> = {}): AdmitInput => ({
   clientId: 'acme',
@@ -117,6 +117,26 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       expect((await store.load('acme', 'phase-1'))?.data).toEqual({ a: 1, rows: 1 });
     });
 
+    it('keeps a committed phase when the point sent after its COMMIT fails, and says the point did not commit', async () => {
+      await store.transaction((tx) => tx.run(`CREATE TABLE IF NOT EXISTS ${store.schema}.work_log (note text)`));
+      // A lease of 1e300 ms overflows PostgreSQL's interval: the EXTn_SENT statement after the
+      // COMMIT fails in the same round trip, and only the row can tell that the phase got in.
+      const broken = { recoveryPoint: 'EXT1_SENT', leaseMs: 1e300, durable: true };
+      const admitted = await store.admit(input('next-1'), {
+        commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false, next: broken },
+        work: (tx) => tx.run(`INSERT INTO ${store.schema}.work_log (note) VALUES ($1)`, ['h1']),
+      });
+      expect(admitted.owned && admitted.first).toEqual({ value: 1, next: false });
+      if (!admitted.owned) throw new Error('not owned');
+      for (const work of [(tx: Tx) => tx.run(`INSERT INTO ${store.schema}.work_log (note) VALUES ($1)`, ['h2']), undefined]) {
+        const point = work ? 'H2_DONE' : 'H3_DONE';
+        expect(await store.commitPhase(admitted.lease, { recoveryPoint: point, leaseMs: 10_000, next: broken }, work), point).toEqual({ ok: true, value: work ? 1 : undefined, next: false });
+        expect((await store.load('acme', 'next-1'))?.recoveryPoint, point).toBe(point);
+      }
+      const notes = await backend.query<{ note: string }>(`SELECT note FROM ${store.schema}.work_log WHERE note IN ('h1', 'h2') ORDER BY note`);
+      expect(notes.map((n) => n.note)).toEqual(['h1', 'h2']);
+    });
+
     it('stores the final response verbatim and clears the lease on finish', async () => {
       const admitted = await store.admit(input('finish-1'));
       if (!admitted.owned) throw new Error('not owned');
@@ -217,7 +237,7 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       const versions = await backend.query<{ n: number; distinct_versions: number; top: number }>(
         `SELECT count(*)::int AS n, count(DISTINCT version)::int AS distinct_versions, max(version) AS top FROM ${schema}.oncely_schema_version`,
       );
-      expect(versions[0]).toEqual({ n: 2, distinct_versions: 2, top: 2 });
+      expect(versions[0]).toEqual({ n: 3, distinct_versions: 3, top: 3 });
       const probe = await backend.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = $1 AND tablename = 'payments_probe'`, [schema]);
       expect(probe[0]!.n).toBe(1);
       const admitted = await peers[3]!.admit(input('after-migrate'));

@@ -86,38 +86,49 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
       const app = await createTestApp({ store });
       sent.length = 0;
       expect((await app.post({ amount: 5 })).status).toBe(201);
-      // A transaction commits without the flush when the recovery point sent with its COMMIT asks
-      // for it: oncely_point's last argument (its durability) is FALSE.
-      const relaxed = new Set(sent.filter((s) => s.tx !== 0 && /oncely_point\(.*, FALSE\); COMMIT$/s.test(s.text)).map((s) => s.tx));
-      // The key table's write of a recovery point: a parameter, or a literal sent with COMMIT.
-      const txOf = (point: string): number => {
-        const found = sent.find((s) => /recovery_point|oncely_point/.test(s.text) && (s.params.includes(point) || s.text.includes(`'${point}'`)));
-        if (!found) throw new Error(`no commit of ${point}`);
-        return found.tx;
-      };
-      // Before each external call, and before the response: a commit the flush must cover.
-      for (const point of ['EXT1_SENT', 'EXT2_SENT']) expect(relaxed.has(txOf(point)), point).toBe(false);
-      const finish = sent.find((s) => s.text.includes("state = 'finished'") || s.text.includes('oncely_finish('));
-      expect(finish && relaxed.has(finish.tx)).toBe(false);
-      // The transactions in between are followed by one of those before anything leaves: no wait.
-      const admission = sent.find((s) => s.text.includes('oncely_admit'));
-      expect(admission && relaxed.has(admission.tx)).toBe(true);
-      expect(txOf('H1_DONE')).toBe(admission?.tx);
-      expect(relaxed.has(txOf('H2_DONE'))).toBe(true);
-      // The marks are one statement each; the function relaxes the commit of an outcome (the
-      // durability flag is its last argument), never of EXTn_SENT.
-      const markDurable = (point: string): unknown => sent.find((s) => s.tx === 0 && s.params.includes(point))?.params.at(-1);
-      for (const point of ['EXT1_SENT', 'EXT2_SENT']) expect(markDurable(point), point).toBe(true);
-      for (const point of ['EXT1_DONE', 'EXT2_DONE']) expect(markDurable(point), point).toBe(false);
-      for (const point of ['EXT1_SENT', 'EXT2_SENT', 'EXT1_DONE', 'EXT2_DONE']) expect(txOf(point), point).toBe(0);
       // Round trips: a phase whose work runs statements costs them plus two (BEGIN goes with the
-      // admission or the lease check, COMMIT with the recovery point); a mark costs one. Three
-      // phases of one statement each (H1 with the admission, H2, H3 with the response) and four
-      // marks: 3 × 3 + 4 = 13 (19 when BEGIN and COMMIT each took their own).
+      // admission or the lease check, COMMIT with the recovery point); the outcome mark before a
+      // phase rides with its BEGIN, and EXTn_SENT after a phase with its COMMIT, each still a
+      // transaction of its own. Three phases of one statement each (H1 with the admission, H2, H3
+      // with the response): 3 × 3 = 9 (13 when marks and EXTn_SENT went alone, 19 before that
+      // when BEGIN and COMMIT took their own).
       expect(sent.filter((s) => /^\s*(BEGIN|COMMIT|ROLLBACK)\s*;?\s*$/i.test(s.text))).toEqual([]);
-      expect(sent).toHaveLength(13);
-      // The marks on their own are named prepared statements: planned once per connection.
-      expect(sent.filter((s) => s.tx === 0).map((s) => s.named)).toEqual([true, true, true, true]);
+      expect(sent).toHaveLength(9);
+      const transactions = transactionsOf(sent);
+      // Each recovery point's write, in the transaction it committed in, with its durability
+      // flag (oncely_point's and oncely_try_point's last argument).
+      const writeOf = (point: string): { tx: string[]; durable: boolean } => {
+        for (const tx of transactions) {
+          for (const statement of tx) {
+            const match = new RegExp(`oncely_(?:try_)?point\\(.*'${point}'.*, (TRUE|FALSE)\\)( AS ok)?$`, 's').exec(statement);
+            if (match) return { tx, durable: match[1] === 'TRUE' };
+          }
+        }
+        throw new Error(`no commit of ${point}`);
+      };
+      const relaxed = (tx: string[]): boolean => tx.some((statement) => /oncely_(?:try_)?point\(.*, FALSE\)( AS ok)?$/s.test(statement));
+      // Before each external call, and before the response: a commit the flush must cover, each
+      // EXTn_SENT alone in its transaction although it shares the phase's round trip.
+      for (const point of ['EXT1_SENT', 'EXT2_SENT']) {
+        const { tx, durable } = writeOf(point);
+        expect({ point, durable, relaxed: relaxed(tx), statements: tx.length }).toEqual({ point, durable: true, relaxed: false, statements: 1 });
+      }
+      const finish = transactions.find((tx) => tx.some((statement) => statement.includes('oncely_finish(')));
+      expect(finish && relaxed(finish)).toBe(false);
+      // The transactions in between are followed by one of those before anything leaves: no wait.
+      const admission = transactions.find((tx) => tx.some((statement) => statement.includes('oncely_admit')));
+      expect(admission && relaxed(admission)).toBe(true);
+      expect(writeOf('H1_DONE').tx).toBe(admission);
+      expect(relaxed(writeOf('H2_DONE').tx)).toBe(true);
+      // An outcome mark is relaxed and alone in its transaction, committed before the next phase's BEGIN.
+      for (const point of ['EXT1_DONE', 'EXT2_DONE']) {
+        const { tx, durable } = writeOf(point);
+        expect({ point, durable, statements: tx.length }).toEqual({ point, durable: false, statements: 1 });
+      }
+      // The store's statements sent alone are named prepared statements: planned once per connection.
+      sent.length = 0;
+      await store.load('acme', 'no-such-key');
+      expect(sent.map((s) => s.named)).toEqual([true]);
       // …and the flag does what it says: the function turns synchronous_commit off for its transaction.
       const admitted = await store.admit({ clientId: 'acme', key: 'sync-probe', requestHash: 'h', endpoint: 'POST /x', requestBody: '{}', leaseMs: 10_000, ttlMs: 60_000 });
       if (!admitted.owned) throw new Error('not owned');
@@ -139,3 +150,36 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
     }
   });
 });
+
+/**
+ * The transactions a traced run committed, in order, each as its statements: texts split at `;`
+ * outside quoted literals, grouped by BEGIN … COMMIT per connection (a statement outside one is a
+ * transaction of its own).
+ */
+function transactionsOf(sent: ReadonlyArray<{ tx: number; text: string }>): string[][] {
+  const transactions: string[][] = [];
+  const open = new Map<number, string[]>();
+  for (const { tx, text } of sent) {
+    const statements: string[] = [];
+    let quoted = false;
+    let start = 0;
+    for (let i = 0; i <= text.length; i += 1) {
+      if (text[i] === "'") quoted = !quoted;
+      if (i === text.length || (text[i] === ';' && !quoted)) {
+        const statement = text.slice(start, i).trim();
+        if (statement) statements.push(statement);
+        start = i + 1;
+      }
+    }
+    for (const statement of statements) {
+      if (/^BEGIN$/i.test(statement)) open.set(tx, []);
+      else if (/^(COMMIT|ROLLBACK)$/i.test(statement)) {
+        const ended = open.get(tx);
+        open.delete(tx);
+        if (ended && /^COMMIT$/i.test(statement)) transactions.push(ended);
+      } else if (open.has(tx)) open.get(tx)!.push(statement);
+      else transactions.push([statement]);
+    }
+  }
+  return transactions;
+}

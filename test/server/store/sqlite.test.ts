@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sqliteKeyStore } from '../../../src/server/store/sqlite.node.js';
+import { runKeyStoreChainedContract } from '../../contract/keystore-chained.contract.js';
 import { runKeyStoreValuesContract } from '../../contract/keystore-values.contract.js';
 import { runKeyStoreContract } from '../../contract/keystore.contract.js';
 
@@ -13,6 +14,7 @@ runKeyStoreContract('sqlite (in memory)', async () => sqliteKeyStore({ path: ':m
 let n = 0;
 runKeyStoreContract('sqlite (file, WAL)', async () => sqliteKeyStore({ path: join(dir, `store-${(n += 1)}.db`) }));
 runKeyStoreValuesContract('sqlite (file, WAL)', async () => sqliteKeyStore({ path: join(dir, `store-${(n += 1)}.db`) }));
+runKeyStoreChainedContract('sqlite (file, WAL)', async () => sqliteKeyStore({ path: join(dir, `store-${(n += 1)}.db`) }), { chainsNext: false });
 
 describe('sqliteKeyStore response cap', () => {
   it('refuses to store a response body over maxResponseBytes and commits nothing', async () => {
