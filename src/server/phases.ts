@@ -26,6 +26,13 @@
  * before it is on disk — a `409` or `422` to a duplicate, a key lookup showing `H1_DONE` — and
  * a database crash may then take it back, exactly as if the attempt had stopped earlier.
  *
+ * Round trips: an outcome mark (`EXTn_DONE`) is handed to the store with the commit that follows
+ * it ({@link PhaseCommit.prior}), and a local phase followed by an external call hands over that
+ * call's `EXTn_SENT` ({@link PhaseCommit.next}). Each stays a transaction of its own, committed
+ * in the same order; PostgreSQL sends them in the round trips it sends anyway, SQLite writes them
+ * one by one. `afterCommit` still runs right after each point commits: a mark's hook runs before
+ * the next phase's work sees its first statement's answer.
+ *
  * Every commit is fenced by the lease token. A fenced write that comes back `ok: false` means
  * another actor took the row over: this attempt stops at once and commits nothing more; the new
  * owner resumes from the last committed point, so no step's work is committed twice.
@@ -34,7 +41,7 @@
  */
 import { parse as parseUuid, stringify as stringifyUuid, v5 as uuidv5 } from 'uuid';
 import type { ServerMetrics } from './metrics.js';
-import type { FirstPhase, KeyStore, Lease, PointCommit, PriorCommit, StoredResponse, Tx } from './store/types.js';
+import type { FirstPhase, KeyStore, Lease, PhaseCommit, PointCommit, PriorCommit, StoredResponse, Tx } from './store/types.js';
 import type { ExternalOutcome, IdempotentOperation, Step, StepContext } from './types.js';
 
 /** Called after every commit; the reference app's crash faults kill the process here. */

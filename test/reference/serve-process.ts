@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
+import { afterAll } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const LISTENING = /^oncely listening on (http:\/\/\S+)$/;
@@ -35,12 +36,20 @@ export function tempDir(): { dir: string; cleanup: () => void } {
 }
 
 /** Spawns `oncely serve --port 0 …args` and resolves once it listens (rejects if it exits first). */
+/** Servers still running: killed after the file's tests, so a test that timed out leaves none behind. */
+const live = new Set<ChildProcess>();
+afterAll(() => {
+  for (const proc of live) proc.kill('SIGKILL');
+});
+
 export function spawnServe(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<Served> {
   const proc = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--port', '0', ...args], {
     cwd: ROOT,
     env: { ...process.env, ONCELY_FAULTS: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  live.add(proc);
+  proc.once('exit', () => live.delete(proc));
   const lines: string[] = [];
   const stderr: string[] = [];
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
