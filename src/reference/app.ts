@@ -159,11 +159,16 @@ export function createReferenceApp(options: ReferenceAppOptions): ReferenceApp {
     ttlMs: options.ttlMs ?? 86_400_000,
     maxBodyBytes,
     metrics,
-    hooks: {
-      afterCommit(point) {
-        if (crash !== undefined && faults.fires(FaultKind.CrashAfter, point)) crash(point);
-      },
-    },
+    // Only with crash faults: the hook makes each point around an external call a commit of its
+    // own on PostgreSQL, so that the process dies exactly where the fault says.
+    hooks:
+      crash === undefined || !faults.rules.some((rule) => rule.kind === FaultKind.CrashAfter)
+        ? {}
+        : {
+            afterCommit(point) {
+              if (faults.fires(FaultKind.CrashAfter, point)) crash(point);
+            },
+          },
     ...(options.parkBackoff === undefined ? {} : { parkBackoff: options.parkBackoff }),
     ...(options.digest === undefined ? {} : { digest: options.digest }),
   });

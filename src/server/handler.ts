@@ -209,7 +209,14 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     echo: Record<string, string>,
   ): Promise<[RequestOutcome, Response]> {
     // A first local step commits with the admission: one transaction fewer per first execution.
-    const first = firstLocalPhase(operation, { clientId: admission.clientId, key: admission.key, input, namespace: config.namespace, leaseMs: config.leaseMs });
+    const first = firstLocalPhase(operation, {
+      clientId: admission.clientId,
+      key: admission.key,
+      input,
+      namespace: config.namespace,
+      leaseMs: config.leaseMs,
+      chain: config.hooks.afterCommit === undefined,
+    });
     let result: AdmitResult;
     try {
       const { clientId, key, requestHash, endpoint, requestBody } = admission;

@@ -30,8 +30,8 @@
  * it ({@link PhaseCommit.prior}), and a local phase followed by an external call hands over that
  * call's `EXTn_SENT` ({@link PhaseCommit.next}). Each stays a transaction of its own, committed
  * in the same order; PostgreSQL sends them in the round trips it sends anyway, SQLite writes them
- * one by one. `afterCommit` still runs right after each point commits: a mark's hook runs before
- * the next phase's work sees its first statement's answer.
+ * one by one. With an `afterCommit` hook, each point is seen committed before anything after it
+ * commits: the store gets no `next`, and a mark with a hook is committed alone, before the phase.
  *
  * Every commit is fenced by the lease token. A fenced write that comes back `ok: false` means
  * another actor took the row over: this attempt stops at once and commits nothing more; the new
@@ -47,7 +47,10 @@ import type { ExternalOutcome, IdempotentOperation, Step, StepContext } from './
 /** Called after every commit; the reference app's crash faults kill the process here. */
 export interface PhaseHooks {
   /**
-   * Runs right after `point` (a recovery point, or `finished`) committed for the key `ref`.
+   * Runs right after `point` (a recovery point, or `finished`) committed for the key `ref`, before
+   * anything after it commits. A test and fault-injection tool: to keep that promise on
+   * PostgreSQL, each point around an external call then takes a round trip of its own instead of
+   * riding with the phase next to it (see the module notes).
    *
    * @example
    * ```ts
@@ -124,7 +127,15 @@ export interface FirstLocalPhase extends FirstPhase<Readonly<Record<string, unkn
  */
 export function firstLocalPhase<Input>(
   operation: IdempotentOperation<Input>,
-  at: { readonly clientId: string; readonly key: string; readonly input: Input; readonly namespace: string; readonly leaseMs: number },
+  at: {
+    readonly clientId: string;
+    readonly key: string;
+    readonly input: Input;
+    readonly namespace: string;
+    readonly leaseMs: number;
+    /** Hand the store the next step's `EXTn_SENT` to commit with the phase (false when an `afterCommit` hook must see each point alone). */
+    readonly chain: boolean;
+  },
 ): FirstLocalPhase | undefined {
   const step = operation.steps[0];
   if (step?.kind !== 'local') return undefined;
@@ -144,7 +155,7 @@ export function firstLocalPhase<Input>(
       leaseMs: at.leaseMs,
       dataFrom: (produced) => produced ?? undefined,
       durable: false,
-      next: sentOf(following, at.leaseMs),
+      next: at.chain ? sentOf(following, at.leaseMs) : undefined,
     },
     async work(tx: Tx) {
       try {
@@ -264,6 +275,8 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
     mark = undefined;
     return taken;
   };
+  // Points ride with the commits next to them unless an afterCommit hook must see each alone.
+  const chain = run.hooks.afterCommit === undefined;
   // This attempt committed the coming external step's EXTn_SENT itself, with the phase before:
   // the call has not been made, so no probe.
   let sentCommitted = false;
@@ -293,7 +306,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
     for (; index < operation.steps.length; index += 1, atSent = false) {
       const step = operation.steps[index]!;
       if (step.kind === 'local') {
-        const next = sentOf(operation.steps[index + 1], leaseMs);
+        const next = chain ? sentOf(operation.steps[index + 1], leaseMs) : undefined;
         const phase = await store.commitPhase<Readonly<Record<string, unknown>> | void>(
           lease,
           { recoveryPoint: step.point, leaseMs, dataFrom: (produced) => produced ?? undefined, durable: false, prior: takeMark(), next },
@@ -336,7 +349,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
         case 'done': {
           const produced = outcome.data ?? {};
           const { done } = step;
-          mark = { recoveryPoint: done, data: produced, leaseMs, durable: false, committed: () => committed(done) };
+          mark = { recoveryPoint: done, data: produced, leaseMs, durable: false, ...(chain ? {} : { committed: () => committed(done) }) };
           data = merged(data, produced);
           break;
         }

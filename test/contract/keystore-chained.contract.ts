@@ -130,6 +130,31 @@ export function runKeyStoreChainedContract(name: string, factory: () => Promise<
       }
     });
 
+    it('runs a mark\'s hook after the mark committed and before anything after it did, with or without work', async () => {
+      await open();
+      const seen: string[] = [];
+      const watched = (key: string, point: string) => ({
+        recoveryPoint: point,
+        leaseMs: 10_000,
+        durable: false,
+        committed: async () => {
+          const row = await store.load(clientId, key);
+          seen.push(`${point}: ${row?.state}/${row?.recoveryPoint}`);
+        },
+      });
+      const lease = await owned('k7');
+      await store.commitPhase(lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
+      // A point with no work after the mark (two external calls in a row: EXT2_SENT).
+      expect((await store.commitPhase(lease, { recoveryPoint: 'EXT2_SENT', leaseMs: 10_000, prior: watched('k7', 'EXT1_DONE') })).ok).toBe(true);
+      // A phase with work after the mark.
+      expect((await store.commitPhase(lease, { recoveryPoint: 'H3_DONE', leaseMs: 10_000, prior: watched('k7', 'EXT2_DONE') }, record('k7', 'H3'))).ok).toBe(true);
+      await store.commitPhase(lease, { recoveryPoint: 'EXT3_SENT', leaseMs: 10_000 });
+      // The final response with no work after the mark.
+      expect((await store.finish(lease, { status: 201, headers: {}, body: '{}' }, undefined, { prior: watched('k7', 'EXT3_DONE') })).ok).toBe(true);
+      expect(seen).toEqual(['EXT1_DONE: started/EXT1_DONE', 'EXT2_DONE: started/EXT2_DONE', 'EXT3_DONE: started/EXT3_DONE']);
+      expect(await store.load(clientId, 'k7')).toMatchObject({ state: 'finished', recoveryPoint: 'EXT3_DONE' });
+    });
+
     it('commits nothing, not even the mark, for an owner whose lease was taken over', async () => {
       await open();
       const old = await owned('k6', { leaseMs: 50 });

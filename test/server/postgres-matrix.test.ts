@@ -111,4 +111,20 @@ describe.each([
     expect(await t.count('ledger')).toBe(1);
     expect(t.rail.applied.size).toBe(1);
   });
+
+  it('lets an afterCommit hook see each recovery point committed alone (each crash-after fault dies exactly there)', async () => {
+    const store = await backend.store();
+    const seen: string[] = [];
+    const t = await createTestApp({
+      store,
+      hooks: {
+        afterCommit: async (point, ref) => {
+          const row = await store.load(ref.clientId, ref.key);
+          seen.push(`${point} -> ${row?.state === 'finished' ? 'finished' : row?.recoveryPoint}`);
+        },
+      },
+    });
+    expect((await t.post({ amount: 7 })).status).toBe(201);
+    expect(seen).toEqual(['H1_DONE', 'EXT1_SENT', 'EXT1_DONE', 'H2_DONE', 'EXT2_SENT', 'EXT2_DONE', 'finished'].map((point) => `${point} -> ${point}`));
+  });
 });

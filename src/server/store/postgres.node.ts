@@ -160,7 +160,8 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
    *   fenced; only what reaches the database is.)
    * `prior` (an outcome mark) rides in front of the first round trip as a transaction of its own,
    * raising OLOST if the lease is gone so that nothing after it runs; `next` (EXTn_SENT) rides
-   * behind the COMMIT as `oncely_try_point`, which answers whether it held.
+   * behind the COMMIT as `oncely_try_point`, which answers whether it held. A mark with a
+   * `committed` hook goes alone, first: the hook runs after it and before anything else commits.
    */
   async function fenced<T>(
     lease: Lease,
@@ -169,7 +170,6 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
     prior?: PriorCommit,
     next?: { readonly point: PointCommit; readonly after: string },
   ): Promise<Fenced<T>> {
-    const mark = prior ? pointStatement('oncely_point', lease, prior) : undefined;
     const then = next ? pointStatement('oncely_try_point', lease, next.point) : undefined;
     // A round trip that ended with `then` and failed may have failed in `then` alone, after the
     // phase committed: the row says which (then `next` is false and the caller sends it again).
@@ -177,14 +177,24 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
       if (!next || isLeaseLost(error) || !(await landed(lease, next.after))) throw error;
       return undefined;
     };
+    // The mark goes out once, with whichever round trip comes first: never again after that, even
+    // when that round trip failed (it may have committed, and a later copy would move the row back).
+    let mark = prior ? pointStatement('oncely_point', lease, prior) : undefined;
+    const takeMark = (): Statement | undefined => {
+      const taken = mark;
+      mark = undefined;
+      return taken;
+    };
+    // A mark with a hook must be seen committed before anything after it commits, and its hook
+    // may use the store: it goes alone, before the work starts.
+    if (prior?.committed && !(await markAlone(takeMark()!, prior))) return { ok: false };
     let open: OpenTransaction | undefined;
     let opening: Promise<OpenTransaction> | undefined;
     const begin = (): Promise<OpenTransaction> =>
       (opening ??= runner
-        .open<{ held: boolean }>({ sql: `SELECT ${schema}.oncely_lock($1, $2, $3) AS held`, params: fenceArgs(lease) }, mark)
-        .then(async ({ result, tx }) => {
+        .open<{ held: boolean }>({ sql: `SELECT ${schema}.oncely_lock($1, $2, $3) AS held`, params: fenceArgs(lease) }, takeMark())
+        .then(({ result, tx }) => {
           open = tx;
-          await prior?.committed?.();
           if (result.rows[0]?.held !== true) throw new LeaseLost();
           return tx;
         }));
@@ -198,11 +208,10 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
         // broken connection) must not get its write committed without it.
         const tx = await opening;
         held = await tx.commit(statement, then).catch(unlessLanded);
-      } else if (mark || then) {
-        held = await runner.sequence<{ ok?: boolean }>([...(mark ? [mark] : []), statement, ...(then ? [then] : [])]).catch(unlessLanded);
-        await prior?.committed?.();
       } else {
-        await runner.prepared(statement.sql, statement.params);
+        const unsent = takeMark();
+        if (unsent || then) held = await runner.sequence<{ ok?: boolean }>([...(unsent ? [unsent] : []), statement, ...(then ? [then] : [])]).catch(unlessLanded);
+        else await runner.prepared(statement.sql, statement.params);
       }
       return then ? { ok: true, value: value as T, next: held?.rows[0]?.ok === true } : { ok: true, value: value as T };
     } catch (error) {
@@ -212,7 +221,8 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
       await open?.rollback();
       if (error instanceof LeaseLost || isLeaseLost(error)) return { ok: false };
       // A work that failed before it reached the database never sent the mark: it goes alone.
-      if (mark && !opening && !(await markAlone(mark, prior!))) return { ok: false };
+      const unsent = takeMark();
+      if (unsent && !(await markAlone(unsent, prior!))) return { ok: false };
       throw error;
     }
   }

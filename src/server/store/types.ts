@@ -152,7 +152,10 @@ export interface PointCommit {
  * follows it ({@link PhaseCommit.prior}, {@link FinishOptions.prior}).
  */
 export interface PriorCommit extends PointCommit {
-  /** Runs once the mark has committed, before the phase's work goes on (the crash-fault hook). */
+  /**
+   * Runs once the mark has committed and before anything after it commits (the crash-fault hook;
+   * it may use the store). A mark with a hook is committed on its own, before the phase starts.
+   */
   readonly committed?: () => void | Promise<void>;
 }
 

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postgresKeyStore } from '../../../src/server/store/postgres.node.js';
+import type { Lease } from '../../../src/server/store/types.js';
 import { openPgBackend, resolvePgUrl } from '../../support/pg.js';
 import { createTestApp } from '../fixtures.js';
 import { postgresStoreSuite } from './postgres-suite.js';
@@ -48,6 +49,58 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
     } finally {
       await store.close();
       await pool.query(`DROP SCHEMA IF EXISTS ${urlSchema} CASCADE`);
+    }
+  });
+
+  it('never sends a mark twice, even when the round trip that carried it failed after PostgreSQL ran it', async () => {
+    // The answer of the round trip carrying the mark is lost (the connection resets after the
+    // server ran every statement): a second copy of the mark would move the row back.
+    const pool = new pg.Pool({ connectionString: url, max: 3 });
+    let loseAnswerOf: RegExp | undefined;
+    const connect = pool.connect.bind(pool);
+    pool.connect = (async (callback?: unknown) => {
+      if (callback) return (connect as (cb: unknown) => void)(callback);
+      const client = await connect();
+      const query = client.query.bind(client);
+      client.query = (async (text: unknown, ...rest: unknown[]) => {
+        const result: unknown = await (query as (...a: unknown[]) => Promise<unknown>)(text, ...rest);
+        if (typeof text === 'string' && loseAnswerOf?.test(text)) {
+          loseAnswerOf = undefined;
+          throw Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+        }
+        return result;
+      }) as typeof client.query;
+      const release = client.release.bind(client);
+      client.release = ((error?: Error | boolean) => {
+        client.query = query;
+        client.release = release;
+        return release(error);
+      }) as typeof client.release;
+      return client;
+    }) as typeof pool.connect;
+    const store = postgresKeyStore({ pool, schema: `${schema}_resend` });
+    try {
+      await store.migrate();
+      const input = (key: string) => ({ clientId: 'acme', key, requestHash: 'h', endpoint: 'POST /x', requestBody: '{}', leaseMs: 10_000, ttlMs: 86_400_000 });
+      const prior = { recoveryPoint: 'EXT1_DONE', data: { risk: 'low' }, leaseMs: 10_000, durable: false };
+      const cases = [
+        { key: 'phase', at: 'EXT2_SENT', run: (lease: Lease) => store.commitPhase(lease, { recoveryPoint: 'EXT2_SENT', leaseMs: 10_000, prior }) },
+        { key: 'finish', at: 'EXT1_DONE', run: (lease: Lease) => store.finish(lease, { status: 201, headers: {}, body: '{}' }, undefined, { prior }) },
+      ];
+      for (const { key, at, run } of cases) {
+        const admitted = await store.admit(input(key));
+        if (!admitted.owned) throw new Error('not owned');
+        await store.commitPhase(admitted.lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
+        loseAnswerOf = /oncely_point\(.*'EXT1_DONE'/s;
+        await expect(run(admitted.lease), key).rejects.toThrow('ECONNRESET');
+        expect(loseAnswerOf, key).toBeUndefined();
+        // Everything in that round trip committed, and nothing was sent again after it.
+        expect(await store.load('acme', key), key).toMatchObject(key === 'finish' ? { state: 'finished', recoveryPoint: at } : { state: 'started', recoveryPoint: at, data: { risk: 'low' } });
+      }
+    } finally {
+      await store.close();
+      await pool.query(`DROP SCHEMA IF EXISTS ${schema}_resend CASCADE`);
+      await pool.end();
     }
   });
 
