@@ -30,7 +30,7 @@
  * it ({@link PhaseCommit.prior}), and a local phase followed by an external call hands over that
  * call's `EXTn_SENT` ({@link PhaseCommit.next}). Each stays a transaction of its own, committed
  * in the same order; PostgreSQL sends them in the round trips it sends anyway, SQLite writes them
- * one by one. With an `afterCommit` hook, each point is seen committed before anything after it
+ * in the phase's turn of its group commit. With an `afterCommit` hook, each point is seen committed before anything after it
  * commits: the store gets no `next`, and a mark with a hook is committed alone, before the phase.
  *
  * Every commit is fenced by the lease token. A fenced write that comes back `ok: false` means

@@ -3,7 +3,7 @@
  * point committed after it (`next`), each a transaction of its own although a store may send them
  * in the phase's round trips. Run by every backend next to `keystore.contract.ts`.
  *
- * Usage: `runKeyStoreChainedContract('sqlite', async () => sqliteKeyStore({ path: ':memory:' }), { chainsNext: false })`.
+ * Usage: `runKeyStoreChainedContract('sqlite', async () => sqliteKeyStore({ path: ':memory:' }))`.
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -11,12 +11,7 @@ import type { AdmitInput, KeyStore, Lease, Tx } from '../../src/server/store/typ
 
 const TABLE = 'CREATE TABLE IF NOT EXISTS contract_chained (client_id TEXT NOT NULL, key TEXT NOT NULL, step TEXT NOT NULL)';
 
-/** What the backend does with a `next` point: commits it (PostgreSQL) or declines it, every time (SQLite). */
-export interface ChainedOptions {
-  readonly chainsNext: boolean;
-}
-
-export function runKeyStoreChainedContract(name: string, factory: () => Promise<KeyStore>, { chainsNext }: ChainedOptions): void {
+export function runKeyStoreChainedContract(name: string, factory: () => Promise<KeyStore>): void {
   describe(`KeyStore contract (marks before and points after a phase): ${name}`, () => {
     let store: KeyStore;
     let clientId: string;
@@ -48,27 +43,18 @@ export function runKeyStoreChainedContract(name: string, factory: () => Promise<
       return admitted.lease;
     };
 
-    it(`admits with a first phase, and ${chainsNext ? 'commits' : 'declines'} the EXTn_SENT after it, and says so`, async () => {
+    it('admits with a first phase and the EXTn_SENT after it, each committed, and says so', async () => {
       await open();
       const admitted = await store.admit(input('k1'), {
         commit: { recoveryPoint: 'H1_DONE', data: { h1: 1 }, leaseMs: 10_000, durable: false, next: { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000, durable: true } },
         work: record('k1', 'H1'),
       });
-      expect(admitted.owned && admitted.first).toEqual({ value: 1, next: chainsNext });
-      expect(await store.load(clientId, 'k1')).toMatchObject({ state: 'started', recoveryPoint: chainsNext ? 'EXT1_SENT' : 'H1_DONE', data: { h1: 1 } });
+      expect(admitted.owned && admitted.first).toEqual({ value: 1, next: true });
+      expect(await store.load(clientId, 'k1')).toMatchObject({ state: 'started', recoveryPoint: 'EXT1_SENT', data: { h1: 1 } });
       expect(await steps('k1')).toEqual(['H1']);
     });
 
-    it.runIf(!chainsNext)('declines a next point: the phase alone commits, and the caller sends the point itself', async () => {
-      await open();
-      const lease = await owned('k2');
-      const next = { recoveryPoint: 'EXT2_SENT', data: { sent: 2 }, leaseMs: 60_000, durable: true };
-      expect(await store.commitPhase(lease, { recoveryPoint: 'H2_DONE', data: { h2: true }, leaseMs: 10_000, next }, record('k2', 'H2'))).toEqual({ ok: true, value: 1, next: false });
-      expect(await store.load(clientId, 'k2')).toMatchObject({ recoveryPoint: 'H2_DONE', data: { h2: true } });
-      expect(await steps('k2')).toEqual(['H2']);
-    });
-
-    it.runIf(chainsNext)('commits a phase, then its next point; the next point merges its data and refreshes the lease', async () => {
+    it('commits a phase, then its next point; the next point merges its data and refreshes the lease', async () => {
       await open();
       const lease = await owned('k2', { leaseMs: 1000 });
       const phase = await store.commitPhase(

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createIdempotencyHandler, sqliteKeyStore, type KeyStore } from '../../src/server/index.js';
-import type { Lease, PhaseCommit, Tx } from '../../src/server/store/types.js';
+import type { AdmitInput, FirstPhase, Lease, PhaseCommit, Tx } from '../../src/server/store/types.js';
 import { createTestApp, paymentOperation, type TestApp } from './fixtures.js';
 
 let app: TestApp;
@@ -284,9 +284,16 @@ describe('createIdempotencyHandler: fail closed', () => {
   });
 
   it('answers 503 when EXTn_SENT cannot commit, keeps the committed first step, and a retry completes the operation once', async () => {
-    // SQLite declines to commit EXT1_SENT with the admission (PostgreSQL's way): the handler
-    // sends it alone, and that fails.
-    app = await createTestApp({ store: failing(sqliteKeyStore({ path: ':memory:' }), 'commitPhase', 1) });
+    // The store commits EXT1_SENT with the admission when it can: here it reports that it could
+    // not (as when the lease was lost in between), so the handler sends it alone, and that fails.
+    const inner = sqliteKeyStore({ path: ':memory:' });
+    const noNext: KeyStore = new Proxy(inner, {
+      get: (target, property, receiver) =>
+        property === 'admit'
+          ? (input: AdmitInput, first?: FirstPhase) => target.admit(input, first && { ...first, commit: { ...first.commit, next: undefined } })
+          : (Reflect.get(target, property, receiver) as unknown),
+    });
+    app = await createTestApp({ store: failing(noNext, 'commitPhase', 1) });
     expect((await app.post({ amount: 5 })).status).toBe(503);
     // EXT1_SENT could not commit: the row stays at H1_DONE, with its lease released, and nothing was sent.
     const row = await app.store.load('acme', 'key-1');
@@ -298,8 +305,7 @@ describe('createIdempotencyHandler: fail closed', () => {
   });
 
   it('answers 503 when the phase after an external call cannot commit, and a retry probes by Kn instead of calling again', async () => {
-    const inner = sqliteKeyStore({ path: ':memory:' });
-    const h2Fails: KeyStore = new Proxy(inner, {
+    const h2Fails: KeyStore = new Proxy(sqliteKeyStore({ path: ':memory:' }), {
       get: (target, property, receiver) =>
         property === 'commitPhase'
           ? (lease: Lease, phase: PhaseCommit, work?: (tx: Tx) => Promise<unknown>) =>

@@ -146,10 +146,21 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
    *   first (an owner that lost its row must not do its work), and the savepoint undoes the work
    *   if anything after it fails.
    * Inside `BEGIN IMMEDIATE` no other process can take the row over between check and write.
+   *
+   * `prior` (an outcome mark without a hook) goes first, outside the work's savepoint, so it stays
+   * whatever the work does; `next` (EXTn_SENT) goes last. Both share this write's turn of the group
+   * commit: one turn instead of three, and fewer WAL frames per request.
    */
-  async function fenced<T>(lease: Lease, work: ((tx: Tx) => Promise<T>) | undefined, commit: (result: T | undefined) => number): Promise<Fenced<T>> {
+  async function fenced<T>(
+    lease: Lease,
+    work: ((tx: Tx) => Promise<T>) | undefined,
+    commit: (result: T | undefined) => number,
+    chained: { readonly prior?: PointCommit | undefined; readonly next?: PointCommit | undefined } = {},
+  ): Promise<Fenced<T>> {
+    const { prior, next } = chained;
     try {
       return await write(async (scope): Promise<Fenced<T>> => {
+        if (prior && writePoint(lease, prior, undefined) !== 1) throw LEASE_LOST;
         let checked = false;
         const guard = (): void => {
           if (checked) return;
@@ -167,7 +178,7 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
           : undefined;
         assertInTransaction(db);
         if (commit(result) !== 1) throw LEASE_LOST;
-        return { ok: true, value: result as T };
+        return next ? { ok: true, value: result as T, next: writeNext(lease, next) } : { ok: true, value: result as T };
       });
     } catch (error) {
       if (error === LEASE_LOST) return { ok: false };
@@ -175,16 +186,33 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
     }
   }
 
+  /** A point, its data and a refreshed lease: one fenced UPDATE; the rows it changed (0: the lease is gone). */
+  function writePoint<T>(lease: Lease, phase: PhaseCommit<T> | PointCommit, result: T | undefined): number {
+    const patch = phasePatch(phase, result);
+    const leaseExpiresAt = now() + phase.leaseMs;
+    if (Object.keys(patch).length === 0) {
+      return prepare(SQL.commitPhase).run(phase.recoveryPoint, leaseExpiresAt, lease.clientId, lease.key, lease.token).changes;
+    }
+    return prepare(SQL.commitPhaseData).run(phase.recoveryPoint, JSON.stringify(patch), leaseExpiresAt, lease.clientId, lease.key, lease.token).changes;
+  }
+
+  /**
+   * The point after a phase, in the phase's write: whether it was written. A failed statement is
+   * undone on its own and the phase stands (the caller sends the point again); a failure that ended
+   * the whole transaction is thrown, as for any write.
+   */
+  function writeNext(lease: Lease, next: PointCommit): boolean {
+    try {
+      return writePoint(lease, next, undefined) === 1;
+    } catch {
+      assertInTransaction(db);
+      return false;
+    }
+  }
+
   /** Work (if any), then the point, its data and a refreshed lease, fenced. */
   const commitPoint = <T>(lease: Lease, phase: PhaseCommit<T> | PointCommit, work?: (tx: Tx) => Promise<T>): Promise<Fenced<T | undefined>> =>
-    fenced(lease, work, (result) => {
-      const patch = phasePatch(phase, result);
-      const leaseExpiresAt = now() + phase.leaseMs;
-      if (Object.keys(patch).length === 0) {
-        return prepare(SQL.commitPhase).run(phase.recoveryPoint, leaseExpiresAt, lease.clientId, lease.key, lease.token).changes;
-      }
-      return prepare(SQL.commitPhaseData).run(phase.recoveryPoint, JSON.stringify(patch), leaseExpiresAt, lease.clientId, lease.key, lease.token).changes;
-    });
+    fenced(lease, work, (result) => writePoint(lease, phase, result));
 
   /** An outcome mark on its own, then its hook; false when the lease is gone. */
   const commitPrior = async (lease: Lease, prior: PriorCommit): Promise<boolean> => {
@@ -255,8 +283,8 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
         if (prepare(SQL.commitFirst).run(first.commit.recoveryPoint, JSON.stringify(patch), leaseExpiresAt, input.clientId, input.key, token).changes !== 1) {
           throw new Error('sqliteKeyStore: the row admitted in this transaction is gone');
         }
-        // The next point is declined, as in commitPhase.
-        return { owned: true, lease, row: row(first.commit.recoveryPoint, patch, leaseExpiresAt), first: first.commit.next ? { value, next: false } : { value } };
+        const { next } = first.commit;
+        return { owned: true, lease, row: row(first.commit.recoveryPoint, patch, leaseExpiresAt), first: next ? { value, next: writeNext(lease, next) } : { value } };
       }),
 
     load: (clientId, key) =>
@@ -274,16 +302,16 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
       }),
 
     async commitPhase<T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>): Promise<Fenced<T | undefined>> {
-      // A write costs a turn of the group commit, not a round trip: nothing to save by merging.
-      // The prior mark is a write of its own, and the next point is declined (`next: false`), so
-      // the caller commits it alone and its hooks see each point commit separately.
-      if (phase.prior && !(await commitPrior(lease, phase.prior))) return { ok: false };
-      const committed = await commitPoint(lease, phase, work);
-      return committed.ok && phase.next ? { ...committed, next: false } : committed;
+      // A mark whose hook must see it committed before anything else is a write of its own.
+      const { prior } = phase;
+      if (prior?.committed && !(await commitPrior(lease, prior))) return { ok: false };
+      return fenced(lease, work, (result) => writePoint(lease, phase, result), { prior: prior?.committed ? undefined : prior, next: phase.next });
     },
 
     async finish<T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>, options?: FinishOptions): Promise<Fenced<T | undefined>> {
-      if (options?.prior && !(await commitPrior(lease, options.prior))) return { ok: false };
+      const prior = options?.prior;
+      if (prior?.committed && !(await commitPrior(lease, prior))) return { ok: false };
+      const chained = { prior: prior?.committed ? undefined : prior };
       return fenced(lease, work, (result) => {
         const final = typeof response === 'function' ? response(result) : response;
         const bytes = Buffer.byteLength(final.body, 'utf8');
@@ -291,7 +319,7 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
           throw new RangeError(`sqliteKeyStore: a ${bytes}-byte response exceeds maxResponseBytes (${maxResponseBytes})`);
         }
         return prepare(SQL.finish).run(final.status, JSON.stringify(final.headers), final.body, lease.clientId, lease.key, lease.token).changes;
-      });
+      }, chained);
     },
 
     release: (lease, { forget }) =>

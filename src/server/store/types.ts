@@ -167,17 +167,18 @@ export interface PhaseCommit<T = unknown> extends PointCommit {
    */
   readonly dataFrom?: (result: T | undefined) => Readonly<Record<string, unknown>> | undefined | void;
   /**
-   * The previous step's outcome mark, committed first in a transaction of its own. A store may
-   * send it with the phase's first round trip (PostgreSQL does); it is committed even when the
+   * The previous step's outcome mark, committed first. A store may send it with the phase's first
+   * round trip (PostgreSQL, as a transaction of its own) or write it in the phase's turn of its
+   * group commit (SQLite, outside the phase's savepoint); either way it stays committed when the
    * work then fails. A mark the lease no longer allows makes the whole call `ok: false`.
    */
   readonly prior?: PriorCommit | undefined;
   /**
    * A point to commit right after this phase, in a transaction of its own: `EXTn_SENT` when an
    * external call follows. PostgreSQL sends it with the phase's COMMIT (one round trip fewer);
-   * SQLite, with no round trip to save, declines it. The result's `next` says whether it
-   * committed; when it did not (declined, or the lease was lost in between, or it failed after the
-   * phase's COMMIT), the phase still did, and the caller commits the point on its own.
+   * SQLite writes it in the phase's turn of its group commit. The result's `next` says whether it
+   * committed; when it did not (the lease was lost in between, or it failed after the phase's
+   * COMMIT), the phase still did, and the caller commits the point on its own.
    */
   readonly next?: PointCommit | undefined;
 }

@@ -31,7 +31,7 @@ function contractOn(name: string, open: () => Promise<PgBackend>): void {
   };
   runKeyStoreContract(name, factory, { reapsPartitionsOfMs: PARTITION_MS });
   runKeyStoreValuesContract(name, factory);
-  runKeyStoreChainedContract(name, factory, { chainsNext: true });
+  runKeyStoreChainedContract(name, factory);
 }
 
 contractOn('postgres', () => openPgBackend('contract'));

@@ -14,7 +14,7 @@ runKeyStoreContract('sqlite (in memory)', async () => sqliteKeyStore({ path: ':m
 let n = 0;
 runKeyStoreContract('sqlite (file, WAL)', async () => sqliteKeyStore({ path: join(dir, `store-${(n += 1)}.db`) }));
 runKeyStoreValuesContract('sqlite (file, WAL)', async () => sqliteKeyStore({ path: join(dir, `store-${(n += 1)}.db`) }));
-runKeyStoreChainedContract('sqlite (file, WAL)', async () => sqliteKeyStore({ path: join(dir, `store-${(n += 1)}.db`) }), { chainsNext: false });
+runKeyStoreChainedContract('sqlite (file, WAL)', async () => sqliteKeyStore({ path: join(dir, `store-${(n += 1)}.db`) }));
 
 describe('sqliteKeyStore response cap', () => {
   it('refuses to store a response body over maxResponseBytes and commits nothing', async () => {
