@@ -5,89 +5,70 @@
  *
  * Usage: `runKeyStoreChainedContract('sqlite', async () => sqliteKeyStore({ path: ':memory:' }))`.
  */
-import { randomUUID } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AdmitInput, KeyStore, Lease, Tx } from '../../src/server/store/types.js';
+import { contractHarness } from './keystore-harness.js';
 
 const TABLE = 'CREATE TABLE IF NOT EXISTS contract_chained (client_id TEXT NOT NULL, key TEXT NOT NULL, step TEXT NOT NULL)';
 
 export function runKeyStoreChainedContract(name: string, factory: () => Promise<KeyStore>): void {
   describe(`KeyStore contract (marks before and points after a phase): ${name}`, () => {
-    let store: KeyStore;
-    let clientId: string;
-    afterEach(async () => {
-      await store?.close();
-    });
-    const open = async (): Promise<void> => {
-      store = await factory();
-      await store.migrate({ sqlite: TABLE, postgres: TABLE });
-      clientId = `c${randomUUID().slice(0, 8)}`;
-    };
-    const input = (key: string, over: Partial<AdmitInput> = {}): AdmitInput => ({
-      clientId,
-      key,
-      requestHash: 'c'.repeat(64),
-      endpoint: 'POST /v1/payments',
-      requestBody: '{}',
-      leaseMs: 10_000,
-      ttlMs: 86_400_000,
-      ...over,
-    });
+    const h = contractHarness(factory, TABLE, { requestHash: 'c'.repeat(64) });
     const record = (key: string, step: string) => async (tx: Tx) =>
-      tx.run('INSERT INTO contract_chained (client_id, key, step) VALUES ($1, $2, $3)', [clientId, key, step]);
+      tx.run('INSERT INTO contract_chained (client_id, key, step) VALUES ($1, $2, $3)', [h.clientId, key, step]);
     const steps = async (key: string): Promise<string[]> =>
-      (await store.transaction((tx) => tx.all<{ step: string }>('SELECT step FROM contract_chained WHERE client_id = $1 AND key = $2', [clientId, key]))).map((row) => row.step);
+      (await h.store.transaction((tx) => tx.all<{ step: string }>('SELECT step FROM contract_chained WHERE client_id = $1 AND key = $2', [h.clientId, key]))).map((row) => row.step);
     const owned = async (key: string, over: Partial<AdmitInput> = {}): Promise<Lease> => {
-      const admitted = await store.admit(input(key, over));
+      const admitted = await h.store.admit(h.input(key, over));
       if (!admitted.owned) throw new Error('not owned');
       return admitted.lease;
     };
 
     it('admits with a first phase and the EXTn_SENT after it, each committed, and says so', async () => {
-      await open();
-      const admitted = await store.admit(input('k1'), {
+      await h.open();
+      const admitted = await h.store.admit(h.input('k1'), {
         commit: { recoveryPoint: 'H1_DONE', data: { h1: 1 }, leaseMs: 10_000, durable: false, next: { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000, durable: true } },
         work: record('k1', 'H1'),
       });
       expect(admitted.owned && admitted.first).toEqual({ value: 1, next: true });
-      expect(await store.load(clientId, 'k1')).toMatchObject({ state: 'started', recoveryPoint: 'EXT1_SENT', data: { h1: 1 } });
+      expect(await h.store.load(h.clientId, 'k1')).toMatchObject({ state: 'started', recoveryPoint: 'EXT1_SENT', data: { h1: 1 } });
       expect(await steps('k1')).toEqual(['H1']);
     });
 
     it('commits a phase, then its next point; the next point merges its data and refreshes the lease', async () => {
-      await open();
+      await h.open();
       const lease = await owned('k2', { leaseMs: 1000 });
-      const phase = await store.commitPhase(
+      const phase = await h.store.commitPhase(
         lease,
         { recoveryPoint: 'H2_DONE', data: { h2: true }, leaseMs: 1000, durable: false, next: { recoveryPoint: 'EXT2_SENT', data: { sent: 2 }, leaseMs: 60_000, durable: true } },
         record('k2', 'H2'),
       );
       expect(phase).toEqual({ ok: true, value: 1, next: true });
-      const row = await store.load(clientId, 'k2');
+      const row = await h.store.load(h.clientId, 'k2');
       expect(row).toMatchObject({ recoveryPoint: 'EXT2_SENT', data: { h2: true, sent: 2 } });
       expect(row!.leaseRemainingMs).toBeGreaterThan(30_000);
       expect(await steps('k2')).toEqual(['H2']);
     });
 
     it('commits the outcome mark before the phase, and keeps it when the phase fails, before or after its first statement', async () => {
-      await open();
+      await h.open();
       const order: string[] = [];
       const mark = (point: string) => ({ recoveryPoint: point, data: { [point]: 'outcome' }, leaseMs: 10_000, durable: false, committed: () => void order.push(`mark ${point}`) });
       const lease = await owned('k3');
-      await store.commitPhase(lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
-      const afterStatement = store.commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior: mark('EXT1_DONE') }, async (tx) => {
+      await h.store.commitPhase(lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
+      const afterStatement = h.store.commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior: mark('EXT1_DONE') }, async (tx) => {
         await record('k3', 'H2')(tx);
         order.push('statement answered');
         throw new Error('boom');
       });
       await expect(afterStatement).rejects.toThrow('boom');
-      expect(await store.load(clientId, 'k3')).toMatchObject({ state: 'started', recoveryPoint: 'EXT1_DONE', data: { EXT1_DONE: 'outcome' } });
+      expect(await h.store.load(h.clientId, 'k3')).toMatchObject({ state: 'started', recoveryPoint: 'EXT1_DONE', data: { EXT1_DONE: 'outcome' } });
       expect(await steps('k3')).toEqual([]);
       // The hook runs once the mark is in, before the work sees its first statement's answer.
       expect(order).toEqual(['mark EXT1_DONE', 'statement answered']);
 
-      await store.commitPhase(lease, { recoveryPoint: 'EXT2_SENT', leaseMs: 10_000 });
-      const beforeStatement = store.finish(
+      await h.store.commitPhase(lease, { recoveryPoint: 'EXT2_SENT', leaseMs: 10_000 });
+      const beforeStatement = h.store.finish(
         lease,
         { status: 201, headers: {}, body: '{}' },
         async () => {
@@ -96,63 +77,63 @@ export function runKeyStoreChainedContract(name: string, factory: () => Promise<
         { prior: mark('EXT2_DONE') },
       );
       await expect(beforeStatement).rejects.toThrow('before any statement');
-      expect(await store.load(clientId, 'k3')).toMatchObject({ state: 'started', recoveryPoint: 'EXT2_DONE', data: { EXT1_DONE: 'outcome', EXT2_DONE: 'outcome' } });
+      expect(await h.store.load(h.clientId, 'k3')).toMatchObject({ state: 'started', recoveryPoint: 'EXT2_DONE', data: { EXT1_DONE: 'outcome', EXT2_DONE: 'outcome' } });
       expect(order).toEqual(['mark EXT1_DONE', 'statement answered', 'mark EXT2_DONE']);
     });
 
     it('finishes after the outcome mark, with and without work', async () => {
-      await open();
+      await h.open();
       for (const [key, work] of [['k4', record('k4', 'H3')], ['k5', undefined]] as const) {
         const lease = await owned(key);
-        await store.commitPhase(lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
+        await h.store.commitPhase(lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
         let hooked = 0;
-        const done = await store.finish(lease, { status: 201, headers: { 'content-type': 'application/json' }, body: '{"ok":true}' }, work, {
+        const done = await h.store.finish(lease, { status: 201, headers: { 'content-type': 'application/json' }, body: '{"ok":true}' }, work, {
           prior: { recoveryPoint: 'EXT1_DONE', data: { risk: 'low' }, leaseMs: 10_000, durable: false, committed: () => void (hooked += 1) },
         });
         expect(done.ok, key).toBe(true);
         expect(hooked, key).toBe(1);
-        expect(await store.load(clientId, key), key).toMatchObject({ state: 'finished', recoveryPoint: 'EXT1_DONE', data: { risk: 'low' }, response: { status: 201, body: '{"ok":true}' } });
+        expect(await h.store.load(h.clientId, key), key).toMatchObject({ state: 'finished', recoveryPoint: 'EXT1_DONE', data: { risk: 'low' }, response: { status: 201, body: '{"ok":true}' } });
         expect(await steps(key), key).toEqual(work ? ['H3'] : []);
       }
     });
 
     it('runs a mark\'s hook after the mark committed and before anything after it did, with or without work', async () => {
-      await open();
+      await h.open();
       const seen: string[] = [];
       const watched = (key: string, point: string) => ({
         recoveryPoint: point,
         leaseMs: 10_000,
         durable: false,
         committed: async () => {
-          const row = await store.load(clientId, key);
+          const row = await h.store.load(h.clientId, key);
           seen.push(`${point}: ${row?.state}/${row?.recoveryPoint}`);
         },
       });
       const lease = await owned('k7');
-      await store.commitPhase(lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
+      await h.store.commitPhase(lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
       // A point with no work after the mark (two external calls in a row: EXT2_SENT).
-      expect((await store.commitPhase(lease, { recoveryPoint: 'EXT2_SENT', leaseMs: 10_000, prior: watched('k7', 'EXT1_DONE') })).ok).toBe(true);
+      expect((await h.store.commitPhase(lease, { recoveryPoint: 'EXT2_SENT', leaseMs: 10_000, prior: watched('k7', 'EXT1_DONE') })).ok).toBe(true);
       // A phase with work after the mark.
-      expect((await store.commitPhase(lease, { recoveryPoint: 'H3_DONE', leaseMs: 10_000, prior: watched('k7', 'EXT2_DONE') }, record('k7', 'H3'))).ok).toBe(true);
-      await store.commitPhase(lease, { recoveryPoint: 'EXT3_SENT', leaseMs: 10_000 });
+      expect((await h.store.commitPhase(lease, { recoveryPoint: 'H3_DONE', leaseMs: 10_000, prior: watched('k7', 'EXT2_DONE') }, record('k7', 'H3'))).ok).toBe(true);
+      await h.store.commitPhase(lease, { recoveryPoint: 'EXT3_SENT', leaseMs: 10_000 });
       // The final response with no work after the mark.
-      expect((await store.finish(lease, { status: 201, headers: {}, body: '{}' }, undefined, { prior: watched('k7', 'EXT3_DONE') })).ok).toBe(true);
+      expect((await h.store.finish(lease, { status: 201, headers: {}, body: '{}' }, undefined, { prior: watched('k7', 'EXT3_DONE') })).ok).toBe(true);
       expect(seen).toEqual(['EXT1_DONE: started/EXT1_DONE', 'EXT2_DONE: started/EXT2_DONE', 'EXT3_DONE: started/EXT3_DONE']);
-      expect(await store.load(clientId, 'k7')).toMatchObject({ state: 'finished', recoveryPoint: 'EXT3_DONE' });
+      expect(await h.store.load(h.clientId, 'k7')).toMatchObject({ state: 'finished', recoveryPoint: 'EXT3_DONE' });
     });
 
     it('commits nothing, not even the mark, for an owner whose lease was taken over', async () => {
-      await open();
+      await h.open();
       const old = await owned('k6', { leaseMs: 50 });
-      await store.commitPhase(old, { recoveryPoint: 'EXT1_SENT', leaseMs: 50 });
+      await h.store.commitPhase(old, { recoveryPoint: 'EXT1_SENT', leaseMs: 50 });
       await new Promise((resolve) => setTimeout(resolve, 120));
-      const fresh = await store.takeOver(clientId, 'k6', 10_000);
+      const fresh = await h.store.takeOver(h.clientId, 'k6', 10_000);
       expect(fresh).not.toBeNull();
       const prior = { recoveryPoint: 'EXT1_DONE', data: { stale: true }, leaseMs: 10_000, durable: false };
-      expect(await store.commitPhase(old, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior }, record('k6', 'H2'))).toEqual({ ok: false });
-      expect(await store.commitPhase(old, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior })).toEqual({ ok: false });
-      expect(await store.finish(old, { status: 201, headers: {}, body: '{}' }, undefined, { prior })).toEqual({ ok: false });
-      expect(await store.load(clientId, 'k6')).toMatchObject({ state: 'started', recoveryPoint: 'EXT1_SENT', data: {} });
+      expect(await h.store.commitPhase(old, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior }, record('k6', 'H2'))).toEqual({ ok: false });
+      expect(await h.store.commitPhase(old, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior })).toEqual({ ok: false });
+      expect(await h.store.finish(old, { status: 201, headers: {}, body: '{}' }, undefined, { prior })).toEqual({ ok: false });
+      expect(await h.store.load(h.clientId, 'k6')).toMatchObject({ state: 'started', recoveryPoint: 'EXT1_SENT', data: {} });
       expect(await steps('k6')).toEqual([]);
     });
   });

@@ -6,9 +6,9 @@
  *
  * Usage: `runKeyStoreValuesContract('sqlite', async () => sqliteKeyStore({ path: ':memory:' }))`.
  */
-import { randomUUID } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { AdmitInput, KeyStore, Tx } from '../../src/server/store/types.js';
+import { contractHarness } from './keystore-harness.js';
 
 const TABLE = 'CREATE TABLE IF NOT EXISTS contract_values (client_id TEXT NOT NULL, key TEXT NOT NULL, note TEXT NOT NULL)';
 
@@ -28,63 +28,49 @@ const HOSTILE = [
 
 export function runKeyStoreValuesContract(name: string, factory: () => Promise<KeyStore>): void {
   describe(`KeyStore contract (values): ${name}`, () => {
-    let store: KeyStore;
-    let clientId: string;
-    afterEach(async () => {
-      await store?.close();
-    });
-    const open = async (): Promise<void> => {
-      store = await factory();
-      await store.migrate({ sqlite: TABLE, postgres: TABLE });
-      clientId = `c${randomUUID().slice(0, 8)}'\\`;
-    };
-    const input = (key: string, over: Partial<AdmitInput> = {}): AdmitInput => ({
-      clientId,
-      key,
+    const h = contractHarness(factory, TABLE, {
+      clientSuffix: "'\\",
       requestHash: 'b'.repeat(64),
       endpoint: `POST /v1/payments?q=${HOSTILE}`,
       requestBody: JSON.stringify({ reference: HOSTILE, pad: 'x'.repeat(60_000) }),
-      leaseMs: 10_000,
-      ttlMs: 86_400_000,
-      ...over,
     });
     const note = (key: string) => async (tx: Tx) =>
-      tx.run('INSERT INTO contract_values (client_id, key, note) VALUES ($1, $2, $3)', [clientId, key, HOSTILE]);
+      tx.run('INSERT INTO contract_values (client_id, key, note) VALUES ($1, $2, $3)', [h.clientId, key, HOSTILE]);
     const notes = async (key: string): Promise<string[]> =>
-      (await store.transaction((tx) => tx.all<{ note: string }>('SELECT note FROM contract_values WHERE client_id = $1 AND key = $2', [clientId, key]))).map(
+      (await h.store.transaction((tx) => tx.all<{ note: string }>('SELECT note FROM contract_values WHERE client_id = $1 AND key = $2', [h.clientId, key]))).map(
         (row) => row.note,
       );
 
     it('stores hostile text verbatim through admission, a phase, an outcome mark and the final response', async () => {
-      await open();
+      await h.open();
       const key = `k-${HOSTILE}`;
-      const admitted = await store.admit(input(key), {
+      const admitted = await h.store.admit(h.input(key), {
         commit: { recoveryPoint: 'H1_DONE', data: { given: HOSTILE }, dataFrom: (changed: number | undefined) => ({ changed, also: HOSTILE }), leaseMs: 10_000 },
         work: note(key),
       });
       if (!admitted.owned) throw new Error('not owned');
       expect(admitted.row.data).toEqual({ given: HOSTILE, changed: 1, also: HOSTILE });
-      const phase = await store.commitPhase(admitted.lease, { recoveryPoint: 'H2_DONE', data: { h2: HOSTILE }, dataFrom: () => ({ h2b: HOSTILE }), leaseMs: 10_000 }, note(key));
+      const phase = await h.store.commitPhase(admitted.lease, { recoveryPoint: 'H2_DONE', data: { h2: HOSTILE }, dataFrom: () => ({ h2b: HOSTILE }), leaseMs: 10_000 }, note(key));
       expect(phase.ok).toBe(true);
-      expect((await store.commitPhase(admitted.lease, { recoveryPoint: 'EXT1_DONE', data: { ext: HOSTILE }, leaseMs: 10_000 })).ok).toBe(true);
+      expect((await h.store.commitPhase(admitted.lease, { recoveryPoint: 'EXT1_DONE', data: { ext: HOSTILE }, leaseMs: 10_000 })).ok).toBe(true);
       const response = { status: 201, headers: { 'x-note': HOSTILE.replace(/[\r\n]/g, ' '), 'content-type': 'application/json' }, body: JSON.stringify({ note: HOSTILE }) };
-      expect((await store.finish(admitted.lease, () => response, note(key))).ok).toBe(true);
+      expect((await h.store.finish(admitted.lease, () => response, note(key))).ok).toBe(true);
 
-      const row = await store.load(clientId, key);
-      expect(row).toMatchObject({ clientId, key, endpoint: input(key).endpoint, requestBody: input(key).requestBody, state: 'finished', response });
+      const row = await h.store.load(h.clientId, key);
+      expect(row).toMatchObject({ clientId: h.clientId, key, endpoint: h.input(key).endpoint, requestBody: h.input(key).requestBody, state: 'finished', response });
       expect(row?.data).toEqual({ given: HOSTILE, changed: 1, also: HOSTILE, h2: HOSTILE, h2b: HOSTILE, ext: HOSTILE });
       expect(Object.keys(row?.response?.headers ?? {})).toEqual(['x-note', 'content-type']);
       expect(await notes(key)).toEqual([HOSTILE, HOSTILE, HOSTILE]);
       // A duplicate admission with the same hostile text finds the row instead of a second one.
-      expect((await store.admit(input(key))).owned).toBe(false);
+      expect((await h.store.admit(h.input(key))).owned).toBe(false);
     });
 
     it('commits nothing for a lost lease even when the work swallows the error its statement raised', async () => {
-      await open();
-      const admitted = await store.admit(input('swallow', { leaseMs: 50 }));
+      await h.open();
+      const admitted = await h.store.admit(h.input('swallow', { leaseMs: 50 }));
       if (!admitted.owned) throw new Error('not owned');
       await new Promise((resolve) => setTimeout(resolve, 120));
-      expect(await store.takeOver(clientId, 'swallow', 10_000)).not.toBeNull();
+      expect(await h.store.takeOver(h.clientId, 'swallow', 10_000)).not.toBeNull();
       let caught: unknown;
       const swallowing = async (tx: Tx): Promise<string> => {
         try {
@@ -94,27 +80,27 @@ export function runKeyStoreValuesContract(name: string, factory: () => Promise<K
         }
         return 'carried on';
       };
-      expect(await store.commitPhase(admitted.lease, { recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, swallowing)).toEqual({ ok: false });
+      expect(await h.store.commitPhase(admitted.lease, { recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, swallowing)).toEqual({ ok: false });
       expect(caught).toBeDefined();
-      expect(await store.finish(admitted.lease, { status: 201, headers: {}, body: '' }, swallowing)).toEqual({ ok: false });
-      const row = await store.load(clientId, 'swallow');
+      expect(await h.store.finish(admitted.lease, { status: 201, headers: {}, body: '' }, swallowing)).toEqual({ ok: false });
+      const row = await h.store.load(h.clientId, 'swallow');
       expect(row).toMatchObject({ state: 'started', recoveryPoint: null, response: null });
       expect(await notes('swallow')).toEqual([]);
     });
 
     it('ends the transaction of a work that fails while its first statement is still on its way', async () => {
-      await open();
-      const admitted = await store.admit(input('racing', { leaseMs: 100 }));
+      await h.open();
+      const admitted = await h.store.admit(h.input('racing', { leaseMs: 100 }));
       if (!admitted.owned) throw new Error('not owned');
-      const failing = store.commitPhase(admitted.lease, { recoveryPoint: 'H1_DONE', leaseMs: 100 }, async (tx) => {
+      const failing = h.store.commitPhase(admitted.lease, { recoveryPoint: 'H1_DONE', leaseMs: 100 }, async (tx) => {
         await Promise.all([note('racing')(tx), Promise.reject(new Error('validation failed'))]);
       });
       await expect(failing).rejects.toThrow('validation failed');
       // Nothing committed, nothing left holding the row: once the lease runs out, it can be taken over.
       await new Promise((resolve) => setTimeout(resolve, 200));
-      const taken = await store.takeOver(clientId, 'racing', 10_000);
+      const taken = await h.store.takeOver(h.clientId, 'racing', 10_000);
       expect(taken).not.toBeNull();
-      expect(await store.load(clientId, 'racing')).toMatchObject({ state: 'started', recoveryPoint: null });
+      expect(await h.store.load(h.clientId, 'racing')).toMatchObject({ state: 'started', recoveryPoint: null });
       expect(await notes('racing')).toEqual([]);
     });
   });

@@ -128,22 +128,17 @@ END
 $fn$;`,
   // A point sent after a COMMIT in the same round trip (EXTn_SENT after a local phase) must report
   // a lost lease, not raise it: the round trip's answer is then the only way to tell that the phase
-  // before it committed. oncely_point (migration 2, unchanged) raises, for the statements that must
-  // stop everything after them.
+  // before it committed. The write itself stays oncely_point's (migration 2); catching its OLOST
+  // costs a subtransaction, once per external call.
   (s) => `
 CREATE FUNCTION ${s}.oncely_try_point(p_client text, p_key text, p_token text, p_point text, p_data text,
                                       p_lease_ms float8, p_merge boolean, p_durable boolean) RETURNS boolean
 LANGUAGE plpgsql VOLATILE AS $fn$
 BEGIN
-  -- Read at COMMIT: a call on its own commits without waiting for the WAL flush.
-  IF NOT p_durable THEN
-    PERFORM set_config('synchronous_commit', 'off', true);
-  END IF;
-  UPDATE ${s}.oncely_keys
-     SET recovery_point = p_point, data = CASE WHEN p_merge THEN data || p_data::jsonb ELSE p_data::jsonb END,
-         lease_until = now() + p_lease_ms * interval '1 millisecond'
-   WHERE client_id = p_client AND key = p_key AND state = 'started' AND lease_token = p_token;
-  RETURN FOUND;
+  PERFORM ${s}.oncely_point(p_client, p_key, p_token, p_point, p_data, p_lease_ms, p_merge, p_durable);
+  RETURN true;
+EXCEPTION WHEN SQLSTATE 'OLOST' THEN
+  RETURN false;
 END
 $fn$;`,
 ];

@@ -137,6 +137,17 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       expect(notes.map((n) => n.note)).toEqual(['h1', 'h2']);
     });
 
+    it('answers a lost lease from oncely_try_point (the EXTn_SENT sent after a COMMIT) instead of raising it', async () => {
+      const admitted = await store.admit(input('try-1'));
+      if (!admitted.owned) throw new Error('not owned');
+      const attempt = async (token: string): Promise<boolean> =>
+        (await backend.query<{ ok: boolean }>(`SELECT ${store.schema}.oncely_try_point('acme', 'try-1', $1, 'EXT1_SENT', '{"n":1}', 10000, true, true) AS ok`, [token]))[0]!.ok;
+      expect(await attempt('not-the-lease')).toBe(false);
+      expect((await store.load('acme', 'try-1'))?.recoveryPoint).toBeNull();
+      expect(await attempt(admitted.lease.token)).toBe(true);
+      expect(await store.load('acme', 'try-1')).toMatchObject({ recoveryPoint: 'EXT1_SENT', data: { n: 1 } });
+    });
+
     it('stores the final response verbatim and clears the lease on finish', async () => {
       const admitted = await store.admit(input('finish-1'));
       if (!admitted.owned) throw new Error('not owned');

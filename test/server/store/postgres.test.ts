@@ -57,27 +57,14 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
     // server ran every statement): a second copy of the mark would move the row back.
     const pool = new pg.Pool({ connectionString: url, max: 3 });
     let loseAnswerOf: RegExp | undefined;
-    const connect = pool.connect.bind(pool);
-    pool.connect = (async (callback?: unknown) => {
-      if (callback) return (connect as (cb: unknown) => void)(callback);
-      const client = await connect();
-      const query = client.query.bind(client);
-      client.query = (async (text: unknown, ...rest: unknown[]) => {
-        const result: unknown = await (query as (...a: unknown[]) => Promise<unknown>)(text, ...rest);
-        if (typeof text === 'string' && loseAnswerOf?.test(text)) {
-          loseAnswerOf = undefined;
-          throw Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
-        }
-        return result;
-      }) as typeof client.query;
-      const release = client.release.bind(client);
-      client.release = ((error?: Error | boolean) => {
-        client.query = query;
-        client.release = release;
-        return release(error);
-      }) as typeof client.release;
-      return client;
-    }) as typeof pool.connect;
+    interceptCheckouts(pool, (query) => async (text, ...rest) => {
+      const result = await query(text, ...rest);
+      if (typeof text === 'string' && loseAnswerOf?.test(text)) {
+        loseAnswerOf = undefined;
+        throw Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+      }
+      return result;
+    });
     const store = postgresKeyStore({ pool, schema: `${schema}_resend` });
     try {
       await store.migrate();
@@ -115,25 +102,8 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
       sent.push(typeof query === 'string' ? { tx, text: query, params: params ?? [] } : { tx, text: query.text, params: query.values ?? [], named: 'name' in query });
     };
     traced.query = ((text: Sent, params?: unknown[]) => (log(0, text, params), direct(text as string, params))) as typeof traced.query;
-    let transactions = 0;
-    const connect = traced.connect.bind(traced);
     // pool.query checks a client out with a callback (logged above, as statement 0): left alone.
-    traced.connect = (async (callback?: unknown) => {
-      if (callback) return (connect as (cb: unknown) => void)(callback);
-      const client = await connect();
-      const tx = (transactions += 1);
-      const query = client.query.bind(client);
-      client.query = ((text: Sent, params?: unknown[], ...rest: unknown[]) => (
-        log(tx, text, params), (query as (...a: unknown[]) => unknown)(text, params, ...rest)
-      )) as typeof client.query;
-      const release = client.release.bind(client);
-      client.release = ((error?: Error | boolean) => {
-        client.query = query;
-        client.release = release;
-        return release(error);
-      }) as typeof client.release;
-      return client;
-    }) as typeof traced.connect;
+    interceptCheckouts(traced, (query, tx) => (text, params, ...rest) => (log(tx, text as Sent, params as unknown[] | undefined), query(text, params, ...rest)));
     const store = postgresKeyStore({ pool: traced, schema: `${schema}_durable` });
     try {
       const app = await createTestApp({ store });
@@ -235,4 +205,29 @@ function transactionsOf(sent: ReadonlyArray<{ tx: number; text: string }>): stri
     }
   }
   return transactions;
+}
+
+type ClientQuery = (text: unknown, ...rest: unknown[]) => Promise<unknown>;
+
+/**
+ * Routes every statement of the clients `pool.connect()` checks out through `through` (the n-th
+ * checkout gets `n`), restoring the client's own `query` when it is released. `pool.query`, which
+ * checks out with a callback, is left alone.
+ */
+function interceptCheckouts(pool: pg.Pool, through: (query: ClientQuery, checkout: number) => ClientQuery): void {
+  let checkouts = 0;
+  const connect = pool.connect.bind(pool);
+  pool.connect = (async (callback?: unknown) => {
+    if (callback) return (connect as (cb: unknown) => void)(callback);
+    const client = await connect();
+    const query = client.query.bind(client);
+    client.query = through(query as unknown as ClientQuery, (checkouts += 1)) as unknown as typeof client.query;
+    const release = client.release.bind(client);
+    client.release = ((error?: Error | boolean) => {
+      client.query = query;
+      client.release = release;
+      return release(error);
+    }) as typeof client.release;
+    return client;
+  }) as typeof pool.connect;
 }
