@@ -50,52 +50,94 @@ export function runKeyStoreChainedContract(name: string, factory: () => Promise<
       expect(await steps('k2')).toEqual(['H2']);
     });
 
-    it('commits the outcome mark before the phase, and keeps it when the phase fails, before or after its first statement', async () => {
-      await h.open();
-      const order: string[] = [];
-      const mark = (point: string) => ({ recoveryPoint: point, data: { [point]: 'outcome' }, leaseMs: 10_000, durable: false, committed: () => void order.push(`mark ${point}`) });
-      const lease = await owned('k3');
-      await h.store.commitPhase(lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
-      const afterStatement = h.store.commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior: mark('EXT1_DONE') }, async (tx) => {
-        await record('k3', 'H2')(tx);
-        order.push('statement answered');
-        throw new Error('boom');
-      });
-      await expect(afterStatement).rejects.toThrow('boom');
-      expect(await h.store.load(h.clientId, 'k3')).toMatchObject({ state: 'started', recoveryPoint: 'EXT1_DONE', data: { EXT1_DONE: 'outcome' } });
-      expect(await steps('k3')).toEqual([]);
-      // The hook runs once the mark is in, before the work sees its first statement's answer.
-      expect(order).toEqual(['mark EXT1_DONE', 'statement answered']);
+    // A mark with a hook is committed on its own; one without may share the phase's statements.
+    for (const hooked of [true, false]) {
+      const hook = (push: () => void) => (hooked ? { committed: push } : {});
 
-      await h.store.commitPhase(lease, { recoveryPoint: 'EXT2_SENT', leaseMs: 10_000 });
-      const beforeStatement = h.store.finish(
-        lease,
-        { status: 201, headers: {}, body: '{}' },
-        async () => {
-          throw new Error('before any statement');
-        },
-        { prior: mark('EXT2_DONE') },
-      );
-      await expect(beforeStatement).rejects.toThrow('before any statement');
-      expect(await h.store.load(h.clientId, 'k3')).toMatchObject({ state: 'started', recoveryPoint: 'EXT2_DONE', data: { EXT1_DONE: 'outcome', EXT2_DONE: 'outcome' } });
-      expect(order).toEqual(['mark EXT1_DONE', 'statement answered', 'mark EXT2_DONE']);
-    });
-
-    it('finishes after the outcome mark, with and without work', async () => {
-      await h.open();
-      for (const [key, work] of [['k4', record('k4', 'H3')], ['k5', undefined]] as const) {
-        const lease = await owned(key);
+      it(`commits the outcome mark${hooked ? ' (with a hook)' : ''} before the phase, and keeps it when the phase fails: before or after its first statement, or in its final response`, async () => {
+        await h.open();
+        const order: string[] = [];
+        const mark = (point: string) => ({ recoveryPoint: point, data: { [point]: 'outcome' }, leaseMs: 10_000, durable: false, ...hook(() => void order.push(`mark ${point}`)) });
+        const lease = await owned('k3');
         await h.store.commitPhase(lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
-        let hooked = 0;
-        const done = await h.store.finish(lease, { status: 201, headers: { 'content-type': 'application/json' }, body: '{"ok":true}' }, work, {
-          prior: { recoveryPoint: 'EXT1_DONE', data: { risk: 'low' }, leaseMs: 10_000, durable: false, committed: () => void (hooked += 1) },
+        const afterStatement = h.store.commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior: mark('EXT1_DONE') }, async (tx) => {
+          await record('k3', 'H2')(tx);
+          order.push('statement answered');
+          throw new Error('boom');
         });
-        expect(done.ok, key).toBe(true);
-        expect(hooked, key).toBe(1);
-        expect(await h.store.load(h.clientId, key), key).toMatchObject({ state: 'finished', recoveryPoint: 'EXT1_DONE', data: { risk: 'low' }, response: { status: 201, body: '{"ok":true}' } });
-        expect(await steps(key), key).toEqual(work ? ['H3'] : []);
-      }
-    });
+        await expect(afterStatement).rejects.toThrow('boom');
+        expect(await h.store.load(h.clientId, 'k3')).toMatchObject({ state: 'started', recoveryPoint: 'EXT1_DONE', data: { EXT1_DONE: 'outcome' } });
+        expect(await steps('k3')).toEqual([]);
+        // The hook runs once the mark is in, before the work sees its first statement's answer.
+        expect(order).toEqual(hooked ? ['mark EXT1_DONE', 'statement answered'] : ['statement answered']);
+
+        await h.store.commitPhase(lease, { recoveryPoint: 'EXT2_SENT', leaseMs: 10_000 });
+        const beforeStatement = h.store.finish(
+          lease,
+          { status: 201, headers: {}, body: '{}' },
+          async () => {
+            throw new Error('before any statement');
+          },
+          { prior: mark('EXT2_DONE') },
+        );
+        await expect(beforeStatement).rejects.toThrow('before any statement');
+        expect(await h.store.load(h.clientId, 'k3')).toMatchObject({ state: 'started', recoveryPoint: 'EXT2_DONE', data: { EXT1_DONE: 'outcome', EXT2_DONE: 'outcome' } });
+
+        // The work ran and the response is refused (too large): the mark stays, the response does not.
+        await h.store.commitPhase(lease, { recoveryPoint: 'EXT3_SENT', leaseMs: 10_000 });
+        const tooLarge = h.store.finish(lease, { status: 201, headers: {}, body: 'x'.repeat(10_000_000) }, async () => 'no statement', { prior: mark('EXT3_DONE') });
+        await expect(tooLarge).rejects.toThrow(/exceeds maxResponseBytes/);
+        expect(await h.store.load(h.clientId, 'k3')).toMatchObject({ state: 'started', recoveryPoint: 'EXT3_DONE', response: null });
+        expect(order).toEqual(hooked ? ['mark EXT1_DONE', 'statement answered', 'mark EXT2_DONE', 'mark EXT3_DONE'] : ['statement answered']);
+      });
+
+      it(`finishes after the outcome mark${hooked ? ' (with a hook)' : ''}: with work, with work that runs no statement, and with none`, async () => {
+        await h.open();
+        const cases: Array<[string, ((tx: Tx) => Promise<unknown>) | undefined]> = [
+          ['k4', record('k4', 'H3')],
+          ['k4b', async () => 'no statement'],
+          ['k5', undefined],
+        ];
+        for (const [key, work] of cases) {
+          const lease = await owned(key);
+          await h.store.commitPhase(lease, { recoveryPoint: 'EXT1_SENT', data: { sent: 1 }, leaseMs: 10_000 });
+          let calls = 0;
+          const done = await h.store.finish(lease, { status: 201, headers: { 'content-type': 'application/json' }, body: '{"ok":true}' }, work, {
+            prior: { recoveryPoint: 'EXT1_DONE', data: { risk: 'low' }, leaseMs: 10_000, durable: false, ...hook(() => void (calls += 1)) },
+          });
+          expect(done.ok, key).toBe(true);
+          expect(calls, key).toBe(hooked ? 1 : 0);
+          expect(await h.store.load(h.clientId, key), key).toMatchObject({
+            state: 'finished',
+            recoveryPoint: 'EXT1_DONE',
+            data: { sent: 1, risk: 'low' },
+            response: { status: 201, body: '{"ok":true}' },
+            leaseRemainingMs: null,
+          });
+          expect(await steps(key), key).toEqual(key === 'k4' ? ['H3'] : []);
+        }
+      });
+
+      it(`commits a point after the outcome mark and the phase${hooked ? ' (with a hook)' : ''}, with every data patch in order`, async () => {
+        await h.open();
+        const lease = await owned('k8');
+        await h.store.commitPhase(lease, { recoveryPoint: 'EXT1_SENT', data: { a: 'sent', b: 'sent' }, leaseMs: 10_000 });
+        const phase = await h.store.commitPhase(
+          lease,
+          {
+            recoveryPoint: 'H2_DONE',
+            data: { b: 'phase', c: 'phase' },
+            dataFrom: () => ({ c: 'work', d: 'work' }),
+            leaseMs: 10_000,
+            prior: { recoveryPoint: 'EXT1_DONE', data: { a: 'mark', b: 'mark' }, leaseMs: 10_000, ...hook(() => undefined) },
+            next: { recoveryPoint: 'EXT2_SENT', data: { d: 'next' }, leaseMs: 10_000, durable: true },
+          },
+          async () => 'no statement',
+        );
+        expect(phase).toEqual({ ok: true, value: 'no statement', next: true });
+        expect(await h.store.load(h.clientId, 'k8')).toMatchObject({ recoveryPoint: 'EXT2_SENT', data: { a: 'mark', b: 'phase', c: 'work', d: 'next' } });
+      });
+    }
 
     it('runs a mark\'s hook after the mark committed and before anything after it did, with or without work', async () => {
       await h.open();

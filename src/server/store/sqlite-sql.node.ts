@@ -55,6 +55,10 @@ export const SQL = {
                     WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
   finish: `UPDATE oncely_keys SET state = 'finished', response_status = ?, response_headers = ?, response_body = ?,
            lease_token = NULL, lease_expires_at = NULL WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
+  // The final response and the outcome mark before it, in one statement (see fenced()).
+  finishAfterMark: `UPDATE oncely_keys SET state = 'finished', recovery_point = ?, data = oncely_merge(data, ?), response_status = ?,
+                    response_headers = ?, response_body = ?, lease_token = NULL, lease_expires_at = NULL
+                    WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
   forget: `DELETE FROM oncely_keys WHERE client_id = ? AND key = ? AND lease_token = ? AND recovery_point IS NULL`,
   release: `UPDATE oncely_keys SET lease_token = NULL, lease_expires_at = NULL
             WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
