@@ -19,7 +19,8 @@ import { type FingerprintDigest, canonicalJson, canonicalisesJson, defaultDigest
 import { DEFAULT_NAMESPACE, parseKeyHeader } from '../keys.js';
 import { inFlight, mismatch, replayFromCache, replayHeaders, respond, stored } from './answers.js';
 import { createServerMetrics, type RequestOutcome, type ServerMetrics } from './metrics.js';
-import { firstLocalPhase, reportError, runSteps, type PhaseHooks, type StepsOutcome } from './phases.js';
+import { firstLocalPhase } from './first-phase.js';
+import { reportError, runSteps, type PhaseHooks, type StepsOutcome } from './phases.js';
 import { ProblemType, problem } from './problems.js';
 import { readCappedBody } from './read-body.js';
 import { createReplayCache, type CachedKey, type ReplayCache, type ReplayCacheOptions } from './replay-cache.js';

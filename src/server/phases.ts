@@ -39,10 +39,11 @@
  *
  * @module
  */
-import { parse as parseUuid, stringify as stringifyUuid, v5 as uuidv5 } from 'uuid';
+import { externalKey } from './derived-key.js';
+import { sentOf } from './first-phase.js';
 import type { ServerMetrics } from './metrics.js';
-import type { FirstPhase, KeyStore, Lease, PhaseCommit, PointCommit, PriorCommit, StoredResponse, Tx } from './store/types.js';
-import type { ExternalOutcome, IdempotentOperation, Step, StepContext } from './types.js';
+import type { KeyStore, Lease, PhaseCommit, PriorCommit, StoredResponse } from './store/types.js';
+import type { ExternalOutcome, IdempotentOperation, StepContext } from './types.js';
 
 /** Called after every commit; the reference app's crash faults kill the process here. */
 export interface PhaseHooks {
@@ -107,121 +108,6 @@ export interface RunStepsInput<Input> {
   readonly admittedAt?: string | undefined;
   /** The `EXTn_SENT` the admission committed right after {@link RunStepsInput.admittedAt}, if it did: that call is made with no probe first. */
   readonly admittedNext?: string | undefined;
-}
-
-/** A {@link FirstPhase} built from an operation's first step, and whether an error came from its work. */
-export interface FirstLocalPhase extends FirstPhase<Readonly<Record<string, unknown>> | void> {
-  /** True when `error` was thrown by the step's own work (not by the store around it). */
-  threw(error: unknown): boolean;
-}
-
-/**
- * The operation's first step as the admission's own phase (see {@link FirstPhase}), when that
- * step is local; `undefined` otherwise. Its context is that of a fresh row: no data yet.
- *
- * @example
- * ```ts
- * const first = firstLocalPhase(operation, { clientId, key, input, namespace, leaseMs });
- * const admitted = await store.admit(admission, first);
- * ```
- */
-export function firstLocalPhase<Input>(
-  operation: IdempotentOperation<Input>,
-  at: {
-    readonly clientId: string;
-    readonly key: string;
-    readonly input: Input;
-    readonly namespace: string;
-    readonly leaseMs: number;
-    /** Hand the store the next step's `EXTn_SENT` to commit with the phase (false when an `afterCommit` hook must see each point alone). */
-    readonly chain: boolean;
-  },
-): FirstLocalPhase | undefined {
-  const step = operation.steps[0];
-  if (step?.kind !== 'local') return undefined;
-  const following = operation.steps[1];
-  let thrown: { error: unknown } | undefined;
-  const ctx: StepContext<Input> = {
-    clientId: at.clientId,
-    key: at.key,
-    input: at.input,
-    data: {},
-    derivedKey: (n) => externalKey(at.namespace, at.clientId, at.key, n),
-  };
-  return {
-    // Not durable yet: the next commit (EXTn_SENT or the final response) is, before anything leaves.
-    commit: {
-      recoveryPoint: step.point,
-      leaseMs: at.leaseMs,
-      dataFrom: (produced) => produced ?? undefined,
-      durable: false,
-      next: at.chain ? sentOf(following, at.leaseMs) : undefined,
-    },
-    async work(tx: Tx) {
-      try {
-        return await step.run(ctx, tx);
-      } catch (error) {
-        thrown = { error };
-        throw error;
-      }
-    },
-    threw: (error) => thrown !== undefined && thrown.error === error,
-  };
-}
-
-/**
- * The derived key of external system `n`: `uuid5(namespace, clientId + ":" + key + ":ext" + n)`.
- *
- * Unambiguous because client ids never contain `:` (the application checks its client ids at
- * startup): the first `:` ends the client id and the last `:ext<n>` is the suffix, so two
- * different `(clientId, key, n)` never share a name. Deterministic, so a resumed attempt presents
- * the key the dead attempt used and the external system treats it as a replay.
- *
- * @example
- * ```ts
- * externalKey(DEFAULT_NAMESPACE, 'acme', '0193a5f2-7c1e', 2); // the K2 the rail sees
- * ```
- */
-export function externalKey(namespace: string, clientId: string, key: string, n: number): string {
-  const name = `${clientId}:${key}:ext${n}`;
-  if (!nodeCrypto) return uuidv5(name, namespaceBytes(namespace));
-  // RFC 9562 §5.5, as uuid's v5 computes it: SHA-1 of the namespace's bytes and the name's UTF-8,
-  // then the version (5) and variant bits. node:crypto takes the string as it is; uuid's generic
-  // path first re-encodes it by hand, which cost ~2 % of a first execution's CPU.
-  const hash = nodeCrypto.createHash('sha1').update(namespaceBytes(namespace)).update(name, 'utf8').digest();
-  hash[6] = (hash[6]! & 0x0f) | 0x50;
-  hash[8] = (hash[8]! & 0x3f) | 0x80;
-  return stringifyUuid(hash);
-}
-
-interface Sha1Like {
-  createHash(algorithm: 'sha1'): { update(data: Uint8Array | string, encoding?: 'utf8'): { update(data: string, encoding: 'utf8'): { digest(): Uint8Array } } };
-}
-
-/** node:crypto where `process.getBuiltinModule` reaches it (as `defaultDigest()` does), else uuid's own SHA-1. */
-const nodeCrypto: Sha1Like | undefined = (() => {
-  const getBuiltin = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process?.getBuiltinModule;
-  const crypto = typeof getBuiltin === 'function' ? (getBuiltin('node:crypto') as Partial<Sha1Like> | undefined) : undefined;
-  return crypto && typeof crypto.createHash === 'function' ? (crypto as Sha1Like) : undefined;
-})();
-
-// uuid's v5 parses a string namespace on every call; a server uses one or two namespaces.
-const parsedNamespaces = new Map<string, Uint8Array>();
-function namespaceBytes(namespace: string): Uint8Array {
-  let bytes = parsedNamespaces.get(namespace);
-  if (bytes === undefined) {
-    bytes = parseUuid(namespace);
-    if (parsedNamespaces.size < 64) parsedNamespaces.set(namespace, bytes);
-  }
-  return bytes;
-}
-
-/**
- * `EXTn_SENT` of `step` when it is an external call: committed, durably, right after the local
- * phase before it (in the same round trip where the store can), since nothing runs in between.
- */
-function sentOf<Input>(step: Step<Input> | undefined, leaseMs: number): PointCommit | undefined {
-  return step?.kind === 'external' ? { recoveryPoint: step.sent, leaseMs, durable: true } : undefined;
 }
 
 class LeaseLost extends Error {

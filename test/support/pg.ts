@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { postgresKeyStore, type PostgresKeyStoreOptions } from '../../src/server/store/postgres.node.js';
-import type { PgliteLike } from '../../src/server/store/postgres-runner.node.js';
+import type { PgliteLike } from '../../src/server/store/postgres-pglite.node.js';
 import type { KeyStore } from '../../src/server/store/types.js';
 
 export const DEFAULT_PG_URL = 'postgres://postgres@127.0.0.1:5432/test';

@@ -13,12 +13,14 @@
  * @module
  */
 import type pg from 'pg';
-import { createPgRunner, createPgliteRunner, schemaFromUrl, type OpenTransaction, type PgliteLike, type Query, type QueryResult, type Runner, type Statement } from './postgres-runner.node.js';
+import { createFencing } from './postgres-fenced.node.js';
+import { createPgliteRunner, type PgliteLike } from './postgres-pglite.node.js';
+import { createPgRunner, schemaFromUrl, type Runner } from './postgres-runner.node.js';
 import { dropDetachedPartitions, dropExpiredPartitions, ensurePartitions, migrate, type PartitionPlan } from './postgres-schema.node.js';
 import { ROW, toAdmitResult, toRow, type Admitted, type RawRow } from './postgres-rows.node.js';
-import type { AdmitInput, AdmitResult, AppSchema, Fenced, FinalResponse, FinishOptions, FirstPhase, KeyStore, Lease, PhaseCommit, PointCommit, PriorCommit, StoredResponse, Tx } from './types.js';
+import type { AdmitInput, AdmitResult, AppSchema, Fenced, FinalResponse, FinishOptions, FirstPhase, KeyStore, Lease, PhaseCommit, StoredResponse, Tx } from './types.js';
 
-export type { PgliteLike, PgliteQueryable, PgliteResults } from './postgres-runner.node.js';
+export type { PgliteLike, PgliteQueryable, PgliteResults } from './postgres-pglite.node.js';
 
 /**
  * Options of {@link postgresKeyStore}: exactly one of `connectionString`, `pool` or `pglite`.
@@ -90,9 +92,6 @@ export interface PostgresKeyStoreOptions {
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
-/** Thrown inside a transaction to roll it back when the lease no longer holds the row. */
-class LeaseLost {}
-
 /**
  * Opens a PostgreSQL KeyStore over a connection string, a `pg` pool or a PGlite instance. Call
  * `migrate()` once before use; any number of instances may do so at the same time.
@@ -138,130 +137,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
       ensuring = undefined;
     }));
 
-  const txOver = (query: Query): Tx => ({
-    dialect: 'postgres',
-    run: async (sql, params) => (await query(sql, params ?? [])).rowCount,
-    all: async <T extends object>(sql: string, params?: readonly unknown[]) => (await query<T>(sql, params ?? [])).rows,
-    get: async <T extends object>(sql: string, params?: readonly unknown[]): Promise<T | undefined> => {
-      const { rows } = await query<T>(sql, params ?? []);
-      return rows[0];
-    },
-  });
-
-  /**
-   * Work under a lease, then `write` (`oncely_point` or `oncely_finish`, which raise OLOST when
-   * the lease no longer holds the row). The transaction opens only when the work runs its first
-   * statement:
-   * - no statement: `write` alone, atomic on its own (one round trip);
-   * - statements: the first goes after BEGIN and `oncely_lock` (one round trip: `SELECT … FOR
-   *   UPDATE` of the row under the lease, so an owner that lost its row runs none of its
-   *   statements and a concurrent takeover waits for this transaction, then finds a fresh lease);
-   *   `write` goes with COMMIT. (As on SQLite, JS the work runs before its first statement is not
-   *   fenced; only what reaches the database is.)
-   * `prior` (an outcome mark) rides in front of the first round trip as a transaction of its own,
-   * raising OLOST if the lease is gone so that nothing after it runs; `next` (EXTn_SENT) rides
-   * behind the COMMIT as `oncely_try_point`, which answers whether it held. A mark with a
-   * `committed` hook goes alone, first: the hook runs after it and before anything else commits.
-   */
-  async function fenced<T>(
-    lease: Lease,
-    work: ((tx: Tx) => Promise<T>) | undefined,
-    write: (result: T | undefined) => Statement,
-    prior?: PriorCommit,
-    next?: { readonly point: PointCommit; readonly after: string },
-  ): Promise<Fenced<T>> {
-    const then = next ? pointStatement('oncely_try_point', lease, next.point) : undefined;
-    // A round trip that ended with `then` and failed may have failed in `then` alone, after the
-    // phase committed: the row says which (then `next` is false and the caller sends it again).
-    const unlessLanded = async (error: unknown): Promise<undefined> => {
-      if (!next || isLeaseLost(error) || !(await landed(lease, next.after))) throw error;
-      return undefined;
-    };
-    // The mark goes out once, with whichever round trip comes first: never again after that, even
-    // when that round trip failed (it may have committed, and a later copy would move the row back).
-    let mark = prior ? pointStatement('oncely_point', lease, prior) : undefined;
-    const takeMark = (): Statement | undefined => {
-      const taken = mark;
-      mark = undefined;
-      return taken;
-    };
-    // A mark with a hook must be seen committed before anything after it commits, and its hook
-    // may use the store: it goes alone, before the work starts.
-    if (prior?.committed && !(await markAlone(takeMark()!, prior))) return { ok: false };
-    let open: OpenTransaction | undefined;
-    let opening: Promise<OpenTransaction> | undefined;
-    const begin = (): Promise<OpenTransaction> =>
-      (opening ??= runner
-        .open<{ held: boolean }>({ sql: `SELECT ${schema}.oncely_lock($1, $2, $3) AS held`, params: fenceArgs(lease) }, takeMark())
-        .then(({ result, tx }) => {
-          open = tx;
-          if (result.rows[0]?.held !== true) throw new LeaseLost();
-          return tx;
-        }));
-    const query: Query = async (sql, params) => (await begin()).query(sql, params);
-    try {
-      const value = work ? await work(txOver(query)) : undefined;
-      const statement = write(value);
-      let held: QueryResult<{ ok?: boolean }> | undefined;
-      if (opening) {
-        // Awaited again: a work that caught the failure of its first statement (a lost lease, a
-        // broken connection) must not get its write committed without it.
-        const tx = await opening;
-        held = await tx.commit(statement, then).catch(unlessLanded);
-      } else {
-        const unsent = takeMark();
-        if (unsent || then) held = await runner.sequence<{ ok?: boolean }>([...(unsent ? [unsent] : []), statement, ...(then ? [then] : [])]).catch(unlessLanded);
-        else await runner.prepared(statement.sql, statement.params);
-      }
-      return then ? { ok: true, value: value as T, next: held?.rows[0]?.ok === true } : { ok: true, value: value as T };
-    } catch (error) {
-      // The work may fail while its first statement's BEGIN is still on the wire: wait for it, or
-      // that transaction (and the row lock it takes) would never end.
-      await opening?.catch(() => undefined);
-      await open?.rollback();
-      if (error instanceof LeaseLost || isLeaseLost(error)) return { ok: false };
-      // A work that failed before it reached the database never sent the mark: it goes alone.
-      const unsent = takeMark();
-      if (unsent && !(await markAlone(unsent, prior!))) return { ok: false };
-      throw error;
-    }
-  }
-
-  /** Commits an outcome mark on its own; false when the lease is gone. Any other failure is left to the next attempt (it probes). */
-  async function markAlone(mark: Statement, prior: PriorCommit): Promise<boolean> {
-    try {
-      await runner.prepared(mark.sql, mark.params);
-    } catch (error) {
-      return !isLeaseLost(error);
-    }
-    await prior.committed?.();
-    return true;
-  }
-
-  /** Whether the row is at `point` under `lease` (a failed round trip's phase did commit). */
-  async function landed(lease: Lease, point: string): Promise<boolean> {
-    try {
-      const { rows } = await runner.prepared(`SELECT 1 AS one FROM ${t} WHERE client_id = $1 AND key = $2 AND lease_token = $3 AND recovery_point = $4`, [
-        ...fenceArgs(lease),
-        point,
-      ]);
-      return rows.length === 1;
-    } catch {
-      return false;
-    }
-  }
-
-  const isLeaseLost = (error: unknown): boolean => (error as { code?: unknown } | null | undefined)?.code === 'OLOST';
-
-  /** `oncely_point` (raises OLOST) or `oncely_try_point` (answers `ok`) for a point with no work. */
-  const pointStatement = (fn: 'oncely_point' | 'oncely_try_point', lease: Lease, point: PointCommit, data: Readonly<Record<string, unknown>> = point.data ?? {}): Statement => ({
-    sql: `SELECT ${schema}.${fn}($1, $2, $3, $4, $5, $6, true, $7) AS ok`,
-    // `durable: false` is the one place a commit is relaxed: the function turns synchronous_commit
-    // off for its own transaction, whether it is sent alone or with the work's COMMIT.
-    params: [...fenceArgs(lease), point.recoveryPoint, JSON.stringify(data), point.leaseMs, point.durable !== false],
-  });
-
-  const fenceArgs = (lease: Lease): string[] => [lease.clientId, lease.key, lease.token];
+  const { fenced, pointStatement, landed, fenceArgs, txOver } = createFencing(runner, schema);
 
   return {
     dialect: 'postgres',

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { PhaseCommit, PointCommit } from './types.js';
+import type { KeyRow, PhaseCommit, PointCommit, StoredResponse } from './types.js';
 
 export const KEY_TABLE = `
 CREATE TABLE IF NOT EXISTS oncely_keys (
@@ -95,3 +95,39 @@ export interface RawRow {
   expires_at: number;
 }
 
+/** A key row as better-sqlite3 returns it, as the handler sees it; `nowMs` is the store clock, for the lease left. */
+export function rowOf(raw: RawRow, nowMs: number): KeyRow {
+  const response: StoredResponse | null =
+    raw.response_status === null
+      ? null
+      : {
+          status: raw.response_status,
+          headers: JSON.parse(raw.response_headers ?? '{}') as Record<string, string>,
+          body: raw.response_body ?? '',
+        };
+  return {
+    clientId: raw.client_id,
+    key: raw.key,
+    requestHash: raw.request_hash,
+    endpoint: raw.endpoint,
+    requestBody: raw.request_body,
+    state: raw.state,
+    recoveryPoint: raw.recovery_point,
+    data: JSON.parse(raw.data) as Record<string, unknown>,
+    response,
+    leaseRemainingMs:
+      raw.lease_token === null || raw.lease_expires_at === null ? null : Math.max(0, raw.lease_expires_at - nowMs),
+    attempts: raw.attempts,
+    createdAt: raw.created_at,
+    expiresAt: raw.expires_at,
+  };
+}
+
+/**
+ * A phase's point, folded with the mark before it and the point after it into one point: the
+ * last point, the lease it asks for, and every data patch in order.
+ */
+export function folded(mark: PointCommit | undefined, point: string, leaseMs: number, patch: Readonly<Record<string, unknown>>, next: PointCommit | undefined): PointCommit {
+  const data = mark?.data || next?.data ? { ...mark?.data, ...patch, ...next?.data } : patch;
+  return next ? { recoveryPoint: next.recoveryPoint, leaseMs: next.leaseMs, data } : { recoveryPoint: point, leaseMs, data };
+}

@@ -24,7 +24,7 @@
 import { randomUUID } from 'node:crypto';
 import { startCheckpointer } from './sqlite-checkpointer.node.js';
 import { assertInTransaction, openSqlite } from './sqlite-connection.node.js';
-import { KEY_TABLE, LEASE_LOST, SQL, phasePatch, type RawRow } from './sqlite-sql.node.js';
+import { KEY_TABLE, LEASE_LOST, SQL, folded, phasePatch, rowOf, type RawRow } from './sqlite-sql.node.js';
 import type {
   AdmitInput,
   AdmitResult,
@@ -39,7 +39,6 @@ import type {
   PhaseCommit,
   PointCommit,
   PriorCommit,
-  StoredResponse,
   Tx,
 } from './types.js';
 
@@ -104,32 +103,7 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
     return written;
   };
 
-  const toRow = (raw: RawRow): KeyRow => {
-    const response: StoredResponse | null =
-      raw.response_status === null
-        ? null
-        : {
-            status: raw.response_status,
-            headers: JSON.parse(raw.response_headers ?? '{}') as Record<string, string>,
-            body: raw.response_body ?? '',
-          };
-    return {
-      clientId: raw.client_id,
-      key: raw.key,
-      requestHash: raw.request_hash,
-      endpoint: raw.endpoint,
-      requestBody: raw.request_body,
-      state: raw.state,
-      recoveryPoint: raw.recovery_point,
-      data: JSON.parse(raw.data) as Record<string, unknown>,
-      response,
-      leaseRemainingMs:
-        raw.lease_token === null || raw.lease_expires_at === null ? null : Math.max(0, raw.lease_expires_at - now()),
-      attempts: raw.attempts,
-      createdAt: raw.created_at,
-      expiresAt: raw.expires_at,
-    };
-  };
+  const toRow = (raw: RawRow): KeyRow => rowOf(raw, now());
 
   // The row's data is merged in SQL, so a phase commit need not read the row first:
   // {...data, ...patch}, exactly what the phase runner means by "merged".
@@ -207,15 +181,6 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
       return prepare(SQL.commitPhase).run(phase.recoveryPoint, leaseExpiresAt, lease.clientId, lease.key, lease.token).changes;
     }
     return prepare(SQL.commitPhaseData).run(phase.recoveryPoint, JSON.stringify(patch), leaseExpiresAt, lease.clientId, lease.key, lease.token).changes;
-  }
-
-  /**
-   * A phase's point, folded with the mark before it and the point after it into one point: the
-   * last point, the lease it asks for, and every data patch in order.
-   */
-  function folded(mark: PointCommit | undefined, point: string, leaseMs: number, patch: Readonly<Record<string, unknown>>, next: PointCommit | undefined): PointCommit {
-    const data = mark?.data || next?.data ? { ...mark?.data, ...patch, ...next?.data } : patch;
-    return next ? { recoveryPoint: next.recoveryPoint, leaseMs: next.leaseMs, data } : { recoveryPoint: point, leaseMs, data };
   }
 
   /** An outcome mark on its own, then its hook; false when the lease is gone. */
