@@ -28,10 +28,12 @@
  *
  * Round trips: an outcome mark (`EXTn_DONE`) is handed to the store with the commit that follows
  * it ({@link PhaseCommit.prior}), and a local phase followed by an external call hands over that
- * call's `EXTn_SENT` ({@link PhaseCommit.next}). Each stays a transaction of its own, committed
- * in the same order; PostgreSQL sends them in the round trips it sends anyway, SQLite writes them
- * in the phase's turn of its group commit. With an `afterCommit` hook, each point is seen committed before anything after it
- * commits: the store gets no `next`, and a mark with a hook is committed alone, before the phase.
+ * call's `EXTn_SENT` ({@link PhaseCommit.next}). The order stays: PostgreSQL commits each as a
+ * transaction of its own in the round trips it sends anyway; SQLite writes them in the phase's
+ * turn of its group commit, where no reader sees the row between them (a mark the work's failure
+ * must not undo is written outside the phase's savepoint). With an `afterCommit` hook, each point
+ * is seen committed before anything after it commits: the store gets no `next`, and a mark with
+ * a hook is committed alone, before the phase.
  *
  * Every commit is fenced by the lease token. A fenced write that comes back `ok: false` means
  * another actor took the row over: this attempt stops at once and commits nothing more; the new
@@ -153,7 +155,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
     point = next;
     await run.hooks.afterCommit?.(next, ref);
   };
-  // An outcome mark (EXTn_DONE) waits to go with the next commit, in a transaction of its own
+  // An outcome mark (EXTn_DONE) waits to go with the next commit, committed before it
   // ahead of it: one round trip fewer, and still committed first.
   let mark: PriorCommit | undefined;
   const takeMark = (): PriorCommit | undefined => {

@@ -164,6 +164,42 @@ export function runKeyStoreChainedContract(name: string, factory: () => Promise<
       expect(await h.store.load(h.clientId, 'k7')).toMatchObject({ state: 'finished', recoveryPoint: 'EXT3_DONE' });
     });
 
+    it('merges a mark, the phase\'s data and the next point as separate writes would, `undefined` values included', async () => {
+      await h.open();
+      for (const hooked of [true, false]) {
+        const key = `k9-${hooked}`;
+        const lease = await owned(key);
+        await h.store.commitPhase(lease, { recoveryPoint: 'EXT1_SENT', data: { status: 'pending', kept: 1 }, leaseMs: 10_000 });
+        const prior = { recoveryPoint: 'EXT1_DONE', data: { status: 'captured' }, leaseMs: 10_000, ...(hooked ? { committed: () => undefined } : {}) };
+        const done = await h.store.commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior, dataFrom: () => ({ status: undefined, h2: true }) }, async () => 'no statement');
+        expect(done.ok, key).toBe(true);
+        expect((await h.store.load(h.clientId, key))?.data, key).toEqual({ status: 'captured', kept: 1, h2: true });
+      }
+    });
+
+    it('keeps a statement the work sends after it returned out of the phase', async () => {
+      await h.open();
+      const lease = await owned('k10');
+      await h.store.commitPhase(lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
+      let late: Promise<unknown> | undefined;
+      const done = await h.store.commitPhase(
+        lease,
+        { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior: { recoveryPoint: 'EXT1_DONE', leaseMs: 10_000 }, next: { recoveryPoint: 'EXT2_SENT', leaseMs: 10_000 } },
+        async (tx) => {
+          // Not awaited: it runs once the phase has committed.
+          late = new Promise((resolve) => setTimeout(resolve, 20)).then(() =>
+            tx.run('INSERT INTO contract_chained (client_id, key, step) VALUES ($1, $2, $3)', [h.clientId, 'k10', 'late']),
+          );
+          return 'returned';
+        },
+      );
+      await expect(late).rejects.toThrow(/ended/);
+      expect(done.ok).toBe(true);
+      const row = await h.store.load(h.clientId, 'k10');
+      expect(row?.recoveryPoint).toBe(done.ok && done.next ? 'EXT2_SENT' : 'H2_DONE');
+      expect(await steps('k10')).toEqual([]);
+    });
+
     it('commits nothing, not even the mark, for an owner whose lease was taken over', async () => {
       await h.open();
       const old = await owned('k6', { leaseMs: 50 });

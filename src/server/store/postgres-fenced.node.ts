@@ -98,9 +98,16 @@ export function createFencing(runner: Runner, schema: string): Fencing {
           if (result.rows[0]?.held !== true) throw new LeaseLost();
           return tx;
         }));
-    const query: Query = async (sql, params) => (await begin()).query(sql, params);
+    // A statement sent after the work returned (an unawaited promise) would open a transaction
+    // no one ends: refused.
+    let ended = false;
+    const query: Query = async (sql, params) => {
+      if (ended) throw new Error('postgresKeyStore: this write has ended; await every statement before the work returns');
+      return (await begin()).query(sql, params);
+    };
     try {
       const value = work ? await work(txOver(query)) : undefined;
+      ended = true;
       const statement = write(value);
       let held: QueryResult<{ ok?: boolean }> | undefined;
       if (opening) {
@@ -115,6 +122,7 @@ export function createFencing(runner: Runner, schema: string): Fencing {
       }
       return then ? { ok: true, value: value as T, next: held?.rows[0]?.ok === true } : { ok: true, value: value as T };
     } catch (error) {
+      ended = true;
       // The work may fail while its first statement's BEGIN is still on the wire: wait for it, or
       // that transaction (and the row lock it takes) would never end.
       await opening?.catch(() => undefined);

@@ -112,6 +112,8 @@ function createGroupCommit(
         const scope: WriteScope = {
           savepoint() {
             if (opened) return;
+            // Outside a transaction SAVEPOINT would begin one of its own, outside the group.
+            stillOpen();
             prepare('SAVEPOINT oncely_write').run();
             opened = true;
           },

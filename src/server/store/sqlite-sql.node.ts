@@ -128,6 +128,13 @@ export function rowOf(raw: RawRow, nowMs: number): KeyRow {
  * last point, the lease it asks for, and every data patch in order.
  */
 export function folded(mark: PointCommit | undefined, point: string, leaseMs: number, patch: Readonly<Record<string, unknown>>, next: PointCommit | undefined): PointCommit {
-  const data = mark?.data || next?.data ? { ...mark?.data, ...patch, ...next?.data } : patch;
+  // Keys holding `undefined` are dropped first, as JSON drops them from each separate write.
+  const data = mark?.data || next?.data ? { ...defined(mark?.data), ...defined(patch), ...defined(next?.data) } : patch;
   return next ? { recoveryPoint: next.recoveryPoint, leaseMs: next.leaseMs, data } : { recoveryPoint: point, leaseMs, data };
+}
+
+function defined(patch: Readonly<Record<string, unknown>> | undefined): Record<string, unknown> {
+  const kept: Record<string, unknown> = {};
+  if (patch) for (const [key, value] of Object.entries(patch)) if (value !== undefined) kept[key] = value;
+  return kept;
 }

@@ -135,13 +135,25 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
     try {
       return await write(async (scope): Promise<Fenced<T>> => {
         let mark = prior;
+        // A mark that could not be written fails the whole phase: its work must not commit
+        // without the outcome before it (the next attempt probes by Kn instead).
+        let markFailed: { readonly error: unknown } | undefined;
         const writeMark = (): void => {
+          if (markFailed) throw markFailed.error;
           const pending = mark;
           mark = undefined;
-          if (pending && writePoint(lease, pending, undefined) !== 1) throw LEASE_LOST;
+          try {
+            if (pending && writePoint(lease, pending, undefined) !== 1) throw LEASE_LOST;
+          } catch (error) {
+            markFailed = { error };
+            throw error;
+          }
         };
         let checked = false;
+        let ended = false;
         const guard = (): void => {
+          // A statement sent after the work returned (an unawaited promise) belongs to no write.
+          if (ended) throw new Error('sqliteKeyStore: this write has ended; await every statement before the work returns');
           if (checked) return;
           writeMark();
           scope.savepoint();
@@ -157,10 +169,14 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
                 get: (sql, params) => (guard(), tx.get(sql, params)),
               })
             : undefined;
+          ended = true;
           assertInTransaction(db);
+          if (markFailed) throw markFailed.error;
           if (commit(result, mark) !== 1) throw LEASE_LOST;
+          mark = undefined;
           return { ok: true, value: result as T };
         } catch (error) {
+          ended = true;
           // The phase is undone (its savepoint) or never written; a mark no statement carried yet
           // is written on its own, unless the lease is gone or the transaction with it.
           if (mark && error !== LEASE_LOST && db.inTransaction) writeMark();

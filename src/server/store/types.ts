@@ -148,8 +148,8 @@ export interface PointCommit {
 }
 
 /**
- * An outcome mark (`EXTn_DONE`) committed, in a transaction of its own, before the phase that
- * follows it ({@link PhaseCommit.prior}, {@link FinishOptions.prior}).
+ * An outcome mark (`EXTn_DONE`) committed before the phase that follows it, and kept when that
+ * phase fails ({@link PhaseCommit.prior}, {@link FinishOptions.prior}).
  */
 export interface PriorCommit extends PointCommit {
   /**
@@ -174,9 +174,9 @@ export interface PhaseCommit<T = unknown> extends PointCommit {
    */
   readonly prior?: PriorCommit | undefined;
   /**
-   * A point to commit right after this phase, in a transaction of its own: `EXTn_SENT` when an
-   * external call follows. PostgreSQL sends it with the phase's COMMIT (one round trip fewer);
-   * SQLite writes it in the phase's turn of its group commit. The result's `next` says whether it
+   * A point to commit right after this phase: `EXTn_SENT` when an external call follows.
+   * PostgreSQL sends it with the phase's COMMIT as a transaction of its own (one round trip
+   * fewer); SQLite writes it with the phase, in the same UPDATE. The result's `next` says whether it
    * committed; when it did not (the lease was lost in between, or it failed after the phase's
    * COMMIT), the phase still did, and the caller commits the point on its own.
    */
@@ -185,7 +185,7 @@ export interface PhaseCommit<T = unknown> extends PointCommit {
 
 /** Options of {@link KeyStore.finish}. */
 export interface FinishOptions {
-  /** As {@link PhaseCommit.prior}: the last step's outcome mark, committed first on its own. */
+  /** As {@link PhaseCommit.prior}: the last step's outcome mark, committed first and kept if the finish fails. */
   readonly prior?: PriorCommit | undefined;
 }
 

@@ -129,4 +129,40 @@ describe('sqliteKeyStore group commit: failure paths', () => {
     expect(settled[1].status === 'fulfilled' ? otherRow?.state : otherRow).toBe(settled[1].status === 'fulfilled' ? 'started' : undefined);
     await store.close();
   });
+
+  it.each([
+    ['ABORT', 'the statement'],
+    ['ROLLBACK', 'the whole transaction'],
+  ])('commits no phase when its outcome mark cannot be written (RAISE(%s): SQLite undoes %s), even under work that swallowed the error', async (raise) => {
+    const path = join(dir, `mark-fails-${raise}.db`);
+    const store = sqliteKeyStore({ path });
+    await store.migrate({ sqlite: 'CREATE TABLE IF NOT EXISTS work (w TEXT);', postgres: '' });
+    const admitted = await store.admit(admission('k-mark'));
+    if (!admitted.owned) throw new Error('not owned');
+    expect((await store.commitPhase(admitted.lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 })).ok).toBe(true);
+    // The mark's UPDATE fails inside the phase's write, as a full disk would make it.
+    await store.transaction((tx) =>
+      tx.run(`CREATE TRIGGER refuse_mark BEFORE UPDATE ON oncely_keys WHEN NEW.recovery_point = 'EXT1_DONE' BEGIN SELECT RAISE(${raise}, 'no room'); END`),
+    );
+    const failed: string[] = [];
+    const phase = store.commitPhase(
+      admitted.lease,
+      { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior: { recoveryPoint: 'EXT1_DONE', data: { charge: 'ch_1' }, leaseMs: 10_000, durable: false } },
+      async (tx) => {
+        for (const note of ['first', 'second']) {
+          try {
+            await tx.run('INSERT INTO work (w) VALUES ($1)', [note]);
+          } catch (error) {
+            failed.push(note);
+          }
+        }
+      },
+    );
+    await expect(phase).rejects.toThrow();
+    expect(failed).toEqual(['first', 'second']);
+    // Neither the phase nor its work: the row stays where it was, and the next attempt probes EXT1.
+    expect(await store.load('acme', 'k-mark')).toMatchObject({ recoveryPoint: 'EXT1_SENT', data: {} });
+    expect(await store.transaction((tx) => tx.all('SELECT w FROM work'))).toEqual([]);
+    await store.close();
+  });
 });
