@@ -24,6 +24,7 @@
 import { randomUUID } from 'node:crypto';
 import { startCheckpointer } from './sqlite-checkpointer.node.js';
 import { assertInTransaction, openSqlite } from './sqlite-connection.node.js';
+import type { SqliteKeyStoreOptions } from './sqlite-options.node.js';
 import { KEY_TABLE, LEASE_LOST, SQL, folded, phasePatch, rowOf, type RawRow } from './sqlite-sql.node.js';
 import type {
   AdmitInput,
@@ -42,34 +43,7 @@ import type {
   Tx,
 } from './types.js';
 
-/** Options of {@link sqliteKeyStore}. */
-export interface SqliteKeyStoreOptions {
-  /** Database file; `:memory:` for a private in-process database (tests). */
-  readonly path: string;
-  /**
-   * How long a write waits for another process's write lock before failing with `SQLITE_BUSY`.
-   * @default 5000
-   */
-  readonly busyTimeoutMs?: number;
-  /**
-   * Largest stored response body, in UTF-8 bytes: the key table is not a blob store. A larger
-   * final response makes `finish` throw (and commit nothing).
-   * @default 65536
-   */
-  readonly maxResponseBytes?: number;
-  /**
-   * How often a worker thread checkpoints the WAL into the database file, so that no request's
-   * commit pays for a checkpoint and its fsync (see `sqlite-checkpointer.node.ts`); `0` leaves
-   * checkpoints to SQLite's automatic ones, inside commits. Not used for `:memory:`.
-   * @default 50
-   */
-  readonly checkpointIntervalMs?: number;
-  /**
-   * The clock, epoch ms. Inject one only in tests.
-   * @default Date.now
-   */
-  readonly now?: () => number;
-}
+export type { SqliteKeyStoreOptions } from './sqlite-options.node.js';
 
 /**
  * Opens (creating when absent) a SQLite KeyStore. Call `migrate()` once before use; several processes

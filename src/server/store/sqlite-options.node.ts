@@ -1,0 +1,34 @@
+/**
+ * The options of the SQLite KeyStore (`sqlite.node.ts`).
+ *
+ * @module
+ */
+
+/** Options of `sqliteKeyStore` (`sqlite.node.ts`). */
+export interface SqliteKeyStoreOptions {
+  /** Database file; `:memory:` for a private in-process database (tests). */
+  readonly path: string;
+  /**
+   * How long a write waits for another process's write lock before failing with `SQLITE_BUSY`.
+   * @default 5000
+   */
+  readonly busyTimeoutMs?: number;
+  /**
+   * Largest stored response body, in UTF-8 bytes: the key table is not a blob store. A larger
+   * final response makes `finish` throw (and commit nothing).
+   * @default 65536
+   */
+  readonly maxResponseBytes?: number;
+  /**
+   * How often a worker thread checkpoints the WAL into the database file, so that no request's
+   * commit pays for a checkpoint and its fsync (see `sqlite-checkpointer.node.ts`); `0` leaves
+   * checkpoints to SQLite's automatic ones, inside commits. Not used for `:memory:`.
+   * @default 50
+   */
+  readonly checkpointIntervalMs?: number;
+  /**
+   * The clock, epoch ms. Inject one only in tests.
+   * @default Date.now
+   */
+  readonly now?: () => number;
+}
