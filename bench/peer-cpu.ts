@@ -1,7 +1,9 @@
 /**
  * One peer under fresh-key load (first executions), with the server process's own CPU time per
  * request — the figure to compare when changing the server's hot path, since req/s on a shared
- * machine moves with everything else running. Optionally writes a V8 CPU profile.
+ * machine moves with everything else running — and that time per thread (the main thread, and its
+ * system part; worker threads such as V8's GC helpers and the SQLite checkpointer). Optionally
+ * writes a V8 CPU profile.
  *
  * Usage: `node --import tsx bench/peer-cpu.ts [peer = oncely-sqlite] [seconds = 5] [cpuprofile-dir]`
  * (`oncely-postgres` and `unguarded-postgres` use `ONCELY_PG_URL`, else `postgres://postgres@127.0.0.1:5432/test`).
@@ -56,6 +58,23 @@ const databaseCpuMs = (): number => {
   }
   return total;
 };
+/** CPU time of each of the child's threads by name (main thread, worker threads, libuv pool, V8's GC helpers), ms. */
+const threadCpuMs = (): Map<string, number> => {
+  const byName = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${child.pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${child.pid}/task/${tid}/stat`, 'utf8');
+      const name = tid === String(child.pid) ? 'main' : `${stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'))}/${tid}`;
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      byName.set(name, (byName.get(name) ?? 0) + (Number(fields[11]) + Number(fields[12])) * 10);
+      if (name === 'main') byName.set('main (system)', Number(fields[12]) * 10);
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return byName;
+};
+const threads0 = threadCpuMs();
 const cpu0 = cpuMs();
 const db0 = onPostgres ? databaseCpuMs() : 0;
 const t0 = Date.now();
@@ -63,10 +82,12 @@ const result = await runLoad({ url: `${url}/pay`, method: 'POST', body: payBody(
 const cpu = cpuMs() - cpu0;
 const db = onPostgres ? databaseCpuMs() - db0 : 0;
 const wall = Date.now() - t0;
+const threads = [...threadCpuMs()].map(([name, ms]) => [name, ms - (threads0.get(name) ?? 0)] as const).filter(([, ms]) => ms > 0);
 console.log(
   `${peer} ${Math.round(result.rps)} req/s p99 ${result.p99} ms ${JSON.stringify(result.statuses)} server cpu ${Math.round((100 * cpu) / wall)}% = ${Math.round((1000 * cpu) / result.requests)} µs/request` +
     (onPostgres ? `, PostgreSQL cpu ${Math.round((100 * db) / wall)}% = ${Math.round((1000 * db) / result.requests)} µs/request` : ''),
 );
+console.log(`  by thread (µs/request): ${threads.map(([name, ms]) => `${name} ${Math.round((1000 * ms) / result.requests)}`).join(', ')}`);
 child.kill('SIGTERM');
 await new Promise((resolve) => child.on('exit', resolve));
 discard(state);

@@ -28,12 +28,14 @@
  *
  * Round trips: an outcome mark (`EXTn_DONE`) is handed to the store with the commit that follows
  * it ({@link PhaseCommit.prior}), and a local phase followed by an external call hands over that
- * call's `EXTn_SENT` ({@link PhaseCommit.next}). The order stays: PostgreSQL commits each as a
- * transaction of its own in the round trips it sends anyway; SQLite writes them in the phase's
- * turn of its group commit, where no reader sees the row between them (a mark the work's failure
- * must not undo is written outside the phase's savepoint). With an `afterCommit` hook, each point
- * is seen committed before anything after it commits: the store gets no `next`, and a mark with
- * a hook is committed alone, before the phase.
+ * call's `EXTn_SENT` ({@link PhaseCommit.next}). The order stays: `EXTn_SENT` is written as the
+ * phase's own point (one UPDATE, one durable commit: nothing runs between the two, so no reader
+ * needs to see the phase's point alone); the mark commits before the phase's work — on PostgreSQL
+ * as a transaction of its own in the round trip that sends BEGIN, on SQLite in the phase's turn
+ * of its group commit, outside the phase's savepoint — or, when the phase runs no statement, in
+ * the phase's own UPDATE. With an `afterCommit` hook, each point is seen committed before
+ * anything after it commits: the store gets no `next`, and a mark with a hook is committed alone,
+ * before the phase.
  *
  * Every commit is fenced by the lease token. A fenced write that comes back `ok: false` means
  * another actor took the row over: this attempt stops at once and commits nothing more; the new

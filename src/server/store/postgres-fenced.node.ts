@@ -1,10 +1,11 @@
 /**
  * Fenced writes on PostgreSQL: a phase's work and its recovery point under a lease, with the
- * outcome mark before it and the point after it riding in the same round trips (see `fenced`).
+ * outcome mark before it riding in the same round trips and the point after it folded into the
+ * phase's own (see `fenced`).
  *
  * @module
  */
-import type { OpenTransaction, Query, QueryResult, Runner, Statement } from './postgres-runner.node.js';
+import type { OpenTransaction, Query, Runner, Statement } from './postgres-runner.node.js';
 import type { Fenced, Lease, PointCommit, PriorCommit, Tx } from './types.js';
 
 /** Thrown inside a transaction to roll it back when the lease no longer holds the row. */
@@ -15,12 +16,12 @@ export interface Fencing {
   fenced<T>(
     lease: Lease,
     work: ((tx: Tx) => Promise<T>) | undefined,
-    write: (result: T | undefined) => Statement,
+    write: (result: T | undefined, mark: PriorCommit | undefined) => Statement,
     prior?: PriorCommit,
-    next?: { readonly point: PointCommit; readonly after: string },
+    next?: { readonly point: string },
   ): Promise<Fenced<T>>;
-  /** `oncely_point` (raises OLOST) or `oncely_try_point` (answers `ok`) for a point with no work. */
-  pointStatement(fn: 'oncely_point' | 'oncely_try_point', lease: Lease, point: PointCommit, data?: Readonly<Record<string, unknown>>): Statement;
+  /** `oncely_point` (raises OLOST when the lease no longer holds the row) for `point`. */
+  pointStatement(lease: Lease, point: PointCommit, data?: Readonly<Record<string, unknown>>): Statement;
   /** Whether the row is at `point` under `lease` (a failed round trip's phase did commit). */
   landed(lease: Lease, point: string): Promise<boolean>;
   fenceArgs(lease: Lease): string[];
@@ -38,6 +39,9 @@ export interface Fencing {
  */
 export function createFencing(runner: Runner, schema: string): Fencing {
   const t = `${schema}.oncely_keys`;
+  // Built once: the texts travel inlined (see postgres-inline.node.ts), split once per text.
+  const LOCK = `SELECT ${schema}.oncely_lock($1, $2, $3) AS held`;
+  const POINT = `SELECT ${schema}.oncely_point($1, $2, $3, $4, $5, $6, true, $7)`;
   const txOver = (query: Query): Tx => ({
     dialect: 'postgres',
     run: async (sql, params) => (await query(sql, params ?? [])).rowCount,
@@ -59,27 +63,27 @@ export function createFencing(runner: Runner, schema: string): Fencing {
    *   `write` goes with COMMIT. (As on SQLite, JS the work runs before its first statement is not
    *   fenced; only what reaches the database is.)
    * `prior` (an outcome mark) rides in front of the first round trip as a transaction of its own,
-   * raising OLOST if the lease is gone so that nothing after it runs; `next` (EXTn_SENT) rides
-   * behind the COMMIT as `oncely_try_point`, which answers whether it held. A mark with a
-   * `committed` hook goes alone, first: the hook runs after it and before anything else commits.
+   * raising OLOST if the lease is gone so that nothing after it runs; when the work runs no
+   * statement, `write` is handed the mark and folds it into its own UPDATE (one statement, one
+   * round trip). A mark with a `committed` hook goes alone, first: the hook runs after it and
+   * before anything else commits. `next` says
+   * that `write` also commits the point after the phase (EXTn_SENT, folded into its UPDATE): when
+   * the round trip carrying it fails, the row tells whether it landed.
    */
   async function fenced<T>(
     lease: Lease,
     work: ((tx: Tx) => Promise<T>) | undefined,
-    write: (result: T | undefined) => Statement,
+    write: (result: T | undefined, mark: PriorCommit | undefined) => Statement,
     prior?: PriorCommit,
-    next?: { readonly point: PointCommit; readonly after: string },
+    next?: { readonly point: string },
   ): Promise<Fenced<T>> {
-    const then = next ? pointStatement('oncely_try_point', lease, next.point) : undefined;
-    // A round trip that ended with `then` and failed may have failed in `then` alone, after the
-    // phase committed: the row says which (then `next` is false and the caller sends it again).
-    const unlessLanded = async (error: unknown): Promise<undefined> => {
-      if (!next || isLeaseLost(error) || !(await landed(lease, next.after))) throw error;
-      return undefined;
+    // A round trip whose answer was lost (connection reset) may have committed: the row says so.
+    const unlessLanded = async (error: unknown): Promise<void> => {
+      if (!next || isLeaseLost(error) || !(await landed(lease, next.point))) throw error;
     };
     // The mark goes out once, with whichever round trip comes first: never again after that, even
     // when that round trip failed (it may have committed, and a later copy would move the row back).
-    let mark = prior ? pointStatement('oncely_point', lease, prior) : undefined;
+    let mark = prior ? pointStatement(lease, prior) : undefined;
     const takeMark = (): Statement | undefined => {
       const taken = mark;
       mark = undefined;
@@ -92,7 +96,7 @@ export function createFencing(runner: Runner, schema: string): Fencing {
     let opening: Promise<OpenTransaction> | undefined;
     const begin = (): Promise<OpenTransaction> =>
       (opening ??= runner
-        .open<{ held: boolean }>({ sql: `SELECT ${schema}.oncely_lock($1, $2, $3) AS held`, params: fenceArgs(lease) }, takeMark())
+        .open<{ held: boolean }>({ sql: LOCK, params: fenceArgs(lease) }, takeMark())
         .then(({ result, tx }) => {
           open = tx;
           if (result.rows[0]?.held !== true) throw new LeaseLost();
@@ -108,19 +112,20 @@ export function createFencing(runner: Runner, schema: string): Fencing {
     try {
       const value = work ? await work(txOver(query)) : undefined;
       ended = true;
-      const statement = write(value);
-      let held: QueryResult<{ ok?: boolean }> | undefined;
       if (opening) {
+        const statement = write(value, undefined);
         // Awaited again: a work that caught the failure of its first statement (a lost lease, a
         // broken connection) must not get its write committed without it.
         const tx = await opening;
-        held = await tx.commit(statement, then).catch(unlessLanded);
+        await tx.commit(statement).catch(unlessLanded);
       } else {
-        const unsent = takeMark();
-        if (unsent || then) held = await runner.sequence<{ ok?: boolean }>([...(unsent ? [unsent] : []), statement, ...(then ? [then] : [])]).catch(unlessLanded);
-        else await runner.prepared(statement.sql, statement.params);
+        // The mark, if still unsent, is folded into the write: taken only once the write is built
+        // (a write that throws, a refused response, leaves the mark to go alone below).
+        const statement = write(value, mark ? prior : undefined);
+        takeMark();
+        await runner.prepared(statement.sql, statement.params).catch(unlessLanded);
       }
-      return then ? { ok: true, value: value as T, next: held?.rows[0]?.ok === true } : { ok: true, value: value as T };
+      return next ? { ok: true, value: value as T, next: true } : { ok: true, value: value as T };
     } catch (error) {
       ended = true;
       // The work may fail while its first statement's BEGIN is still on the wire: wait for it, or
@@ -161,9 +166,9 @@ export function createFencing(runner: Runner, schema: string): Fencing {
 
   const isLeaseLost = (error: unknown): boolean => (error as { code?: unknown } | null | undefined)?.code === 'OLOST';
 
-  /** `oncely_point` (raises OLOST) or `oncely_try_point` (answers `ok`) for a point with no work. */
-  const pointStatement = (fn: 'oncely_point' | 'oncely_try_point', lease: Lease, point: PointCommit, data: Readonly<Record<string, unknown>> = point.data ?? {}): Statement => ({
-    sql: `SELECT ${schema}.${fn}($1, $2, $3, $4, $5, $6, true, $7) AS ok`,
+  /** `oncely_point` (raises OLOST when the lease no longer holds the row) for `point`. */
+  const pointStatement = (lease: Lease, point: PointCommit, data: Readonly<Record<string, unknown>> = point.data ?? {}): Statement => ({
+    sql: POINT,
     // `durable: false` is the one place a commit is relaxed: the function turns synchronous_commit
     // off for its own transaction, whether it is sent alone or with the work's COMMIT.
     params: [...fenceArgs(lease), point.recoveryPoint, JSON.stringify(data), point.leaseMs, point.durable !== false],

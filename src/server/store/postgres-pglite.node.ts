@@ -74,11 +74,6 @@ export function createPgliteRunner(db: PgliteLike, schema: string): Runner {
   return {
     query: alone,
     prepared: alone,
-    async sequence<T>(statements: readonly Statement[]) {
-      let result: QueryResult<T> | undefined;
-      for (const statement of statements) result = await alone<T>(statement.sql, statement.params);
-      return result ?? { rows: [], rowCount: 0 };
-    },
     // PGlite has one backend and no round trips to save: the open transaction is a PGlite
     // transaction held open until commit or rollback says how it ends.
     open: async <T>(first: Statement, before?: Statement) => {
@@ -101,10 +96,9 @@ export function createPgliteRunner(db: PgliteLike, schema: string): Runner {
             result,
             tx: {
               query,
-              async commit(last, after) {
+              async commit(last) {
                 if (!end(last)) throw new Error('pgliteRunner: this transaction has ended');
                 await done;
-                return after ? alone(after.sql, after.params) : undefined;
               },
               async rollback() {
                 if (end(undefined)) await done.catch(() => undefined);

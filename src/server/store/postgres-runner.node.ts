@@ -30,13 +30,8 @@ export type Query = <T = Record<string, unknown>>(sql: string, params?: readonly
  */
 export interface OpenTransaction {
   readonly query: Query;
-  /**
-   * Runs `last` and COMMIT in one round trip; a throw rolls back. With `after`, that statement
-   * follows in the same round trip as a transaction of its own, and its result is the answer
-   * (`after` failing leaves the commit in place and rejects, so make it a statement that reports
-   * rather than raises).
-   */
-  commit(last: Statement, after?: Statement): Promise<QueryResult<Record<string, unknown>> | undefined>;
+  /** Runs `last` and COMMIT in one round trip; a throw rolls back. */
+  commit(last: Statement): Promise<void>;
   rollback(): Promise<void>;
 }
 
@@ -56,11 +51,6 @@ export interface Runner {
    * committed whatever happens to this one; if it fails, nothing after it runs).
    */
   open<T>(first: Statement, before?: Statement): Promise<{ readonly result: QueryResult<T>; readonly tx: OpenTransaction }>;
-  /**
-   * Each statement as a transaction of its own, in order, in one round trip; answers the last
-   * one's result. A failure stops there: the statements before it stay committed.
-   */
-  sequence<T>(statements: readonly Statement[]): Promise<QueryResult<T>>;
   /** `BEGIN … COMMIT` on one connection; a throw rolls back and rethrows. */
   transaction<T>(work: (query: Query) => Promise<T>): Promise<T>;
   /** Ends the pool when the store created it; an injected pool or PGlite belongs to its owner. */
@@ -134,9 +124,9 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
   // did not configure set the schema themselves (in the same round trip as BEGIN).
   const begin = owned ? 'BEGIN' : `BEGIN; SET LOCAL search_path = ${options.schema}, public`;
 
-  /** The result `back` from the end of a multi-statement answer (or the one result). */
-  const resultOf = <T>(results: pg.QueryResult | pg.QueryResult[], back = 1): QueryResult<T> => {
-    const result = Array.isArray(results) ? results[results.length - back]! : results;
+  /** The last result of a multi-statement answer (or the one result). */
+  const resultOf = <T>(results: pg.QueryResult | pg.QueryResult[]): QueryResult<T> => {
+    const result = Array.isArray(results) ? results[results.length - 1]! : results;
     return { rows: result.rows as T[], rowCount: result.rowCount ?? result.rows.length };
   };
   // An explicit BEGIN … COMMIT around each: a COMMIT ending the implicit transaction of a
@@ -196,19 +186,6 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
   return {
     query: over(pool),
     prepared: options.prepare ? prepared : over(pool),
-    async sequence<T>(statements: readonly Statement[]) {
-      const { client, end } = await checkout();
-      try {
-        const results = (await client.query(statements.map(alone).join('; '))) as unknown as pg.QueryResult[];
-        await end();
-        // Each statement answers BEGIN, itself, COMMIT: the last one's own result is second from the end.
-        return resultOf<T>(results, 2);
-      } catch (error) {
-        // The failed statement's transaction is still open (aborted): end it before pooling the connection.
-        await end('ROLLBACK');
-        throw error;
-      }
-    },
     async open<T>(first: Statement, before?: Statement) {
       const { client, ended, end } = await checkout();
       const rollback = (): Promise<void> => end('ROLLBACK');
@@ -216,19 +193,16 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
       const tx: OpenTransaction = {
         // Refused once ended: the connection may already serve another request's transaction.
         query: (sql, params) => (ended() ? Promise.reject(new Error('pgRunner: this transaction has ended')) : onClient(sql, params)),
-        async commit(last, after) {
+        async commit(last) {
           if (ended()) throw new Error('pgRunner: this transaction has ended');
-          let results: pg.QueryResult[];
           try {
-            results = (await client.query(`${inline(last)}; COMMIT${after ? `; ${alone(after)}` : ''}`)) as unknown as pg.QueryResult[];
+            await client.query(`${inline(last)}; COMMIT`);
           } catch (error) {
-            // `last` failed (COMMIT never ran), COMMIT itself did, or `after` did (its own
-            // transaction, ended by the failure): whichever, nothing is left open.
+            // `last` failed (COMMIT never ran) or COMMIT itself did: nothing is left open.
             await rollback();
             throw error;
           }
           await end();
-          return after ? resultOf(results, 2) : undefined;
         },
         rollback,
       };

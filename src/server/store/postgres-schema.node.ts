@@ -141,6 +141,24 @@ EXCEPTION WHEN SQLSTATE 'OLOST' THEN
   RETURN false;
 END
 $fn$;`,
+  // The final response and the outcome mark before it in one UPDATE, when the final step runs no
+  // statement (one round trip, one commit). The store no longer calls oncely_try_point (EXTn_SENT is
+  // now written by its phase's own UPDATE); it stays for instances of the previous version during a
+  // rolling upgrade.
+  (s) => `
+CREATE FUNCTION ${s}.oncely_finish_after(p_client text, p_key text, p_token text, p_point text, p_data text,
+                                         p_status int, p_headers text, p_body text) RETURNS void
+LANGUAGE plpgsql VOLATILE AS $fn$
+BEGIN
+  UPDATE ${s}.oncely_keys
+     SET state = 'finished', recovery_point = p_point, data = data || p_data::jsonb, response_status = p_status,
+         response_headers = p_headers::json, response_body = p_body, lease_token = NULL, lease_until = NULL
+   WHERE client_id = p_client AND key = p_key AND state = 'started' AND lease_token = p_token;
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'oncely_finish_after: the lease no longer holds this row' USING ERRCODE = 'OLOST';
+  END IF;
+END
+$fn$;`,
 ];
 
 /** Serialises DDL across every instance sharing the database (not only this schema). */

@@ -13,6 +13,7 @@
  * @module
  */
 import type pg from 'pg';
+import { folded, phasePatch } from './fold.js';
 import { createFencing } from './postgres-fenced.node.js';
 import { createPgliteRunner, type PgliteLike } from './postgres-pglite.node.js';
 import { createPgRunner, schemaFromUrl, type Runner } from './postgres-runner.node.js';
@@ -125,6 +126,12 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
   // Two partitions of slack past the retention, so the reaper can move in-flight rows forward.
   const plan: PartitionPlan = { partitionMs, aheadMs: ttlMs + 2 * partitionMs };
   const t = `${schema}.oncely_keys`;
+  // Built once: the texts travel inlined (see postgres-inline.node.ts), split once per text.
+  const ADMIT = `SELECT a.owned, a.lease, a.row_json, floor(extract(epoch FROM now()) * 1000)::float8 AS now_ms
+                   FROM ${schema}.oncely_admit($1, $2, $3, $4, $5, $6, $7) a`;
+  const FIRST_POINT = `SELECT ${schema}.oncely_point($1, $2, $3, $4, $5, $6, false, $7)`;
+  const FINISH = `SELECT ${schema}.oncely_finish($1, $2, $3, $4, $5, $6)`;
+  const FINISH_AFTER = `SELECT ${schema}.oncely_finish_after($1, $2, $3, $4, $5, $6, $7, $8)`;
 
   // Single flight: a burst of admissions that all miss a partition waits for one creation, instead
   // of each holding a pooled connection while queueing on the DDL lock.
@@ -146,8 +153,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
 
     async admit<T>(input: AdmitInput, first?: FirstPhase<T>): Promise<AdmitResult<T>> {
       const args = [input.clientId, input.key, input.requestHash, input.endpoint, input.requestBody, input.leaseMs, input.ttlMs];
-      const sql = `SELECT a.owned, a.lease, a.row_json, floor(extract(epoch FROM now()) * 1000)::float8 AS now_ms
-                     FROM ${schema}.oncely_admit($1, $2, $3, $4, $5, $6, $7) a`;
+      const sql = ADMIT;
       // 23514: no partition covers this expiry (a retention longer than planned): create the one
       // it needs and the next (the clock moves on before the retry), then admit again.
       for (let attempt = 1; ; attempt += 1) {
@@ -170,19 +176,18 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
             }
             const value = await first.work(txOver(tx.query));
             const { commit } = first;
-            const patch = { ...commit.data, ...(commit.dataFrom?.(value) ?? {}) };
-            const held = await tx
-              .commit(
-                { sql: `SELECT ${schema}.oncely_point($1, $2, $3, $4, $5, $6, false, $7)`, params: [...fenceArgs(admitted.lease), commit.recoveryPoint, JSON.stringify(patch), commit.leaseMs, commit.durable !== false] },
-                commit.next ? pointStatement('oncely_try_point', admitted.lease, commit.next) : undefined,
-              )
-              // As in fenced(): if only the point after the COMMIT failed, the admission stands.
+            const patch = phasePatch(commit, value);
+            // EXTn_SENT after the first phase is written by the phase's own UPDATE (durable, as
+            // EXTn_SENT must be): the row, inserted by this transaction, cannot change hands before COMMIT.
+            const point = folded(undefined, commit, patch, commit.next);
+            await tx
+              .commit({ sql: FIRST_POINT, params: [...fenceArgs(admitted.lease), point.recoveryPoint, JSON.stringify(point.data), point.leaseMs, point.durable !== false] })
+              // The answer was lost (connection reset): the row says whether the COMMIT ran.
               .catch(async (error: unknown) => {
-                if (!commit.next || !(await landed(admitted.lease, commit.recoveryPoint))) throw error;
-                return undefined;
+                if (!commit.next || !(await landed(admitted.lease, point.recoveryPoint))) throw error;
               });
             const row = { ...admitted.row, recoveryPoint: commit.recoveryPoint, data: patch };
-            return { ...admitted, row, first: commit.next ? { value, next: (held?.rows[0] as { ok?: boolean } | undefined)?.ok === true } : { value } };
+            return { ...admitted, row, first: commit.next ? { value, next: true } : { value } };
           } catch (error) {
             await tx.rollback();
             throw error;
@@ -213,22 +218,30 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
       fenced(
         lease,
         work,
-        (result) => pointStatement('oncely_point', lease, phase, { ...phase.data, ...(phase.dataFrom?.(result) ?? {}) }),
+        // EXTn_SENT after the phase, and the mark before a phase with no statement, are written by
+        // the phase's own UPDATE: one commit, durable when any of them is.
+        (result, mark) => {
+          const point = folded(mark, phase, phasePatch(phase, result), phase.next);
+          return pointStatement(lease, point, point.data);
+        },
         phase.prior,
-        phase.next && { point: phase.next, after: phase.recoveryPoint },
+        phase.next && { point: phase.next.recoveryPoint },
       ),
 
     finish: <T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>, options?: FinishOptions) =>
       fenced(
         lease,
         work,
-        (result) => {
+        (result, mark) => {
           const final: StoredResponse = typeof response === 'function' ? response(result) : response;
           const bytes = Buffer.byteLength(final.body, 'utf8');
           if (bytes > maxResponseBytes) {
             throw new RangeError(`postgresKeyStore: a ${bytes}-byte response exceeds maxResponseBytes (${maxResponseBytes})`);
           }
-          return { sql: `SELECT ${schema}.oncely_finish($1, $2, $3, $4, $5, $6)`, params: [...fenceArgs(lease), final.status, JSON.stringify(final.headers), final.body] };
+          const stored = [final.status, JSON.stringify(final.headers), final.body];
+          // A mark before a final step with no statement is written by the same UPDATE.
+          if (mark) return { sql: FINISH_AFTER, params: [...fenceArgs(lease), mark.recoveryPoint, JSON.stringify(mark.data ?? {}), ...stored] };
+          return { sql: FINISH, params: [...fenceArgs(lease), ...stored] };
         },
         options?.prior,
       ),

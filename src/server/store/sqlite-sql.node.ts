@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { KeyRow, PhaseCommit, PointCommit, StoredResponse } from './types.js';
+import type { KeyRow, StoredResponse } from './types.js';
 
 export const KEY_TABLE = `
 CREATE TABLE IF NOT EXISTS oncely_keys (
@@ -70,12 +70,6 @@ export const SQL = {
          (SELECT rowid FROM oncely_keys WHERE state = 'finished' AND expires_at <= ? LIMIT ?)`,
 } as const;
 
-/** What a phase merges into the row's data: its given data, then what its work produced. */
-export function phasePatch<T>(phase: PhaseCommit<T> | PointCommit, result: T | undefined): Readonly<Record<string, unknown>> {
-  const produced = 'dataFrom' in phase ? phase.dataFrom?.(result) : undefined;
-  return phase.data && produced ? { ...phase.data, ...produced } : (produced ?? phase.data ?? {});
-}
-
 export interface RawRow {
   client_id: string;
   key: string;
@@ -121,20 +115,4 @@ export function rowOf(raw: RawRow, nowMs: number): KeyRow {
     createdAt: raw.created_at,
     expiresAt: raw.expires_at,
   };
-}
-
-/**
- * A phase's point, folded with the mark before it and the point after it into one point: the
- * last point, the lease it asks for, and every data patch in order.
- */
-export function folded(mark: PointCommit | undefined, point: string, leaseMs: number, patch: Readonly<Record<string, unknown>>, next: PointCommit | undefined): PointCommit {
-  // Keys holding `undefined` are dropped first, as JSON drops them from each separate write.
-  const data = mark?.data || next?.data ? { ...defined(mark?.data), ...defined(patch), ...defined(next?.data) } : patch;
-  return next ? { recoveryPoint: next.recoveryPoint, leaseMs: next.leaseMs, data } : { recoveryPoint: point, leaseMs, data };
-}
-
-function defined(patch: Readonly<Record<string, unknown>> | undefined): Record<string, unknown> {
-  const kept: Record<string, unknown> = {};
-  if (patch) for (const [key, value] of Object.entries(patch)) if (value !== undefined) kept[key] = value;
-  return kept;
 }

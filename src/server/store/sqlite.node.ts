@@ -25,7 +25,8 @@ import { randomUUID } from 'node:crypto';
 import { startCheckpointer } from './sqlite-checkpointer.node.js';
 import { assertInTransaction, openSqlite } from './sqlite-connection.node.js';
 import type { SqliteKeyStoreOptions } from './sqlite-options.node.js';
-import { KEY_TABLE, LEASE_LOST, SQL, folded, phasePatch, rowOf, type RawRow } from './sqlite-sql.node.js';
+import { folded, phasePatch } from './fold.js';
+import { KEY_TABLE, LEASE_LOST, SQL, rowOf, type RawRow } from './sqlite-sql.node.js';
 import type {
   AdmitInput,
   AdmitResult,
@@ -240,7 +241,7 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
         const { commit } = first;
         const patch = phasePatch(commit, value);
         // EXTn_SENT after the first phase is written by the same UPDATE (see commitPhase).
-        const point = folded(undefined, commit.recoveryPoint, commit.leaseMs, patch, commit.next);
+        const point = folded(undefined, commit, patch, commit.next);
         const leaseExpiresAt = now() + point.leaseMs;
         if (prepare(SQL.commitFirst).run(point.recoveryPoint, JSON.stringify(point.data), leaseExpiresAt, input.clientId, input.key, token).changes !== 1) {
           throw new Error('sqliteKeyStore: the row admitted in this transaction is gone');
@@ -271,7 +272,7 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
       const committed = await fenced(
         lease,
         work,
-        (result, mark) => writePoint(lease, folded(mark, phase.recoveryPoint, phase.leaseMs, phasePatch(phase, result), next), undefined),
+        (result, mark) => writePoint(lease, folded(mark, phase, phasePatch(phase, result), next), undefined),
         prior?.committed ? undefined : prior,
       );
       return committed.ok && next ? { ...committed, next: true } : committed;

@@ -170,15 +170,17 @@ export interface PhaseCommit<T = unknown> extends PointCommit {
    * The previous step's outcome mark, committed first. A store may send it with the phase's first
    * round trip (PostgreSQL, as a transaction of its own) or write it in the phase's turn of its
    * group commit (SQLite, outside the phase's savepoint); either way it stays committed when the
-   * work then fails. A mark the lease no longer allows makes the whole call `ok: false`.
+   * work then fails. When the work runs no statement, both stores write it with the phase's own
+   * point, in one UPDATE. A mark the lease no longer allows makes the whole call `ok: false`.
    */
   readonly prior?: PriorCommit | undefined;
   /**
-   * A point to commit right after this phase: `EXTn_SENT` when an external call follows.
-   * PostgreSQL sends it with the phase's COMMIT as a transaction of its own (one round trip
-   * fewer); SQLite writes it with the phase, in the same UPDATE. The result's `next` says whether it
-   * committed; when it did not (the lease was lost in between, or it failed after the phase's
-   * COMMIT), the phase still did, and the caller commits the point on its own.
+   * A point to commit right after this phase: `EXTn_SENT` when an external call follows. Both
+   * stores write it as the phase's own point (the same UPDATE, one commit, durable when it is):
+   * nothing runs between the phase and it, so no reader needs to see the phase's point alone. If
+   * that write fails, the phase fails with it. The result's `next` says whether it committed; a
+   * store that commits it separately may answer `false` with the phase committed, and the caller
+   * then commits the point on its own.
    */
   readonly next?: PointCommit | undefined;
 }

@@ -27,6 +27,12 @@ describe('literal and inline', () => {
     expect(inline({ sql: 'SELECT 1-$1, $2, $3, $4, $5', params: [-5, 7, true, null, 12n] })).toBe('SELECT 1-(-5), 7, TRUE, NULL, 12');
   });
 
+  it('quotes text exactly as pg.escapeLiteral does (which it replaces for speed)', () => {
+    const alphabet = ["'", '\\', 'a', 'é', '😀', '$', '1', ' ', '\n', 'E'];
+    const random = Array.from({ length: 500 }, (_, n) => Array.from({ length: n % 23 }, (_, i) => alphabet[(n * 7 + i * i * 13) % alphabet.length]).join(''));
+    for (const text of [...TEXTS, ...random]) expect(literal(text), text).toBe(pg.escapeLiteral(text));
+  });
+
   it('replaces each placeholder once, and never the placeholders a value contains', () => {
     expect(inline({ sql: 'SELECT $1, $2, $10', params: ['$2', 'b', 3, 4, 5, 6, 7, 8, 9, 'ten'] })).toBe("SELECT '$2', 'b', 'ten'");
   });

@@ -117,27 +117,32 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       expect((await store.load('acme', 'phase-1'))?.data).toEqual({ a: 1, rows: 1 });
     });
 
-    it('keeps a committed phase when the point sent after its COMMIT fails, and says the point did not commit', async () => {
+    it('writes EXTn_SENT as the phase\'s own point: when that write fails, nothing of the phase commits and the call fails', async () => {
       await store.transaction((tx) => tx.run(`CREATE TABLE IF NOT EXISTS ${store.schema}.work_log (note text)`));
-      // A lease of 1e300 ms overflows PostgreSQL's interval: the EXTn_SENT statement after the
-      // COMMIT fails in the same round trip, and only the row can tell that the phase got in.
+      // A lease of 1e300 ms overflows PostgreSQL's interval: the write of EXT1_SENT, and with it
+      // the phase's transaction, fails.
       const broken = { recoveryPoint: 'EXT1_SENT', leaseMs: 1e300, durable: true };
-      const admitted = await store.admit(input('next-1'), {
-        commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false, next: broken },
-        work: (tx) => tx.run(`INSERT INTO ${store.schema}.work_log (note) VALUES ($1)`, ['h1']),
-      });
-      expect(admitted.owned && admitted.first).toEqual({ value: 1, next: false });
+      const note = (text: string) => (tx: Tx) => tx.run(`INSERT INTO ${store.schema}.work_log (note) VALUES ($1)`, [text]);
+      await expect(store.admit(input('next-1'), { commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false, next: broken }, work: note('h1') })).rejects.toThrow();
+      expect(await store.load('acme', 'next-1')).toBeUndefined();
+      const admitted = await store.admit(input('next-2'), { commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false }, work: note('h1') });
       if (!admitted.owned) throw new Error('not owned');
-      for (const work of [(tx: Tx) => tx.run(`INSERT INTO ${store.schema}.work_log (note) VALUES ($1)`, ['h2']), undefined]) {
+      for (const work of [note('h2'), undefined]) {
         const point = work ? 'H2_DONE' : 'H3_DONE';
-        expect(await store.commitPhase(admitted.lease, { recoveryPoint: point, leaseMs: 10_000, next: broken }, work), point).toEqual({ ok: true, value: work ? 1 : undefined, next: false });
-        expect((await store.load('acme', 'next-1'))?.recoveryPoint, point).toBe(point);
+        await expect(store.commitPhase(admitted.lease, { recoveryPoint: point, leaseMs: 10_000, data: { [point]: true }, next: broken }, work), point).rejects.toThrow();
+        expect(await store.load('acme', 'next-2'), point).toMatchObject({ recoveryPoint: 'H1_DONE', data: {} });
       }
-      const notes = await backend.query<{ note: string }>(`SELECT note FROM ${store.schema}.work_log WHERE note IN ('h1', 'h2') ORDER BY note`);
-      expect(notes.map((n) => n.note)).toEqual(['h1', 'h2']);
+      // The lease still holds: the same phase without the broken point commits, its point and data with it.
+      const sent = { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000, durable: true, data: { sent: 1 } };
+      expect(await store.commitPhase(admitted.lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, data: { h2: true }, next: sent }, note('h2-again'))).toEqual({ ok: true, value: 1, next: true });
+      expect(await store.load('acme', 'next-2')).toMatchObject({ recoveryPoint: 'EXT1_SENT', data: { h2: true, sent: 1 } });
+      const notes = await backend.query<{ note: string }>(`SELECT note FROM ${store.schema}.work_log WHERE note LIKE 'h%' ORDER BY note`);
+      expect(notes.map((n) => n.note)).toEqual(['h1', 'h2-again']);
     });
 
-    it('answers a lost lease from oncely_try_point (the EXTn_SENT sent after a COMMIT) instead of raising it', async () => {
+    // The store no longer calls oncely_try_point (EXTn_SENT is folded into its phase's write); the
+    // function stays for instances of the previous version during a rolling upgrade.
+    it('answers a lost lease from oncely_try_point (the EXTn_SENT the previous version sent after a COMMIT) instead of raising it', async () => {
       const admitted = await store.admit(input('try-1'));
       if (!admitted.owned) throw new Error('not owned');
       const attempt = async (token: string): Promise<boolean> =>
@@ -248,7 +253,7 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       const versions = await backend.query<{ n: number; distinct_versions: number; top: number }>(
         `SELECT count(*)::int AS n, count(DISTINCT version)::int AS distinct_versions, max(version) AS top FROM ${schema}.oncely_schema_version`,
       );
-      expect(versions[0]).toEqual({ n: 3, distinct_versions: 3, top: 3 });
+      expect(versions[0]).toEqual({ n: 4, distinct_versions: 4, top: 4 });
       const probe = await backend.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = $1 AND tablename = 'payments_probe'`, [schema]);
       expect(probe[0]!.n).toBe(1);
       const admitted = await peers[3]!.admit(input('after-migrate'));

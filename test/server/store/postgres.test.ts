@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postgresKeyStore } from '../../../src/server/store/postgres.node.js';
-import type { Lease } from '../../../src/server/store/types.js';
+import type { Lease, Tx } from '../../../src/server/store/types.js';
 import { openPgBackend, resolvePgUrl } from '../../support/pg.js';
 import { createTestApp } from '../fixtures.js';
 import { postgresStoreSuite } from './postgres-suite.js';
@@ -54,35 +54,49 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
 
   it('never sends a mark twice, even when the round trip that carried it failed after PostgreSQL ran it', async () => {
     // The answer of the round trip carrying the mark is lost (the connection resets after the
-    // server ran every statement): a second copy of the mark would move the row back.
+    // server ran every statement): a second copy of the mark would move the row back. The mark
+    // travels three ways: folded into a phase's point or into the final response when the work
+    // runs no statement (a prepared statement, sent by pool.query), or in front of the BEGIN of a
+    // phase that runs statements (literal SQL on a checked-out connection).
     const pool = new pg.Pool({ connectionString: url, max: 3 });
     let loseAnswerOf: RegExp | undefined;
-    interceptCheckouts(pool, (query) => async (text, ...rest) => {
-      const result = await query(text, ...rest);
-      if (typeof text === 'string' && loseAnswerOf?.test(text)) {
-        loseAnswerOf = undefined;
-        throw Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
-      }
-      return result;
-    });
+    const carried: string[] = [];
+    const lossy =
+      (query: (...args: never[]) => Promise<unknown>) =>
+      async (sent: string | { text: string; values?: unknown[] }, ...rest: unknown[]) => {
+        const text = typeof sent === 'string' ? sent : `${sent.text} ${JSON.stringify(sent.values ?? [])}`;
+        if (text.includes('risk')) carried.push(text);
+        const result = await (query as (...args: unknown[]) => Promise<unknown>)(sent, ...rest);
+        if (loseAnswerOf?.test(text)) {
+          loseAnswerOf = undefined;
+          throw Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+        }
+        return result;
+      };
+    interceptCheckouts(pool, (query) => lossy(query as never) as unknown as ClientQuery);
+    pool.query = lossy(pool.query.bind(pool) as never) as unknown as typeof pool.query;
     const store = postgresKeyStore({ pool, schema: `${schema}_resend` });
     try {
-      await store.migrate();
+      await store.migrate({ sqlite: '', postgres: 'CREATE TABLE IF NOT EXISTS notes (note text)' });
       const input = (key: string) => ({ clientId: 'acme', key, requestHash: 'h', endpoint: 'POST /x', requestBody: '{}', leaseMs: 10_000, ttlMs: 86_400_000 });
       const prior = { recoveryPoint: 'EXT1_DONE', data: { risk: 'low' }, leaseMs: 10_000, durable: false };
+      const note = (tx: Tx) => tx.run('INSERT INTO notes (note) VALUES ($1)', ['h2']);
       const cases = [
-        { key: 'phase', at: 'EXT2_SENT', run: (lease: Lease) => store.commitPhase(lease, { recoveryPoint: 'EXT2_SENT', leaseMs: 10_000, prior }) },
-        { key: 'finish', at: 'EXT1_DONE', run: (lease: Lease) => store.finish(lease, { status: 201, headers: {}, body: '{}' }, undefined, { prior }) },
+        { key: 'phase', loses: /oncely_point.*risk/s, at: { state: 'started', recoveryPoint: 'EXT2_SENT', data: { risk: 'low' } }, run: (lease: Lease) => store.commitPhase(lease, { recoveryPoint: 'EXT2_SENT', leaseMs: 10_000, prior }) },
+        { key: 'phase-work', loses: /oncely_point\(.*'EXT1_DONE'.*oncely_lock/s, at: { state: 'started', recoveryPoint: 'EXT1_DONE', data: { risk: 'low' } }, run: (lease: Lease) => store.commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior }, note) },
+        { key: 'finish', loses: /oncely_finish_after/, at: { state: 'finished', recoveryPoint: 'EXT1_DONE', data: { risk: 'low' } }, run: (lease: Lease) => store.finish(lease, { status: 201, headers: {}, body: '{}' }, undefined, { prior }) },
       ];
-      for (const { key, at, run } of cases) {
+      for (const { key, loses, at, run } of cases) {
         const admitted = await store.admit(input(key));
         if (!admitted.owned) throw new Error('not owned');
         await store.commitPhase(admitted.lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
-        loseAnswerOf = /oncely_point\(.*'EXT1_DONE'/s;
+        carried.length = 0;
+        loseAnswerOf = loses;
         await expect(run(admitted.lease), key).rejects.toThrow('ECONNRESET');
         expect(loseAnswerOf, key).toBeUndefined();
-        // Everything in that round trip committed, and nothing was sent again after it.
-        expect(await store.load('acme', key), key).toMatchObject(key === 'finish' ? { state: 'finished', recoveryPoint: at } : { state: 'started', recoveryPoint: at, data: { risk: 'low' } });
+        // Everything in that round trip committed, and nothing carried the mark again after it.
+        expect(carried, key).toHaveLength(1);
+        expect(await store.load('acme', key), key).toMatchObject(at);
       }
     } finally {
       await store.close();
@@ -111,42 +125,41 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
       expect((await app.post({ amount: 5 })).status).toBe(201);
       // Round trips: a phase whose work runs statements costs them plus two (BEGIN goes with the
       // admission or the lease check, COMMIT with the recovery point); the outcome mark before a
-      // phase rides with its BEGIN, and EXTn_SENT after a phase with its COMMIT, each still a
-      // transaction of its own. Three phases of one statement each (H1 with the admission, H2, H3
-      // with the response): 3 × 3 = 9 (13 when marks and EXTn_SENT went alone, 19 before that
-      // when BEGIN and COMMIT took their own).
+      // phase rides with its BEGIN as a transaction of its own, and EXTn_SENT after a phase is the
+      // phase's own point. Three phases of one statement each (H1 with the admission, H2, H3 with
+      // the response): 3 × 3 = 9 (13 when marks and EXTn_SENT went alone, 19 before that when
+      // BEGIN and COMMIT took their own).
       expect(sent.filter((s) => /^\s*(BEGIN|COMMIT|ROLLBACK)\s*;?\s*$/i.test(s.text))).toEqual([]);
       expect(sent).toHaveLength(9);
       const transactions = transactionsOf(sent);
       // Each recovery point's write, in the transaction it committed in, with its durability
-      // flag (oncely_point's and oncely_try_point's last argument).
-      const writeOf = (point: string): { tx: string[]; durable: boolean } => {
-        for (const tx of transactions) {
-          for (const statement of tx) {
-            const match = new RegExp(`oncely_(?:try_)?point\\(.*'${point}'.*, (TRUE|FALSE)\\)( AS ok)?$`, 's').exec(statement);
-            if (match) return { tx, durable: match[1] === 'TRUE' };
-          }
-        }
-        throw new Error(`no commit of ${point}`);
-      };
-      const relaxed = (tx: string[]): boolean => tx.some((statement) => /oncely_(?:try_)?point\(.*, FALSE\)( AS ok)?$/s.test(statement));
-      // Before each external call, and before the response: a commit the flush must cover, each
-      // EXTn_SENT alone in its transaction although it shares the phase's round trip.
-      for (const point of ['EXT1_SENT', 'EXT2_SENT']) {
-        const { tx, durable } = writeOf(point);
-        expect({ point, durable, relaxed: relaxed(tx), statements: tx.length }).toEqual({ point, durable: true, relaxed: false, statements: 1 });
-      }
+      // flag (oncely_point's last argument).
+      const writesOf = (point: string): Array<{ tx: string[]; durable: boolean }> =>
+        transactions.flatMap((tx) =>
+          tx.flatMap((statement) => {
+            const match = new RegExp(`oncely_point\\(.*'${point}'.*, (TRUE|FALSE)\\)$`, 's').exec(statement);
+            return match ? [{ tx, durable: match[1] === 'TRUE' }] : [];
+          }),
+        );
+      const relaxed = (tx: string[]): boolean => tx.some((statement) => /oncely_point\(.*, FALSE\)$/s.test(statement));
+      const admission = transactions.find((tx) => tx.some((statement) => statement.includes('oncely_admit')));
+      // H2's transaction: the lease check, its statement, its point (H3's ends with the response instead).
+      const h2 = transactions.find((tx) => tx !== admission && tx.some((statement) => statement.includes('step_runs')) && !tx.some((statement) => statement.includes('oncely_finish(')));
+      // A local phase followed by an external call commits EXTn_SENT as its own point, in its own
+      // transaction, durably (the call follows): H1_DONE and H2_DONE are never written on their own.
+      expect(writesOf('H1_DONE')).toEqual([]);
+      expect(writesOf('H2_DONE')).toEqual([]);
+      expect(writesOf('EXT1_SENT')).toEqual([{ tx: admission, durable: true }]);
+      expect(writesOf('EXT2_SENT')).toEqual([{ tx: h2, durable: true }]);
+      expect(admission && h2 && [relaxed(admission), relaxed(h2)]).toEqual([false, false]);
+      // Before the response: a commit the flush must cover.
       const finish = transactions.find((tx) => tx.some((statement) => statement.includes('oncely_finish(')));
       expect(finish && relaxed(finish)).toBe(false);
-      // The transactions in between are followed by one of those before anything leaves: no wait.
-      const admission = transactions.find((tx) => tx.some((statement) => statement.includes('oncely_admit')));
-      expect(admission && relaxed(admission)).toBe(true);
-      expect(writeOf('H1_DONE').tx).toBe(admission);
-      expect(relaxed(writeOf('H2_DONE').tx)).toBe(true);
-      // An outcome mark is relaxed and alone in its transaction, committed before the next phase's BEGIN.
+      // An outcome mark is relaxed and alone in its transaction, committed before the next phase's
+      // BEGIN: the next durable commit (EXTn_SENT or the response) covers it before anything leaves.
       for (const point of ['EXT1_DONE', 'EXT2_DONE']) {
-        const { tx, durable } = writeOf(point);
-        expect({ point, durable, statements: tx.length }).toEqual({ point, durable: false, statements: 1 });
+        const writes = writesOf(point);
+        expect(writes.map(({ tx, durable }) => ({ point, durable, statements: tx.length }))).toEqual([{ point, durable: false, statements: 1 }]);
       }
       // The store's statements sent alone are named prepared statements: planned once per connection.
       sent.length = 0;
