@@ -49,3 +49,16 @@ function defined(patch: Readonly<Record<string, unknown>> | undefined): Record<s
   if (patch) for (const [key, value] of Object.entries(patch)) if (value !== undefined) kept[key] = value;
   return kept;
 }
+
+/**
+ * Whether merging `patch` into a row's data changes it (JSON drops keys holding `undefined`).
+ *
+ * @example
+ * ```ts
+ * hasData({ risk: undefined }); // false
+ * ```
+ */
+export function hasData(patch: Readonly<Record<string, unknown>> | undefined): boolean {
+  if (patch) for (const key in patch) if (patch[key] !== undefined) return true;
+  return false;
+}

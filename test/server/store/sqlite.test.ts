@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sqliteKeyStore } from '../../../src/server/store/sqlite.node.js';
+import type { Tx } from '../../../src/server/store/types.js';
 import { runKeyStoreChainedContract } from '../../contract/keystore-chained.contract.js';
 import { runKeyStoreValuesContract } from '../../contract/keystore-values.contract.js';
 import { runKeyStoreContract } from '../../contract/keystore.contract.js';
@@ -127,6 +128,37 @@ describe('sqliteKeyStore group commit: failure paths', () => {
     // The other request of the group either committed whole or failed whole (a 503, retried).
     const otherRow = await store.load('acme', 'k-other');
     expect(settled[1].status === 'fulfilled' ? otherRow?.state : otherRow).toBe(settled[1].status === 'fulfilled' ? 'started' : undefined);
+    await store.close();
+  });
+
+  it('writes an admission with its first phase once, after the work: a row that cannot be written takes the work with it, and a duplicate never runs the work', async () => {
+    const store = sqliteKeyStore({ path: join(dir, 'admit-after-work.db') });
+    await store.migrate({ sqlite: 'CREATE TABLE IF NOT EXISTS work (w TEXT);', postgres: '' });
+    await store.transaction((tx) =>
+      tx.run("CREATE TRIGGER refuse_row BEFORE INSERT ON oncely_keys WHEN NEW.key = 'k-refused' BEGIN SELECT RAISE(ABORT, 'no room'); END"),
+    );
+    const ran: string[] = [];
+    const first = (note: string) => ({
+      commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false, dataFrom: () => ({ note }), next: { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000, durable: true } },
+      work: async (tx: Tx) => {
+        ran.push(note);
+        await tx.run('INSERT INTO work (w) VALUES ($1)', [note]);
+        return note;
+      },
+    });
+    // Three admissions in one group: the refused one is undone alone, work included.
+    const [refused, owned, duplicate] = await Promise.allSettled([
+      store.admit(admission('k-refused'), first('refused')),
+      store.admit(admission('k-owned'), first('owned')),
+      store.admit(admission('k-owned'), first('duplicate')),
+    ]);
+    expect(refused.status).toBe('rejected');
+    expect(owned.status === 'fulfilled' && owned.value.owned && owned.value.first).toEqual({ value: 'owned', next: true });
+    expect(duplicate.status === 'fulfilled' && duplicate.value).toMatchObject({ owned: false, row: { recoveryPoint: 'EXT1_SENT', data: { note: 'owned' } } });
+    expect(ran).toEqual(['refused', 'owned']);
+    expect(await store.load('acme', 'k-refused')).toBeUndefined();
+    expect(await store.load('acme', 'k-owned')).toMatchObject({ state: 'started', recoveryPoint: 'EXT1_SENT', data: { note: 'owned' } });
+    expect(await store.transaction((tx) => tx.all('SELECT w FROM work'))).toEqual([{ w: 'owned' }]);
     await store.close();
   });
 
