@@ -110,7 +110,7 @@ export interface RunStepsInput<Input> {
    * `afterCommit` hook runs before anything else, as it would have after a phase commit.
    */
   readonly admittedAt?: string | undefined;
-  /** The `EXTn_SENT` the admission committed right after {@link RunStepsInput.admittedAt}, if it did: that call is made with no probe first. */
+  /** The `EXTn_SENT` the admission committed with {@link RunStepsInput.admittedAt} (as the row's point, in its place), if it did: that call is made with no probe first. */
   readonly admittedNext?: string | undefined;
 }
 

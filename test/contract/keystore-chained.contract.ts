@@ -1,7 +1,8 @@
 /**
  * The KeyStore contract, part three: an outcome mark committed before a phase (`prior`) and a
- * point committed after it (`next`), each a transaction of its own although a store may send them
- * in the phase's round trips. Run by every backend next to `keystore.contract.ts`.
+ * point committed after it (`next`), which a store may write in the phase's own round trips or
+ * statement: each stays in order, and a mark stays committed when the phase fails. Run by every
+ * backend next to `keystore.contract.ts`.
  *
  * Usage: `runKeyStoreChainedContract('sqlite', async () => sqliteKeyStore({ path: ':memory:' }))`.
  */

@@ -18,7 +18,7 @@ export interface Fencing {
     work: ((tx: Tx) => Promise<T>) | undefined,
     write: (result: T | undefined, mark: PriorCommit | undefined) => Statement,
     prior?: PriorCommit,
-    next?: { readonly point: string },
+    at?: { readonly point: string; readonly next: boolean },
   ): Promise<Fenced<T>>;
   /** `oncely_point` (raises OLOST when the lease no longer holds the row) for `point`. */
   pointStatement(lease: Lease, point: PointCommit, data?: Readonly<Record<string, unknown>>): Statement;
@@ -53,9 +53,9 @@ export function createFencing(runner: Runner, schema: string): Fencing {
   });
 
   /**
-   * Work under a lease, then `write` (`oncely_point` or `oncely_finish`, which raise OLOST when
-   * the lease no longer holds the row). The transaction opens only when the work runs its first
-   * statement:
+   * Work under a lease, then `write` (`oncely_point`, `oncely_finish` or `oncely_finish_after`,
+   * which raise OLOST when the lease no longer holds the row). The transaction opens only when the
+   * work runs its first statement:
    * - no statement: `write` alone, atomic on its own (one round trip);
    * - statements: the first goes after BEGIN and `oncely_lock` (one round trip: `SELECT … FOR
    *   UPDATE` of the row under the lease, so an owner that lost its row runs none of its
@@ -66,20 +66,20 @@ export function createFencing(runner: Runner, schema: string): Fencing {
    * raising OLOST if the lease is gone so that nothing after it runs; when the work runs no
    * statement, `write` is handed the mark and folds it into its own UPDATE (one statement, one
    * round trip). A mark with a `committed` hook goes alone, first: the hook runs after it and
-   * before anything else commits. `next` says
-   * that `write` also commits the point after the phase (EXTn_SENT, folded into its UPDATE): when
-   * the round trip carrying it fails, the row tells whether it landed.
+   * before anything else commits. `at` is the point `write` leaves the row at (with `next`: the
+   * point after the phase, EXTn_SENT, folded into its UPDATE): when the answer to the round trip
+   * carrying it is lost, the row tells whether it landed.
    */
   async function fenced<T>(
     lease: Lease,
     work: ((tx: Tx) => Promise<T>) | undefined,
     write: (result: T | undefined, mark: PriorCommit | undefined) => Statement,
     prior?: PriorCommit,
-    next?: { readonly point: string },
+    at?: { readonly point: string; readonly next: boolean },
   ): Promise<Fenced<T>> {
     // A round trip whose answer was lost (connection reset) may have committed: the row says so.
     const unlessLanded = async (error: unknown): Promise<void> => {
-      if (!next || isLeaseLost(error) || !(await landed(lease, next.point))) throw error;
+      if (!at || isLeaseLost(error) || !(await landed(lease, at.point))) throw error;
     };
     // The mark goes out once, with whichever round trip comes first: never again after that, even
     // when that round trip failed (it may have committed, and a later copy would move the row back).
@@ -122,10 +122,16 @@ export function createFencing(runner: Runner, schema: string): Fencing {
         // The mark, if still unsent, is folded into the write: taken only once the write is built
         // (a write that throws, a refused response, leaves the mark to go alone below).
         const statement = write(value, mark ? prior : undefined);
-        takeMark();
-        await runner.prepared(statement.sql, statement.params).catch(unlessLanded);
+        const carried = takeMark();
+        await runner.prepared(statement.sql, statement.params).catch((error: unknown) => {
+          // PostgreSQL answered with an error: the statement, the mark in it, did not commit, and
+          // the mark goes alone below (it records an outcome the next attempt would otherwise
+          // have to probe for). A lost answer leaves it taken: it may have committed.
+          if (carried && refused(error) && !isLeaseLost(error)) mark = carried;
+          return unlessLanded(error);
+        });
       }
-      return next ? { ok: true, value: value as T, next: true } : { ok: true, value: value as T };
+      return at?.next ? { ok: true, value: value as T, next: true } : { ok: true, value: value as T };
     } catch (error) {
       ended = true;
       // The work may fail while its first statement's BEGIN is still on the wire: wait for it, or
@@ -165,6 +171,12 @@ export function createFencing(runner: Runner, schema: string): Fencing {
   }
 
   const isLeaseLost = (error: unknown): boolean => (error as { code?: unknown } | null | undefined)?.code === 'OLOST';
+  /**
+   * An ERROR PostgreSQL (or PGlite) answered a statement with: that statement and its implicit
+   * transaction rolled back. Not FATAL (the session ends, possibly after a commit) nor a lost
+   * connection (no answer at all).
+   */
+  const refused = (error: unknown): boolean => (error as { severity?: unknown } | null | undefined)?.severity === 'ERROR';
 
   /** `oncely_point` (raises OLOST when the lease no longer holds the row) for `point`. */
   const pointStatement = (lease: Lease, point: PointCommit, data: Readonly<Record<string, unknown>> = point.data ?? {}): Statement => ({

@@ -225,7 +225,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
           return pointStatement(lease, point, point.data);
         },
         phase.prior,
-        phase.next && { point: phase.next.recoveryPoint },
+        { point: phase.next?.recoveryPoint ?? phase.recoveryPoint, next: phase.next !== undefined },
       ),
 
     finish: <T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>, options?: FinishOptions) =>

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PgBackend } from '../../support/pg.js';
-import type { AdmitInput, KeyStore, StoredResponse, Tx } from '../../../src/server/store/types.js';
+import type { AdmitInput, KeyStore, Lease, StoredResponse, Tx } from '../../../src/server/store/types.js';
 
 const input = (key: string, over: Partial<AdmitInput> = {}): AdmitInput => ({
   clientId: 'acme',
@@ -138,6 +138,23 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       expect(await store.load('acme', 'next-2')).toMatchObject({ recoveryPoint: 'EXT1_SENT', data: { h2: true, sent: 1 } });
       const notes = await backend.query<{ note: string }>(`SELECT note FROM ${store.schema}.work_log WHERE note LIKE 'h%' ORDER BY note`);
       expect(notes.map((n) => n.note)).toEqual(['h1', 'h2-again']);
+    });
+
+    it('writes a mark alone when PostgreSQL refuses the statement it was folded into (a phase or final response with no statement)', async () => {
+      const mark = { recoveryPoint: 'EXT1_DONE', data: { charge: 'ch_1' }, leaseMs: 10_000, durable: false };
+      const cases = [
+        // NUL cannot be stored in text (22021), nor \u0000 in jsonb (22P05): the server answers ERROR.
+        { key: 'refused-finish', run: (lease: Lease) => store.finish(lease, { status: 201, headers: {}, body: 'a\u0000b' }, undefined, { prior: mark }) },
+        { key: 'refused-phase', run: (lease: Lease) => store.commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, data: { bad: 'a\u0000b' }, prior: mark }) },
+      ];
+      for (const { key, run } of cases) {
+        const admitted = await store.admit(input(key));
+        if (!admitted.owned) throw new Error('not owned');
+        expect((await store.commitPhase(admitted.lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 })).ok).toBe(true);
+        await expect(run(admitted.lease), key).rejects.toThrow();
+        // The outcome stays recorded: the next attempt resumes after the call instead of probing it.
+        expect(await store.load('acme', key), key).toMatchObject({ state: 'started', recoveryPoint: 'EXT1_DONE', data: { charge: 'ch_1' } });
+      }
     });
 
     // The store no longer calls oncely_try_point (EXTn_SENT is folded into its phase's write); the

@@ -58,23 +58,7 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
     // travels three ways: folded into a phase's point or into the final response when the work
     // runs no statement (a prepared statement, sent by pool.query), or in front of the BEGIN of a
     // phase that runs statements (literal SQL on a checked-out connection).
-    const pool = new pg.Pool({ connectionString: url, max: 3 });
-    let loseAnswerOf: RegExp | undefined;
-    const carried: string[] = [];
-    const lossy =
-      (query: (...args: never[]) => Promise<unknown>) =>
-      async (sent: string | { text: string; values?: unknown[] }, ...rest: unknown[]) => {
-        const text = typeof sent === 'string' ? sent : `${sent.text} ${JSON.stringify(sent.values ?? [])}`;
-        if (text.includes('risk')) carried.push(text);
-        const result = await (query as (...args: unknown[]) => Promise<unknown>)(sent, ...rest);
-        if (loseAnswerOf?.test(text)) {
-          loseAnswerOf = undefined;
-          throw Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
-        }
-        return result;
-      };
-    interceptCheckouts(pool, (query) => lossy(query as never) as unknown as ClientQuery);
-    pool.query = lossy(pool.query.bind(pool) as never) as unknown as typeof pool.query;
+    const { pool, lose, carried } = lossyPool(/risk/);
     const store = postgresKeyStore({ pool, schema: `${schema}_resend` });
     try {
       await store.migrate({ sqlite: '', postgres: 'CREATE TABLE IF NOT EXISTS notes (note text)' });
@@ -91,9 +75,11 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
         if (!admitted.owned) throw new Error('not owned');
         await store.commitPhase(admitted.lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
         carried.length = 0;
-        loseAnswerOf = loses;
-        await expect(run(admitted.lease), key).rejects.toThrow('ECONNRESET');
-        expect(loseAnswerOf, key).toBeUndefined();
+        const lost = lose(loses);
+        // A phase's point is found committed by reading the row (see the next test); the others fail.
+        if (key === 'phase') expect(await run(admitted.lease), key).toEqual({ ok: true, value: undefined });
+        else await expect(run(admitted.lease), key).rejects.toThrow('ECONNRESET');
+        expect(lost(), key).toBe(true);
         // Everything in that round trip committed, and nothing carried the mark again after it.
         expect(carried, key).toHaveLength(1);
         expect(await store.load('acme', key), key).toMatchObject(at);
@@ -101,6 +87,36 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
     } finally {
       await store.close();
       await pool.query(`DROP SCHEMA IF EXISTS ${schema}_resend CASCADE`);
+      await pool.end();
+    }
+  });
+
+  it('finds a phase committed when the answer to its round trip is lost (EXTn_SENT folded in, with and without statements)', async () => {
+    const { pool, lose } = lossyPool(/$^/);
+    const store = postgresKeyStore({ pool, schema: `${schema}_landed` });
+    try {
+      await store.migrate({ sqlite: '', postgres: 'CREATE TABLE IF NOT EXISTS notes (note text)' });
+      const input = (key: string) => ({ clientId: 'acme', key, requestHash: 'h', endpoint: 'POST /x', requestBody: '{}', leaseMs: 10_000, ttlMs: 86_400_000 });
+      const note = (tx: Tx) => tx.run('INSERT INTO notes (note) VALUES ($1)', ['n']);
+      const sent = (n: number) => ({ recoveryPoint: `EXT${n}_SENT`, leaseMs: 10_000, durable: true });
+      const lost = lose(/oncely_point.*'EXT1_SENT'.*COMMIT/s);
+      const admitted = await store.admit(input('landed'), { commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false, next: sent(1) }, work: note });
+      expect(lost()).toBe(true);
+      if (!admitted.owned) throw new Error('not owned');
+      expect(admitted.first).toEqual({ value: 1, next: true });
+      const cases = [
+        { point: 2, loses: /oncely_point.*'EXT2_SENT'.*COMMIT/s, work: note, value: 1 },
+        { point: 3, loses: /oncely_point.*EXT3_SENT/s, work: undefined, value: undefined },
+      ];
+      for (const { point, loses, work, value } of cases) {
+        const gone = lose(loses);
+        expect(await store.commitPhase(admitted.lease, { recoveryPoint: `H${point}_DONE`, leaseMs: 10_000, durable: false, next: sent(point) }, work), `EXT${point}`).toEqual({ ok: true, value, next: true });
+        expect(gone(), `EXT${point}`).toBe(true);
+        expect(await store.load('acme', 'landed')).toMatchObject({ state: 'started', recoveryPoint: `EXT${point}_SENT` });
+      }
+    } finally {
+      await store.close();
+      await pool.query(`DROP SCHEMA IF EXISTS ${schema}_landed CASCADE`);
       await pool.end();
     }
   });
@@ -243,4 +259,38 @@ function interceptCheckouts(pool: pg.Pool, through: (query: ClientQuery, checkou
     }) as typeof client.release;
     return client;
   }) as typeof pool.connect;
+}
+
+/**
+ * A pool whose answers can be lost: `lose(pattern)` makes the next statement matching `pattern`
+ * (literal SQL on a checked-out connection, or a prepared statement's text and values) run on the
+ * server and then fail as a reset connection would; the function it returns tells whether that
+ * happened. `carried` collects every statement matching `track`.
+ */
+function lossyPool(track: RegExp): { pool: pg.Pool; lose: (pattern: RegExp) => () => boolean; carried: string[] } {
+  const pool = new pg.Pool({ connectionString: url, max: 3 });
+  let loseAnswerOf: RegExp | undefined;
+  const carried: string[] = [];
+  const lossy =
+    (query: (...args: never[]) => Promise<unknown>) =>
+    async (sent: string | { text: string; values?: unknown[] }, ...rest: unknown[]) => {
+      const text = typeof sent === 'string' ? sent : `${sent.text} ${JSON.stringify(sent.values ?? [])}`;
+      if (track.test(text)) carried.push(text);
+      const result = await (query as (...args: unknown[]) => Promise<unknown>)(sent, ...rest);
+      if (loseAnswerOf?.test(text)) {
+        loseAnswerOf = undefined;
+        throw Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
+      }
+      return result;
+    };
+  interceptCheckouts(pool, (query) => lossy(query as never) as unknown as ClientQuery);
+  pool.query = lossy(pool.query.bind(pool) as never) as unknown as typeof pool.query;
+  return {
+    pool,
+    lose: (pattern) => {
+      loseAnswerOf = pattern;
+      return () => loseAnswerOf === undefined;
+    },
+    carried,
+  };
 }
