@@ -15,13 +15,15 @@
  * PostgreSQL requires a partitioned table's unique constraints to include the partition key, so
  * the primary key is `(client_id, key, expires_at)` and, on its own, would let the same key live
  * in two partitions (two admissions a millisecond apart around a partition boundary). Admission
- * is therefore the function `oncely_admit`, which serialises admissions *of the same key* on a
- * transaction-scoped advisory lock on `hash(client_id, key)` and only then looks across every
- * live partition before inserting:
+ * is therefore the function `oncely_admit`, which looks across every live partition, and for a
+ * key it did not find serialises admissions *of that key* on a transaction-scoped advisory lock
+ * on `hash(client_id, key)`, then looks again before inserting (a key found the first time is
+ * answered without the lock: its duplicates never queue on each other):
  *
  * ```
- * A: lock(h) ─ SELECT: none ─ INSERT ─ COMMIT(unlock)
- * B:    lock(h) ····· waits ·····················─ SELECT (fresh snapshot): A's row ─ not owner
+ * A: SELECT: none ─ lock(h) ─ SELECT: none ─ INSERT ─ COMMIT(unlock)
+ * B:    SELECT: none ─ lock(h) ····· waits ·······─ SELECT (fresh snapshot): A's row ─ not owner
+ * C:                                                          SELECT: A's row ─ not owner
  * ```
  *
  * In READ COMMITTED each statement of a volatile PL/pgSQL function takes a new snapshot, so B's
@@ -157,6 +159,36 @@ BEGIN
   IF NOT FOUND THEN
     RAISE EXCEPTION 'oncely_finish_after: the lease no longer holds this row' USING ERRCODE = 'OLOST';
   END IF;
+END
+$fn$;`,
+  // A key that exists is answered before the advisory lock: duplicates and replays of one key no
+  // longer queue on each other's lock, each held until its transaction's ROLLBACK comes back (a
+  // round trip). A row seen committed is a correct answer whatever happens next. Same signature
+  // and answers, so instances of the previous version run it too.
+  (s) => `
+CREATE OR REPLACE FUNCTION ${s}.oncely_admit(p_client text, p_key text, p_hash text, p_endpoint text, p_body text,
+                                             p_lease_ms float8, p_ttl_ms float8)
+RETURNS TABLE (owned boolean, lease text, row_json json)
+LANGUAGE plpgsql VOLATILE AS $fn$
+#variable_conflict use_column
+BEGIN
+  IF current_setting('transaction_isolation') <> 'read committed' THEN
+    RAISE EXCEPTION 'oncely_admit needs READ COMMITTED (found %)', current_setting('transaction_isolation');
+  END IF;
+  RETURN QUERY SELECT false, NULL::text, row_to_json(k) FROM ${s}.oncely_keys k
+    WHERE k.client_id = p_client AND k.key = p_key;
+  IF FOUND THEN RETURN; END IF;
+  PERFORM pg_advisory_xact_lock(hashtextextended(p_client || chr(31) || p_key, 1804));
+  RETURN QUERY SELECT false, NULL::text, row_to_json(k) FROM ${s}.oncely_keys k
+    WHERE k.client_id = p_client AND k.key = p_key;
+  IF FOUND THEN RETURN; END IF;
+  RETURN QUERY WITH ins AS (
+    INSERT INTO ${s}.oncely_keys AS k (client_id, key, request_hash, endpoint, request_body, state,
+                                      lease_token, lease_until, created_at, expires_at)
+    VALUES (p_client, p_key, p_hash, p_endpoint, p_body, 'started', gen_random_uuid()::text,
+            now() + p_lease_ms * interval '1 millisecond', now(), now() + p_ttl_ms * interval '1 millisecond')
+    RETURNING k.*)
+  SELECT true, ins.lease_token, row_to_json(ins) FROM ins;
 END
 $fn$;`,
 ];

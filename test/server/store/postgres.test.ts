@@ -121,6 +121,38 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
     }
   });
 
+  it('answers a key that exists without its advisory lock, and still serialises the admissions of a new key on it', async () => {
+    const store = postgresKeyStore({ pool, schema: `${schema}_lock` });
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    const lock = (key: string) => `hashtextextended('acme' || chr(31) || '${key}', 1804)`;
+    try {
+      await store.migrate();
+      const input = (key: string) => ({ clientId: 'acme', key, requestHash: 'h', endpoint: 'POST /x', requestBody: '{}', leaseMs: 10_000, ttlMs: 86_400_000 });
+      expect((await store.admit(input('exists'))).owned).toBe(true);
+      // Another session holds the key's lock (as a first admission of it would): a duplicate of a
+      // key that exists is answered anyway (a 409 storm on one key no longer queues).
+      await holder.query(`SELECT pg_advisory_lock(${lock('exists')})`);
+      expect(await store.admit(input('exists'))).toMatchObject({ owned: false, row: { key: 'exists' } });
+      // A key that does not exist yet waits for the lock before it looks again and inserts.
+      await holder.query(`SELECT pg_advisory_lock(${lock('new')})`);
+      const admitting = store.admit(input('new'));
+      const waiting = async (): Promise<number> =>
+        (
+          await holder.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND ((classid::bigint << 32) | objid::bigint) = ${lock('new')}`,
+          )
+        ).rows[0]!.n;
+      while ((await waiting()) === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+      await holder.query(`SELECT pg_advisory_unlock(${lock('new')})`);
+      expect((await admitting).owned).toBe(true);
+    } finally {
+      await holder.end();
+      await store.close();
+      await pool.query(`DROP SCHEMA IF EXISTS ${schema}_lock CASCADE`);
+    }
+  });
+
   it('waits for the WAL flush only before something leaves the database (EXTn_SENT, the final response), and sends BEGIN and COMMIT with other statements', async () => {
     // Every statement the store sends, with the transaction it ran in (0: on its own).
     const sent: Array<{ tx: number; text: string; params: readonly unknown[]; named?: boolean }> = [];
