@@ -6,6 +6,7 @@
  * writes a V8 CPU profile.
  *
  * Usage: `node --import tsx bench/peer-cpu.ts [peer = oncely-sqlite] [seconds = 5] [cpuprofile-dir]`
+ * (`oncely-nostore`: the same handler over a store that writes nothing, the floor under oncely)
  * (`oncely-postgres` and `unguarded-postgres` use `ONCELY_PG_URL`, else `postgres://postgres@127.0.0.1:5432/test`).
  * Compare two commits by running it alternately in two worktrees.
  *

@@ -13,11 +13,12 @@ import { createIdempotencyHandler } from '../../src/server/handler.js';
 import { sqliteKeyStore } from '../../src/server/store/sqlite.node.js';
 import type { KeyStore, StoredResponse } from '../../src/server/store/types.js';
 import type { IdempotentOperation } from '../../src/server/types.js';
+import { noStore } from './nostore.js';
 import { CHARGE_SQL, COUNT_SQL, EXECUTIONS_DDL, chargeParams, newPayment, parsePayment, receiptWork, toCount, type PaymentInput, type WorkOptions } from './payment.js';
 
 /** Options of {@link createOncelyPeer}. */
 export interface OncelyPeerOptions {
-  /** A SQLite file path, or a `postgres://` URL. */
+  /** A SQLite file path, a `postgres://` URL, or `nostore` (a diagnostic store that writes nothing, `nostore.ts`). */
   readonly db: string;
   /** PostgreSQL schema, so runs never see each other's keys. */
   readonly pgSchema?: string;
@@ -32,6 +33,7 @@ export interface FetchApp {
 }
 
 async function openStore(options: OncelyPeerOptions): Promise<KeyStore> {
+  if (options.db === 'nostore') return noStore();
   if (!options.db.startsWith('postgres')) return sqliteKeyStore({ path: options.db });
   // Loaded only when asked for, so the SQLite figures never need the PostgreSQL store's code.
   const { postgresKeyStore } = await import('../../src/server/store/postgres.node.js');

@@ -6,7 +6,8 @@
  * a `postgres://` URL), `BENCH_PG_SCHEMA`, `BENCH_NS` (key prefix), `BENCH_WORK_MS`,
  * `BENCH_HOLD_MS`, `BENCH_LEASE_MS` (oncely's lease, and Powertools' emulated Lambda timeout),
  * `BENCH_REDIS_URL`. `unguarded-postgres` keeps its charges in PostgreSQL (`BENCH_ONCELY_DB`,
- * `BENCH_PG_SCHEMA`), the baseline for oncely on PostgreSQL.
+ * `BENCH_PG_SCHEMA`), the baseline for oncely on PostgreSQL. `oncely-nostore` is oncely over a
+ * store that writes nothing (`nostore.ts`): what the layer costs without its database.
  *
  * @module
  */
@@ -22,6 +23,7 @@ import { CHARGE_SQL, COUNT_SQL, EXECUTIONS_DDL, chargeParams, newPayment, openAp
 export const PEERS = [
   'oncely-sqlite',
   'oncely-postgres',
+  'oncely-nostore',
   'node-idempotency-memory',
   'node-idempotency-redis',
   'express-idempotency',
@@ -62,9 +64,10 @@ function serveExpress(app: express.Express): void {
   process.on('SIGTERM', () => server.close(() => process.exit(0)));
 }
 
-if (peer === 'oncely-sqlite' || peer === 'oncely-postgres') {
+if (peer === 'oncely-sqlite' || peer === 'oncely-postgres' || peer === 'oncely-nostore') {
   const pgSchema = process.env['BENCH_PG_SCHEMA'];
-  const app = await createOncelyPeer({ db: env('BENCH_ONCELY_DB', ':memory:'), work, leaseMs, ...(pgSchema ? { pgSchema } : {}) });
+  const db = peer === 'oncely-nostore' ? 'nostore' : env('BENCH_ONCELY_DB', ':memory:');
+  const app = await createOncelyPeer({ db, work, leaseMs, ...(pgSchema ? { pgSchema } : {}) });
   serveFetch((request) => app.fetch(request));
 } else if (peer === 'unguarded-postgres') {
   // The same payment work with its charge in PostgreSQL, the way an app without a layer writes it:

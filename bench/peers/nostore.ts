@@ -1,0 +1,82 @@
+/**
+ * A key store that keeps its rows in a Map and writes nothing anywhere: the floor under oncely's
+ * first execution, i.e. what the handler, the steps and the HTTP stack cost with no database.
+ * Diagnostic only (`bench/peer-cpu.ts oncely-nostore`): it has no durability, no other process
+ * sees its keys, and the application's statements are not run (each "changes" one row).
+ *
+ * @module
+ */
+import { randomUUID } from 'node:crypto';
+import type { AdmitResult, FinalResponse, FirstPhase, KeyRow, KeyStore, Lease, PhaseCommit, StoredResponse, Tx } from '../../src/server/store/types.js';
+
+/**
+ * The Map-backed store; each call resolves on the next turn of the event loop, as a group commit
+ * would.
+ *
+ * @example
+ * ```ts
+ * const store = noStore();
+ * ```
+ */
+export function noStore(): KeyStore {
+  const rows = new Map<string, KeyRow & { token: string | null }>();
+  const tx: Tx = { dialect: 'sqlite', run: async () => 1, all: async () => [], get: async () => undefined };
+  const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+  const id = (clientId: string, key: string): string => `${clientId}\u001f${key}`;
+  const held = (lease: Lease) => {
+    const row = rows.get(id(lease.clientId, lease.key));
+    return row && row.state === 'started' && row.token === lease.token ? row : undefined;
+  };
+  const merge = (row: KeyRow, phase: { readonly recoveryPoint: string; readonly data?: Readonly<Record<string, unknown>> }, produced?: unknown): KeyRow => ({
+    ...row,
+    recoveryPoint: phase.recoveryPoint,
+    data: { ...row.data, ...phase.data, ...(produced as Record<string, unknown> | undefined) },
+  });
+  const unsupported = (what: string) => (): never => {
+    throw new Error(`noStore: ${what} is not implemented (a diagnostic store)`);
+  };
+  return {
+    dialect: 'sqlite',
+    migrate: async () => undefined,
+    async admit<T>(input: Parameters<KeyStore['admit']>[0], first?: FirstPhase<T>): Promise<AdmitResult<T>> {
+      await turn();
+      const existing = rows.get(id(input.clientId, input.key));
+      if (existing) return { owned: false, row: existing };
+      const token = randomUUID();
+      const at = Date.now();
+      let row: KeyRow = { clientId: input.clientId, key: input.key, requestHash: input.requestHash, endpoint: input.endpoint, requestBody: input.requestBody, state: 'started', recoveryPoint: null, data: {}, response: null, leaseRemainingMs: input.leaseMs, attempts: 0, createdAt: at, expiresAt: at + input.ttlMs };
+      const value = first ? await first.work(tx) : undefined;
+      if (first) row = merge(row, first.commit.next ?? first.commit, first.commit.dataFrom?.(value));
+      rows.set(id(input.clientId, input.key), { ...row, token });
+      const lease = { clientId: input.clientId, key: input.key, token };
+      return { owned: true, lease, row: first ? { ...row, recoveryPoint: first.commit.recoveryPoint } : row, ...(first ? { first: { value, next: first.commit.next !== undefined } } : {}) };
+    },
+    async commitPhase<T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>) {
+      await turn();
+      const row = held(lease);
+      if (!row) return { ok: false as const };
+      const value = work ? await work(tx) : undefined;
+      const marked = phase.prior ? merge(row, phase.prior) : row;
+      rows.set(id(lease.clientId, lease.key), { ...merge(marked, phase.next ?? phase, phase.dataFrom?.(value)), token: lease.token });
+      return phase.next ? { ok: true as const, value, next: true } : { ok: true as const, value };
+    },
+    async finish<T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>, options?: { readonly prior?: PhaseCommit['prior'] }) {
+      await turn();
+      const row = held(lease);
+      if (!row) return { ok: false as const };
+      const value = work ? await work(tx) : undefined;
+      const stored: StoredResponse = typeof response === 'function' ? response(value) : response;
+      const marked = options?.prior ? merge(row, options.prior) : row;
+      rows.set(id(lease.clientId, lease.key), { ...marked, state: 'finished', response: stored, leaseRemainingMs: null, token: null });
+      return { ok: true as const, value };
+    },
+    load: async (clientId, key) => rows.get(id(clientId, key)),
+    transaction: async (work) => work(tx),
+    takeOver: unsupported('takeOver'),
+    release: async () => true,
+    park: async () => true,
+    sweep: async () => [],
+    reap: async () => 0,
+    close: async () => undefined,
+  };
+}
