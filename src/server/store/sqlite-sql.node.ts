@@ -40,11 +40,6 @@ export const SQL = {
   insert: `INSERT INTO oncely_keys (client_id, key, request_hash, endpoint, request_body, state, lease_token, lease_expires_at, created_at, expires_at)
            VALUES (?, ?, ?, ?, ?, 'started', ?, ?, ?, ?)
            ON CONFLICT (client_id, key) DO NOTHING RETURNING created_at`,
-  // An admission with its first phase: written once that phase's work is done (see admit()).
-  insertAt: `INSERT INTO oncely_keys (client_id, key, request_hash, endpoint, request_body, state, recovery_point, data, lease_token,
-                                     lease_expires_at, created_at, expires_at)
-             VALUES (?, ?, ?, ?, ?, 'started', ?, ?, ?, ?, ?, ?)
-             ON CONFLICT (client_id, key) DO NOTHING`,
   load: `SELECT * FROM oncely_keys WHERE client_id = ? AND key = ?`,
   takeOver: `UPDATE oncely_keys SET lease_token = ?, lease_expires_at = ?
              WHERE client_id = ? AND key = ? AND state = 'started' AND (lease_token IS NULL OR lease_expires_at <= ?)
@@ -53,6 +48,9 @@ export const SQL = {
   // The lease token in the WHERE is the fence: a taken-over owner changes no row.
   commitPhase: `UPDATE oncely_keys SET recovery_point = ?, lease_expires_at = ?
                 WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
+  // The first phase of a row this transaction inserted: its data is still the default '{}'.
+  commitFirst: `UPDATE oncely_keys SET recovery_point = ?, data = ?, lease_expires_at = ?
+                WHERE client_id = ? AND key = ? AND lease_token = ?`,
   commitPhaseData: `UPDATE oncely_keys SET recovery_point = ?, data = oncely_merge(data, ?), lease_expires_at = ?
                     WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
   finish: `UPDATE oncely_keys SET state = 'finished', response_status = ?, response_headers = ?, response_body = ?,

@@ -131,8 +131,8 @@ describe('sqliteKeyStore group commit: failure paths', () => {
     await store.close();
   });
 
-  it('writes an admission with its first phase once, after the work: a row that cannot be written takes the work with it, and a duplicate never runs the work', async () => {
-    const store = sqliteKeyStore({ path: join(dir, 'admit-after-work.db') });
+  it('admits by INSERT before the first phase runs: a row that cannot be written runs no work, a duplicate in the same group never runs it, and the work sees its row', async () => {
+    const store = sqliteKeyStore({ path: join(dir, 'admit-first.db') });
     await store.migrate({ sqlite: 'CREATE TABLE IF NOT EXISTS work (w TEXT);', postgres: '' });
     await store.transaction((tx) =>
       tx.run("CREATE TRIGGER refuse_row BEFORE INSERT ON oncely_keys WHEN NEW.key = 'k-refused' BEGIN SELECT RAISE(ABORT, 'no room'); END"),
@@ -142,11 +142,13 @@ describe('sqliteKeyStore group commit: failure paths', () => {
       commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false, dataFrom: () => ({ note }), next: { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000, durable: true } },
       work: async (tx: Tx) => {
         ran.push(note);
-        await tx.run('INSERT INTO work (w) VALUES ($1)', [note]);
+        // The key's row exists before the work (an app may point at it).
+        const own = await tx.get<{ n: number }>("SELECT count(*) AS n FROM oncely_keys WHERE key LIKE 'k-%' AND state = 'started' AND recovery_point IS NULL");
+        await tx.run('INSERT INTO work (w) VALUES ($1)', [`${note}:${own?.n}`]);
         return note;
       },
     });
-    // Three admissions in one group: the refused one is undone alone, work included.
+    // Three admissions in one group: the refused one is undone alone.
     const [refused, owned, duplicate] = await Promise.allSettled([
       store.admit(admission('k-refused'), first('refused')),
       store.admit(admission('k-owned'), first('owned')),
@@ -155,10 +157,34 @@ describe('sqliteKeyStore group commit: failure paths', () => {
     expect(refused.status).toBe('rejected');
     expect(owned.status === 'fulfilled' && owned.value.owned && owned.value.first).toEqual({ value: 'owned', next: true });
     expect(duplicate.status === 'fulfilled' && duplicate.value).toMatchObject({ owned: false, row: { recoveryPoint: 'EXT1_SENT', data: { note: 'owned' } } });
-    expect(ran).toEqual(['refused', 'owned']);
+    expect(ran).toEqual(['owned']);
     expect(await store.load('acme', 'k-refused')).toBeUndefined();
     expect(await store.load('acme', 'k-owned')).toMatchObject({ state: 'started', recoveryPoint: 'EXT1_SENT', data: { note: 'owned' } });
-    expect(await store.transaction((tx) => tx.all('SELECT w FROM work'))).toEqual([{ w: 'owned' }]);
+    expect(await store.transaction((tx) => tx.all('SELECT w FROM work'))).toEqual([{ w: 'owned:1' }]);
+    await store.close();
+  });
+
+  it('stores no key when SQLite rolled the admission back under a first phase whose work swallowed the error', async () => {
+    const store = sqliteKeyStore({ path: join(dir, 'admit-swallowed.db') });
+    await store.migrate({ sqlite: 'CREATE TABLE IF NOT EXISTS work (w TEXT);', postgres: '' });
+    await store.transaction((tx) => tx.run("CREATE TRIGGER roll_back BEFORE INSERT ON work WHEN NEW.w = 'boom' BEGIN SELECT RAISE(ROLLBACK, 'disk full'); END"));
+    const swallowed: string[] = [];
+    const admitted = store.admit(admission('k-swallowed'), {
+      commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false, next: { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000, durable: true } },
+      work: async (tx: Tx) => {
+        try {
+          await tx.run('INSERT INTO work (w) VALUES ($1)', ['boom']);
+        } catch (error) {
+          swallowed.push((error as Error).message);
+        }
+      },
+    });
+    await expect(admitted).rejects.toThrow();
+    expect(swallowed).toEqual(['disk full']);
+    // Neither the key at EXT1_SENT without its work, nor the work: a retry starts afresh.
+    expect(await store.load('acme', 'k-swallowed')).toBeUndefined();
+    expect(await store.transaction((tx) => tx.all('SELECT w FROM work'))).toEqual([]);
+    expect((await store.admit(admission('k-swallowed'))).owned).toBe(true);
     await store.close();
   });
 
