@@ -59,6 +59,6 @@ function defined(patch: Readonly<Record<string, unknown>> | undefined): Record<s
  * ```
  */
 export function hasData(patch: Readonly<Record<string, unknown>> | undefined): boolean {
-  if (patch) for (const key in patch) if (patch[key] !== undefined) return true;
+  if (patch) for (const key of Object.keys(patch)) if (patch[key] !== undefined) return true;
   return false;
 }
