@@ -153,20 +153,19 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
 
     async admit<T>(input: AdmitInput, first?: FirstPhase<T>): Promise<AdmitResult<T>> {
       const args = [input.clientId, input.key, input.requestHash, input.endpoint, input.requestBody, input.leaseMs, input.ttlMs];
-      const sql = ADMIT;
       // 23514: no partition covers this expiry (a retention longer than planned): create the one
       // it needs and the next (the clock moves on before the retry), then admit again.
       for (let attempt = 1; ; attempt += 1) {
         let admitting = true;
         try {
           if (!first) {
-            const { rows } = await runner.prepared<Admitted>(sql, args);
+            const { rows } = await runner.prepared<Admitted>(ADMIT, args);
             return toAdmitResult(input.clientId, input.key, rows[0]!);
           }
           // The INSERT, the first phase's work and its recovery point in one transaction. The
           // admission's advisory lock is held until COMMIT: a duplicate waits, then finds the row
           // at its recovery point.
-          const { result, tx } = await runner.open<Admitted>({ sql, params: args });
+          const { result, tx } = await runner.open<Admitted>({ sql: ADMIT, params: args });
           admitting = false;
           try {
             const admitted = toAdmitResult<T>(input.clientId, input.key, result.rows[0]!);
@@ -182,9 +181,9 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
             const point = folded(undefined, commit, patch, commit.next);
             await tx
               .commit({ sql: FIRST_POINT, params: [...fenceArgs(admitted.lease), point.recoveryPoint, JSON.stringify(point.data), point.leaseMs, point.durable !== false] })
-              // The answer was lost (connection reset): the row says whether the COMMIT ran.
+              // The answer was lost (connection reset): the row says whether the COMMIT ran, as in fenced().
               .catch(async (error: unknown) => {
-                if (!commit.next || !(await landed(admitted.lease, point.recoveryPoint))) throw error;
+                if (!(await landed(admitted.lease, point.recoveryPoint))) throw error;
               });
             const row = { ...admitted.row, recoveryPoint: commit.recoveryPoint, data: patch };
             return { ...admitted, row, first: commit.next ? { value, next: true } : { value } };

@@ -168,7 +168,7 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
   function writePoint<T>(lease: Lease, phase: PhaseCommit<T> | PointCommit, result: T | undefined): number {
     const patch = phasePatch(phase, result);
     const leaseExpiresAt = now() + phase.leaseMs;
-    if (Object.keys(patch).length === 0) {
+    if (!hasData(patch)) {
       return prepare(SQL.commitPhase).run(phase.recoveryPoint, leaseExpiresAt, lease.clientId, lease.key, lease.token).changes;
     }
     return prepare(SQL.commitPhaseData).run(phase.recoveryPoint, JSON.stringify(patch), leaseExpiresAt, lease.clientId, lease.key, lease.token).changes;

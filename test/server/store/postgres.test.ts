@@ -104,6 +104,12 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
       expect(lost()).toBe(true);
       if (!admitted.owned) throw new Error('not owned');
       expect(admitted.first).toEqual({ value: 1, next: true });
+      // The same without a call after the first phase: the row at H1_DONE says the COMMIT ran.
+      const alone = lose(/oncely_point.*'H1_DONE'.*COMMIT/s);
+      const local = await store.admit(input('landed-local'), { commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false }, work: note });
+      expect(alone()).toBe(true);
+      expect(local.owned && local.first).toEqual({ value: 1 });
+      expect(await store.load('acme', 'landed-local')).toMatchObject({ state: 'started', recoveryPoint: 'H1_DONE' });
       const cases = [
         { point: 2, loses: /oncely_point.*'EXT2_SENT'.*COMMIT/s, work: note, value: 1 },
         { point: 3, loses: /oncely_point.*EXT3_SENT/s, work: undefined, value: undefined },
