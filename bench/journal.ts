@@ -55,6 +55,7 @@ const makeOps = (count: number): NewOperation[] =>
     serial += 1;
     const hex = serial.toString(16).padStart(12, '0');
     return {
+      scope: 'http://127.0.0.1:8787',
       key: `0193b8a0-0000-7000-8000-${hex}`,
       method: 'POST',
       url: 'http://127.0.0.1:8787/v1/payments',
@@ -92,7 +93,7 @@ async function measure(open: () => Journal, count: number, run: (journal: Journa
 const oneByOne = async (journal: Journal, list: NewOperation[]): Promise<void> => {
   for (const op of list) {
     await journal.put(op);
-    await journal.update(op.key, { state: OperationState.Succeeded, attempts: 1, lastStatus: 201, result });
+    await journal.update(op.scope, op.key, { state: OperationState.Succeeded, attempts: 1, lastStatus: 201, result });
   }
 };
 
@@ -100,7 +101,7 @@ const batched = async (journal: Journal, list: NewOperation[]): Promise<void> =>
   for (let i = 0; i < list.length; i += batch) {
     const chunk = list.slice(i, i + batch);
     await journal.putMany(chunk);
-    await Promise.all(chunk.map((op) => journal.update(op.key, { state: OperationState.Succeeded, attempts: 1, lastStatus: 201, result })));
+    await Promise.all(chunk.map((op) => journal.update(op.scope, op.key, { state: OperationState.Succeeded, attempts: 1, lastStatus: 201, result })));
   }
 };
 

@@ -16,6 +16,7 @@ import type { JournalError } from './errors/journal-error.js';
 import type { KeyReusedError } from './errors/key-reused-error.js';
 import type { OperationAbortedError } from './errors/operation-aborted-error.js';
 import type { OperationPendingError } from './errors/operation-pending-error.js';
+import type { RequestRefusedError } from './errors/request-refused-error.js';
 
 export { ErrorCode, OncelyError, type OperationRef } from './errors/oncely-error.js';
 export { KeyReusedError } from './errors/key-reused-error.js';
@@ -25,6 +26,7 @@ export { HttpError, type HttpErrorResponse } from './errors/http-error.js';
 export { ExpiredOperationError } from './errors/expired-operation-error.js';
 export { JournalError } from './errors/journal-error.js';
 export { OperationAbortedError } from './errors/operation-aborted-error.js';
+export { RequestRefusedError } from './errors/request-refused-error.js';
 
 /**
  * Maps each {@link ErrorCode} to the class that carries it (what {@link isOncelyError} narrows to).
@@ -43,6 +45,7 @@ export interface ErrorByCode {
   JOURNAL_ERROR: JournalError;
   ABORTED: OperationAbortedError;
   BODY_TOO_LARGE: OncelyError;
+  REQUEST_REFUSED: RequestRefusedError;
   CONFIG: OncelyError;
 }
 
@@ -55,6 +58,7 @@ const NAMES: ReadonlySet<string> = new Set([
   'ExpiredOperationError',
   'JournalError',
   'OperationAbortedError',
+  'RequestRefusedError',
 ]);
 const CODES: ReadonlySet<string> = new Set(Object.values(ErrorCode));
 

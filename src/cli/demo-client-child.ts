@@ -52,7 +52,7 @@ async function runChild(argv: readonly string[]): Promise<number> {
       });
       // The whole plan is ordered now: marked submitted, so the resuming process also pays the
       // ones this process is killed before sending (resume() skips operations only prepared).
-      await journal.update(op.key, { submittedAt: Date.now() });
+      await journal.update(client.scope, op.key, { submittedAt: Date.now() });
       say(`key ${plan.index} ${op.key}`);
       ops.push({ plan, op });
     }

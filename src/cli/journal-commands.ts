@@ -2,9 +2,11 @@
  * `oncely pending` and `oncely resume`: look into a journal and finish what a crashed process
  * left behind.
  *
- * `pending` only reads the journal (no network, no credentials). `resume` sends every submitted
- * pending operation again (not those only prepared, never sent) with its journaled key and
- * bytes, with the token given now: credentials are never journaled.
+ * `pending` only reads the journal (no network, no credentials): one scope's operations with
+ * `--url` (and `--scope`), every scope's, grouped, without. `resume` sends the submitted pending
+ * operations of one scope (`--url` is required: a token is only ever sent to its own server)
+ * again with their journaled key and bytes, with the token given now: credentials are never
+ * journaled.
  *
  * @module
  */
@@ -12,26 +14,32 @@ import { existsSync } from 'node:fs';
 import { createClient } from '../client/create-client.js';
 import { defaultJournalPath } from '../journal/default.node.js';
 import { sqliteJournal } from '../journal/sqlite.node.js';
-import { OperationState, isExpired, type OperationRecord } from '../journal/types.js';
+import { OperationState, SCOPE_NAME, isExpired, scopeOf, type DamagedRecord, type OperationRecord } from '../journal/types.js';
 import { parseCommandArgs, readInteger, reportParseFailure, usageError } from './args.js';
 
 const journalOption = { type: 'string', value: 'PATH', help: 'the journal file (default: $ONCELY_JOURNAL, else ~/.oncely/journal.db)' } as const;
 const jsonOption = { type: 'boolean', help: 'print JSON instead of a table' } as const;
 const ttlOption = { type: 'string', value: 'HOURS', help: "the server's key retention; older pending operations are expired (default 24)" } as const;
+const urlOption = { type: 'string', value: 'URL', help: "the server (its origin is the scope's; a path is ignored)" } as const;
+const scopeOption = { type: 'string', value: 'NAME', help: 'the scope name the client was given (createClient({ scope }))' } as const;
 
 const pendingSpec = {
   name: 'pending',
-  description: 'List the operations of a journal that have no final outcome yet: key, state, age, attempts and last status.',
-  options: { journal: journalOption, 'key-ttl': ttlOption, json: jsonOption },
+  description:
+    'List the operations of a journal that have no final outcome yet: key, state, age, attempts and last status. ' +
+    "With --url (and --scope), that scope's only; without, every scope's, grouped. Rows that cannot be read are listed as damaged.",
+  options: { journal: journalOption, url: urlOption, scope: scopeOption, 'key-ttl': ttlOption, json: jsonOption },
 } as const;
 
 const resumeSpec = {
   name: 'resume',
   description:
-    'Send every pending operation of a journal that was submitted (not those only prepared) again, with its journaled key and body, until it settles. ' +
+    'Send the pending operations of one scope that were submitted (not those only prepared) again, with their journaled key and body, until they settle. ' +
     'Operations older than the key retention are reported, never resent.',
   options: {
     journal: journalOption,
+    url: { ...urlOption, help: 'the server whose operations to resume (required: the token goes to this origin only)' },
+    scope: scopeOption,
     token: { type: 'string', value: 'TOKEN', help: 'bearer token to send with (default: $ONCELY_TOKEN, better: a flag shows in ps)' },
     'key-ttl': ttlOption,
     json: jsonOption,
@@ -40,6 +48,7 @@ const resumeSpec = {
 
 /** One line of `oncely pending`. */
 interface PendingRow {
+  readonly scope: string;
   readonly key: string;
   readonly state: 'pending' | 'expired';
   readonly ageMs: number;
@@ -68,6 +77,7 @@ export function formatAge(ms: number): string {
 
 function toRow(record: OperationRecord, keyTtlMs: number, now: number): PendingRow {
   return {
+    scope: record.scope,
     key: record.key,
     state: isExpired(record, keyTtlMs, now) ? 'expired' : 'pending',
     ageMs: now - record.createdAt,
@@ -94,14 +104,27 @@ function table(rows: readonly PendingRow[]): string {
   return [render(header), ...cells.map(render)].join('\n');
 }
 
+/** The scope named by `--url` and `--scope`, `undefined` without `--url`, or a usage problem. */
+function readScope(url: string | undefined, name: string | undefined): { ok: true; value: string | undefined } | { ok: false; problem: string } {
+  if (url === undefined) return name === undefined ? { ok: true, value: undefined } : { ok: false, problem: '--scope needs --url' };
+  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) return { ok: false, problem: `--url ${JSON.stringify(url)} is not an http(s) URL` };
+  if (name !== undefined && !SCOPE_NAME.test(name)) return { ok: false, problem: `--scope ${JSON.stringify(name)} must be 1–64 characters from A-Z a-z 0-9 . _ ~ -` };
+  return { ok: true, value: scopeOf(url, name) };
+}
+
+function damagedTable(rows: readonly DamagedRecord[]): string {
+  return rows.map((row) => `${row.key}  damaged  ${row.reason}`).join('\n');
+}
+
 function readTtl(raw: string | undefined): { ok: true; value: number } | { ok: false; problem: string } {
   const hours = readInteger('key-ttl', raw, 24, 1, 24 * 365);
   return hours.ok ? { ok: true, value: hours.value * 3_600_000 } : hours;
 }
 
 /**
- * `oncely pending [--journal PATH] [--key-ttl HOURS] [--json]`: lists unsettled operations.
- * Exit code 0 (also when there are none).
+ * `oncely pending [--journal PATH] [--url URL [--scope NAME]] [--key-ttl HOURS] [--json]`: lists
+ * unsettled operations (and damaged rows), of one scope or of all, grouped by scope. Exit code
+ * 0 (also when there are none).
  *
  * @example
  * ```ts
@@ -113,6 +136,8 @@ export async function pending(argv: readonly string[]): Promise<number> {
   if (!parsed.ok) return reportParseFailure(parsed);
   const ttl = readTtl(parsed.values['key-ttl']);
   if (!ttl.ok) return reportParseFailure(usageError(pendingSpec, ttl.problem));
+  const scope = readScope(parsed.values.url, parsed.values.scope);
+  if (!scope.ok) return reportParseFailure(usageError(pendingSpec, scope.problem));
   const path = defaultJournalPath({ path: parsed.values.journal });
   // Opening a journal creates it: a mistyped path must not leave an empty journal behind.
   if (!existsSync(path)) {
@@ -123,19 +148,32 @@ export async function pending(argv: readonly string[]): Promise<number> {
   const journal = sqliteJournal({ path });
   try {
     const now = Date.now();
-    const rows = (await journal.list({ state: OperationState.Pending })).map((record) => toRow(record, ttl.value, now));
+    const filter = scope.value === undefined ? {} : { scope: scope.value };
+    const rows = (await journal.list({ ...filter, state: OperationState.Pending })).map((record) => toRow(record, ttl.value, now));
+    const damaged = await journal.damaged(filter);
     if (parsed.values.json === true) {
-      console.log(JSON.stringify(rows, null, 2));
-    } else if (rows.length === 0) {
-      console.log(`no pending operations in ${journal.path}`);
-    } else {
-      console.log(table(rows));
-      const expired = rows.filter((row) => row.state === 'expired').length;
-      console.log(
-        `\n${rows.length} pending operation${rows.length === 1 ? '' : 's'} in ${journal.path}` +
-          (expired > 0 ? ` (${expired} expired: reconcile them, \`oncely resume\` will not resend them)` : ''),
-      );
+      console.log(JSON.stringify([...rows, ...damaged.map((row) => ({ ...row, state: 'damaged' }))], null, 2));
+      return 0;
     }
+    if (rows.length === 0 && damaged.length === 0) {
+      console.log(`no pending operations${scope.value === undefined ? '' : ` of ${scope.value}`} in ${journal.path}`);
+      return 0;
+    }
+    const scopes = [...new Set([...rows.map((row) => row.scope), ...damaged.map((row) => row.scope ?? '(unknown scope)')])];
+    for (const [i, name] of scopes.entries()) {
+      const mine = rows.filter((row) => row.scope === name);
+      const broken = damaged.filter((row) => (row.scope ?? '(unknown scope)') === name);
+      console.log(`${i === 0 ? '' : '\n'}${name}`);
+      if (mine.length > 0) console.log(table(mine));
+      if (broken.length > 0) console.log(damagedTable(broken));
+    }
+    const expired = rows.filter((row) => row.state === 'expired').length;
+    console.log(
+      `\n${rows.length} pending operation${rows.length === 1 ? '' : 's'} in ${journal.path}` +
+        (scopes.length > 1 ? ` (${scopes.length} scopes)` : '') +
+        (expired > 0 ? `; ${expired} expired: reconcile them, \`oncely resume\` will not resend them` : '') +
+        (damaged.length > 0 ? `; ${damaged.length} damaged row${damaged.length === 1 ? '' : 's'}, left as they are` : ''),
+    );
     return 0;
   } finally {
     await journal.close();
@@ -143,10 +181,10 @@ export async function pending(argv: readonly string[]): Promise<number> {
 }
 
 /**
- * `oncely resume [--journal PATH] [--token TOKEN] [--json]`: sends every submitted pending
- * operation again. Exit code 0 when every one of them settled (succeeded or failed), 1 when some
- * are still pending (a `401` included: rerun with a valid token), expired or held by another
- * process.
+ * `oncely resume --url URL [--scope NAME] [--journal PATH] [--token TOKEN] [--json]`: sends the
+ * scope's submitted pending operations again. Exit code 0 when every one of them settled
+ * (succeeded or failed), 1 when some are still pending (a `401` included: rerun with a valid
+ * token), expired, damaged or held by another live process; 2 for a usage error.
  *
  * @example
  * ```ts
@@ -158,6 +196,13 @@ export async function resume(argv: readonly string[]): Promise<number> {
   if (!parsed.ok) return reportParseFailure(parsed);
   const ttl = readTtl(parsed.values['key-ttl']);
   if (!ttl.ok) return reportParseFailure(usageError(resumeSpec, ttl.problem));
+  if (parsed.values.url === undefined) {
+    return reportParseFailure(
+      usageError(resumeSpec, '--url is required: operations are resumed per server, and the token is sent to that origin only (`oncely pending` lists the scopes)'),
+    );
+  }
+  const scope = readScope(parsed.values.url, parsed.values.scope);
+  if (!scope.ok) return reportParseFailure(usageError(resumeSpec, scope.problem));
   const token = parsed.values.token ?? process.env['ONCELY_TOKEN'];
   // Without credentials every resend would only be refused (401). A 401 leaves the operation
   // pending, so trying costs nothing lasting, but it is a request per operation for nothing.
@@ -169,26 +214,27 @@ export async function resume(argv: readonly string[]): Promise<number> {
   }
   const journal = sqliteJournal({ path });
   try {
-    const first = (await journal.list({ state: OperationState.Pending, limit: 1 }))[0];
-    if (first === undefined) {
-      if (parsed.values.json === true) console.log('[]');
-      else console.log(`nothing to resume in ${journal.path}`);
-      return 0;
-    }
-    // Every record holds its absolute URL; the base URL only has to be a valid one.
     const client = createClient({
-      baseUrl: new URL(first.url).origin,
+      baseUrl: parsed.values.url,
+      ...(parsed.values.scope === undefined ? {} : { scope: parsed.values.scope }),
       headers: { authorization: `Bearer ${token}` },
       journal,
       keyTtlMs: ttl.value,
     });
     const outcomes = await client.resume();
+    if (outcomes.length === 0) {
+      if (parsed.values.json === true) console.log('[]');
+      else console.log(`nothing to resume for ${client.scope} in ${journal.path}`);
+      return 0;
+    }
     const lines = outcomes.map((outcome) => {
       switch (outcome.state) {
         case 'succeeded':
           return { key: outcome.key, state: outcome.state, status: outcome.result.status, replayed: outcome.result.replayed };
         case 'skipped':
-          return { key: outcome.key, state: outcome.state, detail: 'another process holds its claim' };
+          return { key: outcome.key, state: outcome.state, detail: 'another live process holds its claim' };
+        case 'damaged':
+          return { key: outcome.key, state: outcome.state, detail: `damaged row, left as it is: ${outcome.reason}` };
         default:
           return { key: outcome.key, state: outcome.state, detail: outcome.error.message };
       }

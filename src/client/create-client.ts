@@ -8,7 +8,7 @@ import { ErrorCode, ExpiredOperationError, KeyReusedError, OncelyError, isOncely
 import { OperationState, isExpired, type Journal } from '../journal/types.js';
 import type { FingerprintDigest } from '../fingerprint.js';
 import { newKey } from '../keys.js';
-import { abortAll, clientCredentials, createOperation, type Engine, type Operation } from './operation.js';
+import { abortAll, createOperation, type Engine, type Operation } from './operation.js';
 import { normalizeOptions, type ClientOptions } from './options.js';
 import { prepareRequest, type RequestOptions } from './request.js';
 import type { OperationResult, PendingOperation, ResumeOutcome } from './results.js';
@@ -54,6 +54,8 @@ export interface ResumeOptions {
 export interface Client {
   /** The journal operations are kept in. */
   readonly journal: Journal;
+  /** This client's scope (origin of `baseUrl`, plus `#scope`): the only operations it sees and sends. */
+  readonly scope: string;
   /** `prepare('POST', path, options)` then `send()`, journaled as submitted in one write. */
   post<T = unknown>(path: string, options?: RequestOptions): Promise<OperationResult<T>>;
   /** `prepare('PUT', path, options)` then `send()`. */
@@ -70,15 +72,17 @@ export interface Client {
    */
   prepare(method: string, path: string, options?: RequestOptions): Promise<Operation>;
   /**
-   * Unsettled operations in the journal, oldest first; `expired` ones will not be resent, and
-   * those with `submittedAt: null` were only prepared (`resume()` does not send them).
+   * This scope's unsettled operations, oldest first; `expired` ones will not be resent, and
+   * those with `submittedAt: null` were only prepared (`resume()` does not send them). Rows that
+   * cannot be read come last, as `state: 'damaged'`.
    */
   pending(): Promise<PendingOperation[]>;
   /**
-   * Sends every submitted pending operation again with its journaled key and bytes (and this
-   * client's current credentials). Each one is claimed first, so processes sharing a journal
-   * never send the same operation at once; expired ones are reported, not sent. Operations that
-   * were only prepared, never sent, are not touched (nor reported).
+   * Sends every submitted pending operation of this scope again with its journaled key and bytes
+   * and this client's current `headers`. Each one is claimed first, so processes sharing a
+   * journal never send the same operation at once (a claim whose process has died is void at
+   * once on the same host); expired ones are reported, not sent; damaged rows are reported and
+   * left alone. Operations that were only prepared, never sent, are not touched (nor reported).
    */
   resume(options?: ResumeOptions): Promise<ResumeOutcome[]>;
   /** Stops operations in flight (they stay pending) and closes a journal the client created. */
@@ -119,7 +123,7 @@ export function buildClient(
 
   const journalOperation = async (method: string, path: string, requestOptions: RequestOptions, submitted: boolean): Promise<Operation> => {
     engine.assertOpen();
-    const { operation, credentials } = await prepareRequest(resolved, method, path, requestOptions);
+    const { operation, unjournaled } = await prepareRequest(resolved, method, path, requestOptions);
     const { created, record } = await journal.put({ ...operation, submitted });
     const ref: OperationRef = { method: record.method, url: record.url, key: record.key };
     // The fingerprint covers method, path and body: any difference is another request.
@@ -128,7 +132,7 @@ export function buildClient(
     }
     // post() sends at once: the record it just created is handed over instead of read back.
     const fresh = submitted && created ? record : undefined;
-    return createOperation(engine, ref, { ...clientCredentials(resolved), ...credentials }, requestOptions.signal, fresh);
+    return createOperation(engine, ref, unjournaled, requestOptions.signal, fresh);
   };
   const prepare = (method: string, path: string, requestOptions: RequestOptions = {}): Promise<Operation> =>
     journalOperation(method, path, requestOptions, false);
@@ -139,7 +143,7 @@ export function buildClient(
       (await journalOperation(method, path, requestOptions, true)).send<T>();
 
   const resumeOne = async (key: string, signal: AbortSignal | undefined): Promise<ResumeOutcome> => {
-    const record = await journal.get(key);
+    const record = await journal.get(resolved.scope, key);
     if (record === undefined || record.state !== OperationState.Pending) return { key, state: 'skipped' };
     const ref: OperationRef = { method: record.method, url: record.url, key };
     if (isExpired(record, resolved.keyTtlMs)) {
@@ -147,16 +151,19 @@ export function buildClient(
     }
     // Claimed here, not only inside send(), so that an operation another process is sending
     // is skipped rather than waited for.
-    if (!engine.inflight.has(key) && !(await journal.claim(key, resolved.ownerId, resolved.claimTtlMs))) {
+    if (!engine.inflight.has(key) && !(await journal.claim(resolved.scope, key, resolved.ownerId, resolved.claimTtlMs))) {
       return { key, state: 'skipped' };
     }
     try {
-      const result = await createOperation(engine, ref, clientCredentials(resolved), signal).send(signal ? { signal } : {});
+      const result = await createOperation(engine, ref, {}, signal).send(signal ? { signal } : {});
       return { key, state: 'succeeded', result };
     } catch (error) {
-      // A 401 settled nothing: the operation is still resumable with other credentials.
-      const unauthorized = isOncelyError(error, ErrorCode.Http) && error.status === 401;
-      const state = isOncelyError(error) ? (unauthorized ? 'pending' : RESUME_STATE[error.code]) : undefined;
+      // A 401 or 403 settled nothing: the operation is still resumable with other credentials; nor
+      // did a refused request that had been sent before.
+      const unsettled =
+        (isOncelyError(error, ErrorCode.Http) && (error.status === 401 || error.status === 403)) || (isOncelyError(error, ErrorCode.RequestRefused) && !error.settled);
+      const refused = isOncelyError(error, ErrorCode.RequestRefused) && error.settled;
+      const state = isOncelyError(error) ? (unsettled ? 'pending' : refused ? 'failed' : RESUME_STATE[error.code]) : undefined;
       // Anything else (a broken journal, a closed client) is not about this operation: stop.
       if (state === undefined) throw error;
       return { key, state, error: error as OncelyError };
@@ -165,6 +172,7 @@ export function buildClient(
 
   return {
     journal,
+    scope: resolved.scope,
     post: call('POST'),
     put: call('PUT'),
     patch: call('PATCH'),
@@ -173,8 +181,9 @@ export function buildClient(
     async pending() {
       engine.assertOpen();
       const now = Date.now();
-      const records = await journal.list({ state: OperationState.Pending });
-      return records.map((record) => ({
+      const records = await journal.list({ scope: resolved.scope, state: OperationState.Pending });
+      const damaged = await journal.damaged({ scope: resolved.scope });
+      const unsettled: PendingOperation[] = records.map((record) => ({
         method: record.method,
         url: record.url,
         key: record.key,
@@ -184,10 +193,12 @@ export function buildClient(
         attempts: record.attempts,
         lastStatus: record.lastStatus,
       }));
+      return [...unsettled, ...damaged.map((row) => ({ key: row.key, state: 'damaged' as const, reason: row.reason }))];
     },
     async resume(resumeOptions = {}) {
       engine.assertOpen();
-      const pendingRecords = await journal.list({ state: OperationState.Pending });
+      const pendingRecords = await journal.list({ scope: resolved.scope, state: OperationState.Pending });
+      const damaged = await journal.damaged({ scope: resolved.scope });
       const keys = pendingRecords.filter((record) => record.submittedAt !== null).map((record) => record.key);
       const outcomes: ResumeOutcome[] = new Array<ResumeOutcome>(keys.length);
       let next = 0;
@@ -199,7 +210,7 @@ export function buildClient(
       };
       const width = Math.max(1, Math.min(resumeOptions.concurrency ?? 4, keys.length));
       await Promise.all(Array.from({ length: width }, worker));
-      return outcomes;
+      return [...outcomes, ...damaged.map((row) => ({ key: row.key, state: 'damaged' as const, reason: row.reason }))];
     },
     async close() {
       if (closed) return;

@@ -9,7 +9,10 @@
  *            not submitted yet (prepared only)? → update(submittedAt)   ← durable before the first attempt
  *            loop (p-retry):
  *              claim(key) ── refused → re-read (settled elsewhere?) or wait like a 409
- *              attempt: journaled bytes + key + credentials  → update(attempts, lastStatus)
+ *              headers: client's (evaluated now) + journaled + this call's unjournaled ones
+ *                       ── fetch would refuse them → RequestRefusedError: failed if nothing
+ *                          was ever sent, else the record stays pending
+ *              attempt: journaled bytes + key + headers  → update(attempts, lastStatus)
  *              decide:  settle → update(state, result) → result | HttpError…
  *                       reject (401) → HttpError, record stays pending
  *                       retry  → wait delayMs (claim kept alive meanwhile)
@@ -23,9 +26,10 @@
  * @module
  */
 import pRetry, { AbortError } from 'p-retry';
-import { ExpiredOperationError, JournalError, OperationAbortedError, type OperationRef } from '../errors.js';
-import { CREDENTIAL_HEADERS, OperationState, isExpired, type OperationRecord, type StoredResult } from '../journal/types.js';
+import { ExpiredOperationError, JournalError, OperationAbortedError, RequestRefusedError, type OperationRef } from '../errors.js';
+import { OperationState, isExpired, type OperationRecord, type StoredResult } from '../journal/types.js';
 import { sendAttempt, type AttemptReport, type ResponseReport } from './attempt.js';
+import { checkHeaders } from './request.js';
 import type { ResolvedOptions } from './options.js';
 import { finalError, isReplay, toResult, toStorable, type OperationResult } from './results.js';
 import { decide, type AttemptOutcome } from './retry-policy.js';
@@ -102,7 +106,7 @@ function fromSettled(ref: OperationRef, record: OperationRecord): OperationResul
 }
 
 async function loadRecord(options: ResolvedOptions, ref: OperationRef): Promise<OperationRecord> {
-  const record = await options.journal.get(ref.key);
+  const record = await options.journal.get(options.scope, ref.key);
   if (record === undefined) {
     throw new JournalError(`${ref.method} ${ref.url} (Idempotency-Key ${ref.key}) is not in the journal`, {
       hint: 'it was pruned or the journal was replaced; prepare the operation again',
@@ -114,25 +118,29 @@ async function loadRecord(options: ResolvedOptions, ref: OperationRef): Promise<
 async function runChain(
   options: ResolvedOptions,
   ref: OperationRef,
-  credentials: Readonly<Record<string, string>>,
+  unjournaled: Readonly<Record<string, string>>,
   signal: AbortSignal,
   fresh?: OperationRecord,
 ): Promise<OperationResult> {
-  const { journal, retry, ownerId, claimTtlMs, hooks } = options;
+  const { journal, retry, ownerId, claimTtlMs, hooks, scope } = options;
   // A record this call has just created needs no read back: nothing else knows its key yet.
   const record = fresh ?? (await loadRecord(options, ref));
   if (record.state !== OperationState.Pending) return fromSettled(ref, record);
   if (isExpired(record, options.keyTtlMs)) throw new ExpiredOperationError(ref, record.createdAt, options.keyTtlMs);
   // From here on the caller has asked for it: a crash before or during the first attempt must
   // leave it for resume(), which skips operations that were only prepared.
-  if (record.submittedAt === null) await journal.update(ref.key, { submittedAt: Date.now() });
-
-  const headers = { ...record.headers, ...credentials, 'idempotency-key': ref.key };
+  if (record.submittedAt === null) await journal.update(scope, ref.key, { submittedAt: Date.now() });
+  // A record is only ever sent to the client's own origin, with the client's headers.
+  if (new URL(record.url).origin !== options.origin) {
+    throw new JournalError(`${ref.method} ${ref.url} (Idempotency-Key ${ref.key}) is outside this client's origin ${options.origin}; not sent`, {
+      hint: 'the journal row was changed by hand; resume it with a client of its origin',
+    });
+  }
   const started = Date.now();
   let attempts = record.attempts;
   // Claims are refreshed at every attempt; this keeps them alive through long Retry-After waits.
   // A failed refresh only lets another process take over, which the server's dedupe absorbs.
-  const refresh = (): void => void journal.claim(ref.key, ownerId, claimTtlMs).catch(() => undefined);
+  const refresh = (): void => void journal.claim(scope, ref.key, ownerId, claimTtlMs).catch(() => undefined);
   const keepAlive = setInterval(refresh, Math.max(50, claimTtlMs / 3));
   (keepAlive as { unref?: () => void }).unref?.();
 
@@ -150,18 +158,33 @@ async function runChain(
     const live = toLive(report);
     const succeeded = status >= 200 && status < 300;
     const state = succeeded ? OperationState.Succeeded : OperationState.Failed;
-    await journal.update(ref.key, { attempts, lastStatus: status, state, result: toStorable(live, options.maxBodyBytes) });
+    await journal.update(scope, ref.key, { attempts, lastStatus: status, state, result: toStorable(live, options.maxBodyBytes) });
     settled = true;
     hooks.onSettled?.({ ...ref, state, status, replayed: live.replayed, attempts });
     if (succeeded) return toResult(ref.key, live, attempts);
     throw new AbortError(finalError(ref, live));
   };
 
+  // Nothing can leave the process: a final local answer, never "outcome unknown". Settled as
+  // failed only when no attempt was ever sent; otherwise the server may have applied one.
+  const refuse = async (reason: string): Promise<RequestRefusedError> => {
+    const never = attempts === 0;
+    if (never) {
+      const stored: StoredResult = { status: 0, headers: {}, body: reason, replayed: false };
+      await journal.update(scope, ref.key, { state: OperationState.Failed, result: stored });
+      settled = true;
+    }
+    return new RequestRefusedError(ref, reason, never);
+  };
+
   let sent = 0;
   const attempt = async (): Promise<OperationResult> => {
     let outcome: AttemptOutcome;
     let report: AttemptReport | undefined;
-    if (await journal.claim(ref.key, ownerId, claimTtlMs)) {
+    if (await journal.claim(scope, ref.key, ownerId, claimTtlMs)) {
+      const headers = { ...(await options.headers()), ...record.headers, ...unjournaled, 'idempotency-key': ref.key };
+      const refused = checkHeaders(headers);
+      if (refused !== undefined) throw new AbortError(await refuse(`a header cannot be sent (${refused})`));
       sent += 1;
       hooks.onAttempt?.({ ...ref, attempt: sent });
       report = await sendAttempt({
@@ -187,7 +210,7 @@ async function runChain(
     if (decision.action === 'settle') return settle(report as ResponseReport);
     if (report !== undefined) {
       const lastStatus = outcome.kind === 'response' ? { lastStatus: outcome.status } : {};
-      await journal.update(ref.key, { attempts, ...lastStatus });
+      await journal.update(scope, ref.key, { attempts, ...lastStatus });
     }
     if (decision.action === 'fail') throw new AbortError(decision.error);
     if (decision.action === 'reject') throw new AbortError(finalError(ref, toLive(report as ResponseReport)));
@@ -212,17 +235,8 @@ async function runChain(
   } finally {
     clearInterval(keepAlive);
     // A claim only ever keeps others off a pending operation: a settled one needs no release.
-    if (!settled) await journal.release(ref.key, ownerId).catch(() => undefined);
+    if (!settled) await journal.release(scope, ref.key, ownerId).catch(() => undefined);
   }
-}
-
-/**
- * Credential headers from the client's current options (for operations resumed from the journal).
- *
- * @internal
- */
-export function clientCredentials(options: ResolvedOptions): Record<string, string> {
-  return Object.fromEntries(Object.entries(options.headers).filter(([name]) => CREDENTIAL_HEADERS.has(name)));
 }
 
 /**
@@ -233,7 +247,7 @@ export function clientCredentials(options: ResolvedOptions): Record<string, stri
 export function createOperation(
   engine: Engine,
   ref: OperationRef,
-  credentials: Readonly<Record<string, string>>,
+  unjournaled: Readonly<Record<string, string>>,
   defaultSignal: AbortSignal | undefined,
   fresh?: OperationRecord,
 ): Operation {
@@ -258,7 +272,7 @@ export function createOperation(
         if (clientSignal?.aborted) controller.abort(new OperationAbortedError(ref, { cause: clientSignal.reason }));
         const initial = justCreated;
         justCreated = undefined;
-        const run = (): Promise<OperationResult> => runChain(engine.options, ref, credentials, controller.signal, previous ? undefined : initial);
+        const run = (): Promise<OperationResult> => runChain(engine.options, ref, unjournaled, controller.signal, previous ? undefined : initial);
         const started: Chain = {
           ref,
           controller,

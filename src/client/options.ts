@@ -5,7 +5,7 @@
  * @module
  */
 import { OncelyError, ErrorCode } from '../errors.js';
-import type { Journal } from '../journal/types.js';
+import { JOURNALED_HEADERS, SCOPE_NAME, scopeOf, type Journal } from '../journal/types.js';
 import { DEFAULT_NAMESPACE } from '../keys.js';
 import { defaultDigest, type FingerprintDigest } from '../fingerprint.js';
 import type { AttemptEvent, RetryEvent, SettledEvent } from './results.js';
@@ -92,14 +92,55 @@ export interface ClientHooks {
  * ```
  */
 export interface ClientOptions extends ClientHooks {
-  /** Base URL that request paths are resolved against (`new URL(path, baseUrl)`). */
+  /**
+   * Base URL that request paths are resolved against (`new URL(path, baseUrl)`). Its origin is
+   * the client's scope (see `scope`): requests may only go to this origin, and the client's
+   * headers are never sent anywhere else.
+   */
   readonly baseUrl: string;
   /**
-   * Headers sent with every request. Credentials (`authorization`, `cookie`,
-   * `proxy-authorization`) are sent but never journaled; `resume()` re-adds the current ones.
-   * @default {}
+   * A name that keeps this application's operations apart from other applications talking to
+   * the same origin through the same journal file: `pending()`, `resume()`, keys and
+   * `KeyReusedError` are per scope (origin of `baseUrl` + this name). 1–64 characters from
+   * `A-Z a-z 0-9 . _ ~ -`.
+   * @default none: the scope is the origin of baseUrl alone
+   * @example
+   * ```ts
+   * createClient({ baseUrl: 'https://api.bank.example', scope: 'payroll' });
+   * ```
    */
-  readonly headers?: Readonly<Record<string, string>>;
+  readonly scope?: string;
+  /**
+   * Headers sent with every attempt, or a function returning them, called before every attempt
+   * (so a refreshed token is used, also by `resume()` after a restart). Only allow-listed
+   * headers are journaled (`content-type`, `accept` and `journalHeaders`): credentials and every
+   * other header are sent from memory, so the client that resumes an operation must supply
+   * them again, here.
+   * @default {}
+   * @example
+   * ```ts
+   * createClient({ baseUrl, headers: async () => ({ authorization: `Bearer ${await tokens.current()}` }) });
+   * ```
+   */
+  readonly headers?: Readonly<Record<string, string>> | (() => Readonly<Record<string, string>> | Promise<Readonly<Record<string, string>>>);
+  /**
+   * Further request headers (lower- or upper-case names) that may be written to the journal and
+   * resent from it on `resume()`, besides `content-type` and `accept`. Name only headers that
+   * hold no secret.
+   * @default []
+   * @example
+   * ```ts
+   * createClient({ baseUrl, journalHeaders: ['x-tenant'] });
+   * ```
+   */
+  readonly journalHeaders?: readonly string[];
+  /**
+   * Query strings are part of the request and are journaled. A query parameter named like a
+   * credential (`access_token`, `token`, `api_key`, `key`, `signature`, …) is refused at
+   * `prepare()` unless this is `true`.
+   * @default false
+   */
+  readonly allowCredentialsInQuery?: boolean;
   /**
    * Where operations are kept from before their first attempt until they settle. Required in
    * the neutral `oncely` entry; `oncely/node` and `oncely/browser` default to a durable journal.
@@ -168,7 +209,15 @@ export type ResolvedRetryOptions = { readonly [K in keyof RetryOptions]-?: Exclu
  */
 export interface ResolvedOptions {
   readonly baseUrl: string;
-  readonly headers: Readonly<Record<string, string>>;
+  /** The origin of `baseUrl`: the only place requests go. */
+  readonly origin: string;
+  /** See {@link scopeOf}. */
+  readonly scope: string;
+  /** The client's headers, lower-case names, evaluated for each attempt. */
+  readonly headers: () => Promise<Record<string, string>>;
+  /** Header names that may be journaled: {@link JOURNALED_HEADERS} and `journalHeaders`. */
+  readonly journalHeaders: ReadonlySet<string>;
+  readonly allowCredentialsInQuery: boolean;
   readonly journal: Journal;
   readonly retry: ResolvedRetryOptions;
   readonly keyTtlMs: number;
@@ -201,6 +250,9 @@ export const DEFAULT_RETRY: ResolvedRetryOptions = {
   maxRetryAfterMs: 30_000,
   budgetMs: 60_000,
 };
+
+/** Headers `journalHeaders` may not name: credentials, and the key (journaled on its own). */
+const NEVER_JOURNALED: ReadonlySet<string> = new Set(['authorization', 'cookie', 'proxy-authorization', 'idempotency-key']);
 
 const nonNegative = (name: string, value: number): number => {
   if (!Number.isFinite(value) || value < 0) {
@@ -240,11 +292,23 @@ export function normalizeOptions(
   mintOwnerId: () => string,
   digest: FingerprintDigest = defaultDigest(),
 ): ResolvedOptions {
-  let baseUrl: string;
+  let base: URL;
   try {
-    baseUrl = new URL(options.baseUrl).href;
+    base = new URL(options.baseUrl);
   } catch (cause) {
     throw new OncelyError(ErrorCode.Config, `createClient: baseUrl ${JSON.stringify(options.baseUrl)} is not an absolute URL`, { cause });
+  }
+  if (base.protocol !== 'http:' && base.protocol !== 'https:') {
+    throw new OncelyError(ErrorCode.Config, `createClient: baseUrl ${JSON.stringify(options.baseUrl)} is not an http(s) URL`);
+  }
+  if (base.username !== '' || base.password !== '') {
+    throw new OncelyError(
+      ErrorCode.Config,
+      'createClient: baseUrl holds a user name or password; fetch refuses such URLs and the journal would keep them. Send credentials as a header',
+    );
+  }
+  if (options.scope !== undefined && !SCOPE_NAME.test(options.scope)) {
+    throw new OncelyError(ErrorCode.Config, `createClient: scope ${JSON.stringify(options.scope)} must be 1–64 characters from A-Z a-z 0-9 . _ ~ -`);
   }
   const journal = options.journal ?? defaultJournal?.();
   if (journal === undefined) {
@@ -253,16 +317,29 @@ export function normalizeOptions(
       "createClient: no journal. Pass `journal: memoryJournal()` (pending operations are lost on exit), or import createClient from 'oncely/node' (SQLite) or 'oncely/browser' (IndexedDB) for a durable default",
     );
   }
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(options.headers ?? {})) headers[name.toLowerCase()] = value;
+  const secret = (options.journalHeaders ?? []).find((name) => NEVER_JOURNALED.has(name.toLowerCase()));
+  if (secret !== undefined) {
+    throw new OncelyError(ErrorCode.Config, `createClient: journalHeaders may not name ${JSON.stringify(secret)}: credentials are never written to the journal`);
+  }
+  const given = options.headers ?? {};
+  const headers = async (): Promise<Record<string, string>> => {
+    const current = typeof given === 'function' ? await given() : given;
+    const lower: Record<string, string> = {};
+    for (const [name, value] of Object.entries(current)) lower[name.toLowerCase()] = value;
+    return lower;
+  };
   const hooks: ClientHooks = {
     ...(options.onAttempt ? { onAttempt: options.onAttempt } : {}),
     ...(options.onRetry ? { onRetry: options.onRetry } : {}),
     ...(options.onSettled ? { onSettled: options.onSettled } : {}),
   };
   return {
-    baseUrl,
+    baseUrl: base.href,
+    origin: base.origin,
+    scope: scopeOf(base, options.scope),
     headers,
+    journalHeaders: new Set([...JOURNALED_HEADERS, ...(options.journalHeaders ?? []).map((name) => name.toLowerCase())]),
+    allowCredentialsInQuery: options.allowCredentialsInQuery ?? false,
     journal,
     retry: normalizeRetryOptions(options.retry),
     keyTtlMs: nonNegative('keyTtlMs', options.keyTtlMs ?? 86_400_000),

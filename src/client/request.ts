@@ -6,7 +6,7 @@
  */
 import { ErrorCode, InvalidKeyError, OncelyError } from '../errors.js';
 import { fingerprintInput } from '../fingerprint.js';
-import { CREDENTIAL_HEADERS, type NewOperation } from '../journal/types.js';
+import type { NewOperation } from '../journal/types.js';
 import { deriveKey, isValidKey, newKey } from '../keys.js';
 import type { ResolvedOptions } from './options.js';
 
@@ -26,7 +26,11 @@ export interface RequestOptions {
   readonly json?: unknown;
   /** A text body, sent byte for byte (set `content-type` yourself). Binary bodies are not journaled. */
   readonly body?: string;
-  /** Extra headers. Credentials among them are sent but never journaled. */
+  /**
+   * Extra headers for this operation. Only allow-listed ones (`content-type`, `accept`, the
+   * client's `journalHeaders`) are journaled; the others are sent by this process only, so a
+   * `resume()` after a restart sends the client's `headers` instead.
+   */
   readonly headers?: Readonly<Record<string, string>>;
   /** Use this idempotency key (validated) instead of minting a UUIDv7. */
   readonly key?: string;
@@ -43,8 +47,30 @@ export interface RequestOptions {
  */
 export interface PreparedRequest {
   readonly operation: NewOperation;
-  /** Credential headers given with this call: sent with every attempt in this process, never journaled. */
-  readonly credentials: Readonly<Record<string, string>>;
+  /** Headers of this call outside the allow-list: sent with every attempt in this process, never journaled. */
+  readonly unjournaled: Readonly<Record<string, string>>;
+}
+
+/**
+ * Query parameters that carry secrets by convention (OAuth's `access_token`, signed URLs'
+ * `signature`, API keys): a query string is journaled, so such a parameter is refused unless
+ * the client opts in with `allowCredentialsInQuery`.
+ */
+const CREDENTIAL_QUERY = /^(access[-_]?token|id[-_]?token|refresh[-_]?token|token|auth|authorization|api[-_]?key|apikey|key|secret|client[-_]?secret|password|passwd|pwd|session|session[-_]?id|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential)$/i;
+
+/**
+ * Checks that `headers` can be sent by fetch at all (values without CR/LF/NUL, names that are
+ * tokens), so a bad value fails before anything is journaled, not as an unknown outcome.
+ *
+ * @internal
+ */
+export function checkHeaders(headers: Readonly<Record<string, string>>): string | undefined {
+  try {
+    new Headers(headers);
+    return undefined;
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error);
+  }
 }
 
 const encoder = new TextEncoder();
@@ -79,8 +105,31 @@ export async function prepareRequest(
   options: RequestOptions,
 ): Promise<PreparedRequest> {
   const verb = method.toUpperCase();
-  const url = new URL(path, resolved.baseUrl);
-  const headers = { ...resolved.headers, ...lowerCase(options.headers) };
+  let url: URL;
+  try {
+    url = new URL(path, resolved.baseUrl);
+  } catch (cause) {
+    throw new OncelyError(ErrorCode.Config, `${verb} ${JSON.stringify(path)}: not a URL path; nothing was journaled or sent`, { cause });
+  }
+  if (url.username !== '' || url.password !== '') {
+    throw new OncelyError(ErrorCode.Config, `${verb} ${path}: the URL holds a user name or password; send credentials as a header. Nothing was journaled or sent`);
+  }
+  // The client's headers (its credentials) are for its own origin only.
+  if (url.origin !== resolved.origin) {
+    throw new OncelyError(ErrorCode.Config, `${verb} ${url.href}: outside this client's origin ${resolved.origin}; nothing was journaled or sent`);
+  }
+  if (!resolved.allowCredentialsInQuery) {
+    const secret = [...url.searchParams.keys()].find((name) => CREDENTIAL_QUERY.test(name));
+    if (secret !== undefined) {
+      throw new OncelyError(
+        ErrorCode.Config,
+        `${verb} ${url.origin}${url.pathname}: the query parameter ${JSON.stringify(secret)} looks like a credential and the journal keeps query strings; ` +
+          'send it as a header, or set allowCredentialsInQuery: true. Nothing was journaled or sent',
+      );
+    }
+  }
+  const callHeaders = lowerCase(options.headers);
+  const headers = { ...(await resolved.headers()), ...callHeaders };
   if ('idempotency-key' in headers) {
     throw new OncelyError(ErrorCode.Config, `${verb} ${url.href}: pass the key as the \`key\` option, not as a header`);
   }
@@ -89,7 +138,7 @@ export async function prepareRequest(
     throw new OncelyError(ErrorCode.Config, `${verb} ${url.href}: give either json or body, not both`);
   }
   if (options.json !== undefined) {
-    body = JSON.stringify(options.json);
+    body = serialise(options.json, verb, url.href);
     headers['content-type'] ??= 'application/json';
   } else if (options.body !== undefined) {
     body = options.body;
@@ -104,18 +153,40 @@ export async function prepareRequest(
       );
     }
   }
+  const refused = checkHeaders(headers);
+  if (refused !== undefined) {
+    throw new OncelyError(ErrorCode.Config, `${verb} ${url.href}: a header cannot be sent (${refused}); nothing was journaled or sent`);
+  }
+  // content-length is recomputed by fetch; keeping a stale one would corrupt a resend.
+  delete headers['content-length'];
+  delete callHeaders['content-length'];
   const journaled: Record<string, string> = {};
-  const credentials: Record<string, string> = {};
+  const unjournaled: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) {
-    // content-length is recomputed by fetch; keeping a stale one would corrupt a resend.
-    if (name === 'content-length') continue;
-    (CREDENTIAL_HEADERS.has(name) ? credentials : journaled)[name] = value;
+    if (resolved.journalHeaders.has(name)) journaled[name] = value;
+  }
+  // The client's own headers are evaluated again for every attempt; only this call's are kept.
+  for (const [name, value] of Object.entries(callHeaders)) {
+    if (!resolved.journalHeaders.has(name)) unjournaled[name] = value;
   }
   // Without a content-type, fetch sends a string body as text/plain: fingerprint it as the server will.
   const contentType = journaled['content-type'] ?? 'text/plain;charset=UTF-8';
   const fp = await resolved.digest(fingerprintInput(verb, url.pathname + url.search, body, { contentType }));
   return {
-    operation: { key, method: verb, url: url.href, headers: journaled, body, fingerprint: fp },
-    credentials,
+    operation: { scope: resolved.scope, key, method: verb, url: url.href, headers: journaled, body, fingerprint: fp },
+    unjournaled,
   };
+}
+
+function serialise(json: unknown, verb: string, url: string): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(json);
+  } catch (cause) {
+    throw new OncelyError(ErrorCode.Config, `${verb} ${url}: the json body cannot be serialised (${String(cause)}); nothing was journaled or sent`, { cause });
+  }
+  if (text === undefined) {
+    throw new OncelyError(ErrorCode.Config, `${verb} ${url}: the json body (${typeof json}) has no JSON form; nothing was journaled or sent`);
+  }
+  return text;
 }

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { HttpError, InvalidKeyError, KeyReusedError, type OncelyError, type OperationRef } from '../errors.js';
+import { HttpError, InvalidKeyError, KeyReusedError, RequestRefusedError, type OncelyError, type OperationRef } from '../errors.js';
 import type { StoredResult } from '../journal/types.js';
 
 /**
@@ -78,15 +78,45 @@ export interface SettledEvent extends OperationRef {
 }
 
 /**
- * An unsettled operation in the journal, as `client.pending()` lists it. `expired` is derived:
- * the operation is older than `keyTtlMs` and will not be resent.
+ * An entry of `client.pending()`: an operation without a final outcome, or a journal row of
+ * this scope that cannot be read (`state: 'damaged'`).
  *
  * @example
  * ```ts
- * for (const op of await client.pending()) console.log(op.key, op.state, op.submittedAt === null ? 'not paid' : 'paid', op.attempts);
+ * for (const op of await client.pending()) {
+ *   if (op.state === 'damaged') console.error(op.key, op.reason);
+ *   else console.log(op.key, op.state, op.submittedAt === null ? 'not paid' : 'paid', op.attempts);
+ * }
  * ```
  */
-export interface PendingOperation extends OperationRef {
+export type PendingOperation = UnsettledOperation | DamagedOperation;
+
+/**
+ * A journal row of this client's scope that cannot be read. It is never deleted or resent;
+ * every other operation keeps working. Inspect or remove it by hand.
+ *
+ * @example
+ * ```ts
+ * const damaged = (await client.pending()).filter((op): op is DamagedOperation => op.state === 'damaged');
+ * ```
+ */
+export interface DamagedOperation {
+  readonly key: string;
+  readonly state: 'damaged';
+  /** What is wrong with the row. */
+  readonly reason: string;
+}
+
+/**
+ * An unsettled operation in the journal. `expired` is derived: the operation is older than
+ * `keyTtlMs` and will not be resent.
+ *
+ * @example
+ * ```ts
+ * const op: UnsettledOperation = { method: 'POST', url, key, state: 'pending', createdAt: Date.now(), submittedAt: null, attempts: 0, lastStatus: null };
+ * ```
+ */
+export interface UnsettledOperation extends OperationRef {
   readonly state: 'pending' | 'expired';
   /** Epoch milliseconds when it was journaled. */
   readonly createdAt: number;
@@ -108,6 +138,7 @@ export interface PendingOperation extends OperationRef {
  *   (an `HttpError`: fix the credentials); it stays resumable.
  * - `expired`: older than `keyTtlMs`, not resent (`ExpiredOperationError`).
  * - `skipped`: another process or tab holds its claim, or settled it meanwhile.
+ * - `damaged`: its journal row cannot be read; it was not sent (`reason` says why).
  *
  * @example
  * ```ts
@@ -120,7 +151,8 @@ export interface PendingOperation extends OperationRef {
 export type ResumeOutcome =
   | { readonly key: string; readonly state: 'succeeded'; readonly result: OperationResult }
   | { readonly key: string; readonly state: 'failed' | 'pending' | 'expired'; readonly error: OncelyError }
-  | { readonly key: string; readonly state: 'skipped' };
+  | { readonly key: string; readonly state: 'skipped' }
+  | { readonly key: string; readonly state: 'damaged'; readonly reason: string };
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
@@ -223,6 +255,8 @@ function problemType(stored: StoredResult): string | undefined {
  * @internal
  */
 export function finalError(ref: OperationRef, stored: StoredResult): OncelyError {
+  // Status 0: settled locally, nothing was ever sent (see RequestRefusedError).
+  if (stored.status === 0) return new RequestRefusedError(ref, stored.body, true);
   if (stored.status === 422) return new KeyReusedError(ref, 422);
   if (stored.status === 400 && problemType(stored)?.endsWith('/invalid-key') === true) return new InvalidKeyError(ref, 400);
   return new HttpError(ref, { status: stored.status, headers: stored.headers, body: stored.body, replayed: stored.replayed });

@@ -28,6 +28,8 @@ export const ErrorCode = {
   Aborted: 'ABORTED',
   /** The request body is over the journal's cap; nothing was journaled or sent. */
   BodyTooLarge: 'BODY_TOO_LARGE',
+  /** `fetch` refused the request locally before anything was sent; never an unknown outcome. */
+  RequestRefused: 'REQUEST_REFUSED',
   /** The client was configured or called incorrectly. */
   Config: 'CONFIG',
 } as const;

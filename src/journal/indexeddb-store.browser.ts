@@ -7,9 +7,9 @@
  */
 import { createStore, type UseStore } from 'idb-keyval';
 import { JournalError } from '../errors.js';
-import type { OperationRecord } from './types.js';
+import { JOURNALED_HEADERS, OperationState, type DamagedRecord, type OperationRecord } from './types.js';
 
-/** What is stored under each operation key. */
+/** What is stored under each operation's {@link rowKey}. */
 export interface Row {
   readonly record: OperationRecord;
   /** Insertion order, the tie-break of `list()` for equal `createdAt`. */
@@ -27,8 +27,50 @@ export interface Meta {
 
 /** The one object store of a journal database. */
 export const STORE = 'operations';
-/** The row layout this code reads and writes. */
-export const SCHEMA = 1;
+/**
+ * The row layout this code reads and writes.
+ *
+ * | schema | layout                                                                         |
+ * |--------|--------------------------------------------------------------------------------|
+ * | 1      | rows stored under their idempotency key                                        |
+ * | 2      | rows stored under {@link rowKey} (scope + key), records carry `scope`; rows of |
+ * |        | schema 1 are moved on first open (scope = their URL's origin), their headers   |
+ * |        | cut to the allow-list                                                          |
+ */
+export const SCHEMA = 2;
+
+/** The store key of an operation: idempotency keys hold no space, so the pair is unambiguous. */
+export const rowKey = (scope: string, key: string): string => `${scope} ${key}`;
+
+const STATES: ReadonlySet<unknown> = new Set(Object.values(OperationState));
+
+/** The row stored at `storeKey`, or what is wrong with it (a value no version of oncely wrote). */
+export function readRow(storeKey: string, value: unknown): { readonly row: Row } | { readonly damaged: DamagedRecord } {
+  const row = value as Partial<Row> | null;
+  const record = (typeof row === 'object' && row !== null ? row.record : undefined) as Partial<OperationRecord> | undefined;
+  const space = storeKey.lastIndexOf(' ');
+  const scope = space < 0 ? null : storeKey.slice(0, space);
+  const key = space < 0 ? storeKey : storeKey.slice(space + 1);
+  const damaged = (reason: string): { damaged: DamagedRecord } => ({ damaged: { scope, key, reason } });
+  if (typeof record !== 'object' || record === null) return damaged('it holds no operation record');
+  if (typeof record.url !== 'string' || !URL.canParse(record.url)) return damaged('its URL does not parse');
+  if (typeof record.headers !== 'object' || record.headers === null) return damaged('its headers are not a map');
+  if (!STATES.has(record.state)) return damaged(`its state ${JSON.stringify(record.state)} is unknown`);
+  if (typeof record.method !== 'string' || typeof record.fingerprint !== 'string' || typeof record.createdAt !== 'number') {
+    return damaged('its method, fingerprint or timestamps are missing');
+  }
+  return { row: row as Row };
+}
+
+/** A schema-1 row as schema 2 stores it: scoped by its URL's origin, headers allow-listed. */
+function upgradeRow(row: Row): Row {
+  const record = row.record as OperationRecord;
+  const headers = Object.fromEntries(Object.entries(record.headers).filter(([name]) => JOURNALED_HEADERS.has(name)));
+  // Rows written before `submittedAt` existed lack it; that code resent every pending record on
+  // resume(), so they read as submitted when journaled: the same behaviour for the same rows.
+  const submittedAt = record.submittedAt === undefined ? record.createdAt : record.submittedAt;
+  return { ...row, record: { ...record, scope: new URL(record.url).origin, headers, submittedAt } };
+}
 /** Where {@link Meta} lives: an array key sorts after every operation key. */
 export const META_KEY = ['meta'];
 /** Every string key: strings sort before arrays in IndexedDB's key order. */
@@ -71,17 +113,44 @@ export function journalStore(dbName: string): JournalStore {
     }));
   };
 
-  // Checked once per journal: a database written by a newer oncely may store rows differently.
+  // Checked once per journal: a database written by a newer oncely may store rows differently,
+  // and one of an older layout is brought up to date (one transaction: all rows or none).
   let verified: Promise<void> | undefined;
   const verify = (): Promise<void> =>
     raw<Meta | undefined>('readonly', (store, finish) => {
       const request = store.get(META_KEY);
       request.onsuccess = () => finish(request.result as Meta | undefined);
-    }).then((meta) => {
+    }).then(async (meta) => {
       if (meta && meta.schema > SCHEMA) {
         throw fail(`the IndexedDB journal has schema version ${meta.schema}, newer than the ${SCHEMA} this oncely knows`, 'upgrade oncely, or give this app another dbName');
       }
+      if (meta !== undefined && meta.schema < SCHEMA) await raw('readwrite', (store, finish) => upgrade(store, finish));
     });
+
+  // Schema 1 → 2: every row moves from its idempotency key to rowKey(scope, key). A row that
+  // cannot be read stays where it is (and is reported as damaged).
+  const upgrade = (store: IDBObjectStore, finish: (value: undefined) => void): void => {
+    const request = store.openCursor(OPERATIONS());
+    request.onsuccess = () => {
+      const cursor = request.result;
+      if (!cursor) {
+        const meta = store.get(META_KEY);
+        meta.onsuccess = () => {
+          store.put({ ...(meta.result as Meta), schema: SCHEMA } satisfies Meta, META_KEY);
+          finish(undefined);
+        };
+        return;
+      }
+      const storeKey = String(cursor.key);
+      const read = readRow(storeKey, cursor.value);
+      if (!storeKey.includes(' ') && 'row' in read) {
+        const row = upgradeRow(read.row);
+        store.put(row, rowKey(row.record.scope, row.record.key));
+        cursor.delete();
+      }
+      cursor.continue();
+    };
+  };
 
   const transact = async <T>(mode: IDBTransactionMode, work: (store: IDBObjectStore, finish: (value: T) => void) => void): Promise<T> => {
     if (closed) throw fail('the IndexedDB journal is closed', 'create a new journal with indexedDbJournal()');

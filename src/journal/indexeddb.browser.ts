@@ -14,8 +14,9 @@
  *
  * @module
  */
-import { META_KEY, OPERATIONS, SCHEMA, journalStore, type Meta, type Row } from './indexeddb-store.browser.js';
-import { OperationState, newRecord, type Journal, type NewOperation, type OperationRecord, type PutOutcome } from './types.js';
+import { JournalError } from '../errors.js';
+import { META_KEY, OPERATIONS, SCHEMA, journalStore, readRow, rowKey, type Meta, type Row } from './indexeddb-store.browser.js';
+import { OperationState, newRecord, type DamagedRecord, type Journal, type NewOperation, type OperationRecord, type PutOutcome } from './types.js';
 import { webLockClaims, type LockRequester } from './web-locks.js';
 
 /**
@@ -89,11 +90,16 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
     request.onsuccess = () => next((request.result as Meta | undefined) ?? { schema: SCHEMA, seq: 0 });
   };
 
-  // Rows written before `submittedAt` existed lack it. That code resent every pending record on
-  // resume(), so they read as submitted when journaled: the same behaviour for the same rows.
-  const withDefaults = (row: Row): Row =>
-    row.record.submittedAt === undefined ? { ...row, record: { ...row.record, submittedAt: row.record.createdAt } } : row;
-  const stored = (value: unknown): Row | undefined => (value === undefined ? undefined : withDefaults(value as Row));
+  // A row that cannot be read fails the call about it alone; list() leaves it out.
+  const stored = (storeKey: string, value: unknown): Row | undefined => {
+    if (value === undefined) return undefined;
+    const read = readRow(storeKey, value);
+    if ('row' in read) return read.row;
+    throw new JournalError(`the journal row for Idempotency-Key ${read.damaged.key} is damaged: ${read.damaged.reason}`, {
+      path: dbName,
+      hint: 'it is left as it is; client.pending() lists it',
+    });
+  };
 
   const newRow = (operation: NewOperation, seq: number, now: number): Row => ({
     record: newRecord(operation, now),
@@ -102,7 +108,19 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
     claimedUntil: null,
   });
 
-  const insertAll = (operations: readonly NewOperation[]): Promise<PutOutcome[]> =>
+  const insertAll = async (operations: readonly NewOperation[]): Promise<PutOutcome[]> => {
+    // An existing row under a new operation's key that cannot be read: nothing is written.
+    let damaged: unknown;
+    try {
+      return await insertAllOnce(operations, (error) => {
+        damaged = error;
+      });
+    } catch (error) {
+      throw damaged ?? error;
+    }
+  };
+
+  const insertAllOnce = (operations: readonly NewOperation[], onDamaged: (error: unknown) => void): Promise<PutOutcome[]> =>
     transact<PutOutcome[]>('readwrite', (store, finish) => {
       const now = Date.now();
       const outcomes: PutOutcome[] = [];
@@ -119,22 +137,30 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
             return;
           }
           index += 1;
-          const seen = inBatch.get(operation.key);
+          const id = rowKey(operation.scope, operation.key);
+          const seen = inBatch.get(id);
           if (seen) {
             outcomes.push({ created: false, record: seen });
             step();
             return;
           }
-          const request = store.get(operation.key);
+          const request = store.get(id);
           request.onsuccess = () => {
-            const existing = stored(request.result);
+            let existing: Row | undefined;
+            try {
+              existing = stored(id, request.result);
+            } catch (error) {
+              onDamaged(error);
+              store.transaction.abort();
+              return;
+            }
             if (existing) {
               outcomes.push({ created: false, record: existing.record });
             } else {
               seq += 1;
               const row = newRow(operation, seq, now);
-              store.put(row, operation.key);
-              inBatch.set(operation.key, row.record);
+              store.put(row, id);
+              inBatch.set(id, row.record);
               outcomes.push({ created: true, record: row.record });
             }
             step();
@@ -145,27 +171,42 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
     });
 
   // Read-modify-write of one row inside one readwrite transaction.
-  const modify = <T>(key: string, change: (row: Row | undefined) => { readonly row?: Row; readonly result: T }): Promise<T> =>
+  // A damaged row is passed to `change` as absent: nothing is written over it.
+  const modify = <T>(id: string, change: (row: Row | undefined) => { readonly row?: Row; readonly result: T }): Promise<T> =>
     transact<T>('readwrite', (store, finish) => {
-      const request = store.get(key);
+      const request = store.get(id);
       request.onsuccess = () => {
-        const outcome = change(stored(request.result));
-        if (outcome.row) store.put(outcome.row, key);
+        const read = request.result === undefined ? undefined : readRow(id, request.result);
+        const outcome = change(read !== undefined && 'row' in read ? read.row : undefined);
+        if (outcome.row) store.put(outcome.row, id);
         finish(outcome.result);
       };
     });
 
-  const read = (key: string): Promise<OperationRecord | undefined> =>
-    transact<OperationRecord | undefined>('readonly', (store, finish) => {
-      const request = store.get(key);
-      request.onsuccess = () => finish(stored(request.result)?.record);
+  const read = async (id: string): Promise<OperationRecord | undefined> => {
+    const value = await transact<unknown>('readonly', (store, finish) => {
+      const request = store.get(id);
+      request.onsuccess = () => finish(request.result);
     });
+    return stored(id, value)?.record;
+  };
 
-  const rows = (): Promise<Row[]> =>
-    transact<Row[]>('readonly', (store, finish) => {
-      const request = store.getAll(OPERATIONS());
-      request.onsuccess = () => finish((request.result as Row[]).map(withDefaults));
+  // Every stored row, sorted into readable rows and damaged ones.
+  const rows = async (): Promise<{ readonly healthy: Row[]; readonly damaged: DamagedRecord[] }> => {
+    const entries = await transact<Array<[string, unknown]>>('readonly', (store, finish) => {
+      const values = store.getAll(OPERATIONS());
+      const keys = store.getAllKeys(OPERATIONS());
+      keys.onsuccess = () => finish((keys.result as string[]).map((key, i) => [key, (values.result as unknown[])[i]]));
     });
+    const healthy: Row[] = [];
+    const damaged: DamagedRecord[] = [];
+    for (const [key, value] of entries) {
+      const row = readRow(key, value);
+      if ('row' in row) healthy.push(row.row);
+      else damaged.push(row.damaged);
+    }
+    return { healthy, damaged };
+  };
 
   return {
     kind: 'indexeddb',
@@ -175,46 +216,52 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
       return outcome as PutOutcome;
     },
     putMany: insertAll,
-    get: read,
-    async update(key, patch) {
-      const record = await modify(key, (row) => {
+    get: (scope, key) => read(rowKey(scope, key)),
+    async update(scope, key, patch) {
+      const record = await modify(rowKey(scope, key), (row) => {
         if (!row) return { result: undefined };
         const next: OperationRecord = { ...row.record, ...patch, updatedAt: Math.max(Date.now(), row.record.updatedAt) };
         const settled = next.state !== OperationState.Pending;
         return { row: { ...row, record: next, ...(settled ? { claimOwner: null, claimedUntil: null } : {}) }, result: next };
       });
-      if (record && record.state !== OperationState.Pending) await webLocks?.release(key);
+      if (record && record.state !== OperationState.Pending) await webLocks?.release(rowKey(scope, key));
       return record;
     },
     async list(filter = {}) {
-      const all = (await rows())
+      const all = (await rows()).healthy
+        .filter((row) => filter.scope === undefined || row.record.scope === filter.scope)
         .filter((row) => filter.state === undefined || row.record.state === filter.state)
         .sort((a, b) => a.record.createdAt - b.record.createdAt || a.seq - b.seq)
         .map((row) => row.record);
       return filter.limit === undefined ? all : all.slice(0, filter.limit);
     },
-    async claim(key, owner, ttlMs) {
+    async damaged(filter = {}) {
+      return (await rows()).damaged.filter((row) => filter.scope === undefined || row.scope === filter.scope);
+    },
+    async claim(scope, key, owner, ttlMs) {
+      const id = rowKey(scope, key);
       if (webLocks) {
-        if (!(await webLocks.acquire(key, owner, ttlMs))) return false;
+        if (!(await webLocks.acquire(id, owner, ttlMs))) return false;
         // Checked under the lock: another tab may have settled it before letting go.
-        const record = await read(key);
+        const record = await read(id).catch(() => undefined);
         if (record?.state === OperationState.Pending) return true;
-        await webLocks.release(key, owner);
+        await webLocks.release(id, owner);
         return false;
       }
-      return modify(key, (row) => {
+      return modify(id, (row) => {
         const now = Date.now();
         if (!row || row.record.state !== OperationState.Pending) return { result: false };
         const free = row.claimedUntil === null || row.claimedUntil <= now || row.claimOwner === owner;
         return free ? { row: { ...row, claimOwner: owner, claimedUntil: now + ttlMs }, result: true } : { result: false };
       });
     },
-    async release(key, owner) {
+    async release(scope, key, owner) {
+      const id = rowKey(scope, key);
       if (webLocks) {
-        await webLocks.release(key, owner);
+        await webLocks.release(id, owner);
         return;
       }
-      await modify(key, (row) =>
+      await modify(id, (row) =>
         row?.claimOwner === owner ? { row: { ...row, claimOwner: null, claimedUntil: null }, result: undefined } : { result: undefined },
       );
     },
@@ -229,8 +276,9 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
             finish(removed);
             return;
           }
-          const { record } = cursor.value as Row;
-          if (record.state !== OperationState.Pending && record.updatedAt < cutoff) {
+          const read = readRow(String(cursor.key), cursor.value);
+          const record = 'row' in read ? read.row.record : undefined;
+          if (record && record.state !== OperationState.Pending && record.updatedAt < cutoff) {
             cursor.delete();
             removed += 1;
           }

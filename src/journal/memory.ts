@@ -29,8 +29,10 @@ interface Claim {
  * ```
  */
 export function memoryJournal(): Journal {
+  // Keyed by scope and key: no idempotency key holds a space, so the pair is unambiguous.
   const records = new Map<string, OperationRecord>();
   const claims = new Map<string, Claim>();
+  const id = (scope: string, key: string): string => `${scope} ${key}`;
   let closed = false;
 
   const open = (): void => {
@@ -38,10 +40,10 @@ export function memoryJournal(): Journal {
   };
 
   const insert = (operation: NewOperation): PutOutcome => {
-    const existing = records.get(operation.key);
+    const existing = records.get(id(operation.scope, operation.key));
     if (existing) return { created: false, record: existing };
     const record = newRecord(operation, Date.now());
-    records.set(record.key, record);
+    records.set(id(record.scope, record.key), record);
     return { created: true, record };
   };
 
@@ -55,39 +57,45 @@ export function memoryJournal(): Journal {
       open();
       return operations.map(insert);
     },
-    async get(key) {
+    async get(scope, key) {
       open();
-      return records.get(key);
+      return records.get(id(scope, key));
     },
-    async update(key, patch: OperationPatch) {
+    async update(scope, key, patch: OperationPatch) {
       open();
-      const current = records.get(key);
+      const current = records.get(id(scope, key));
       if (!current) return undefined;
       const next: OperationRecord = { ...current, ...patch, updatedAt: Math.max(Date.now(), current.updatedAt) };
-      records.set(key, next);
-      if (next.state !== OperationState.Pending) claims.delete(key);
+      records.set(id(scope, key), next);
+      if (next.state !== OperationState.Pending) claims.delete(id(scope, key));
       return next;
     },
     async list(filter: ListFilter = {}) {
       open();
       const all = [...records.values()]
+        .filter((record) => filter.scope === undefined || record.scope === filter.scope)
         .filter((record) => filter.state === undefined || record.state === filter.state)
         .sort((a, b) => a.createdAt - b.createdAt);
       return filter.limit === undefined ? all : all.slice(0, filter.limit);
     },
-    async claim(key, owner, ttlMs) {
+    async damaged() {
       open();
-      const record = records.get(key);
+      // Records live as objects this module wrote: none can be unreadable.
+      return [];
+    },
+    async claim(scope, key, owner, ttlMs) {
+      open();
+      const record = records.get(id(scope, key));
       if (!record || record.state !== OperationState.Pending) return false;
       const now = Date.now();
-      const held = claims.get(key);
+      const held = claims.get(id(scope, key));
       if (held && held.owner !== owner && held.until > now) return false;
-      claims.set(key, { owner, until: now + ttlMs });
+      claims.set(id(scope, key), { owner, until: now + ttlMs });
       return true;
     },
-    async release(key, owner) {
+    async release(scope, key, owner) {
       open();
-      if (claims.get(key)?.owner === owner) claims.delete(key);
+      if (claims.get(id(scope, key))?.owner === owner) claims.delete(id(scope, key));
     },
     async prune(olderThanMs) {
       open();

@@ -12,6 +12,9 @@
  * |         | the `(state, created_at)` index becomes a partial index on pending rows only     |
  * | 3       | `submitted_at`: `resume()` resends only operations someone asked to send; rows   |
  * |         | written before get `submitted_at = created_at` (see `MIGRATIONS`)                |
+ * | 4       | `scope`, and the primary key `(scope, key)`: a client sees its own scope only;   |
+ * |         | `claim_process`, so a claim of a dead process is void at once; headers outside   |
+ * |         | the allow-list and URL userinfo are scrubbed from existing rows                  |
  *
  * Settled rows carry no index on purpose: every index is one more page written per commit,
  * and only `prune()` (rare, maintenance) would use it — it scans instead.
@@ -23,12 +26,13 @@
  * @internal
  */
 import type Database from 'better-sqlite3';
+import { JOURNALED_HEADERS } from './types.js';
 
 /** `"oncj"` as a big-endian 32-bit integer: marks a SQLite file as an oncely journal. */
 export const APPLICATION_ID = 0x6f6e636a;
 
 /** The schema version this code reads and writes. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /** Version 1's layout, kept verbatim: the migration test builds its fixture from it. */
 export const SCHEMA_V1 = `
@@ -61,7 +65,7 @@ export const SCHEMA_V1 = `
  *
  * @internal
  */
-export const MIGRATIONS: Readonly<Record<number, string>> = {
+export const MIGRATIONS: Readonly<Record<number, string | ((db: Database.Database) => void)>> = {
   1: `
     ALTER TABLE oncely_operations ADD COLUMN claim_owner TEXT;
     ALTER TABLE oncely_operations ADD COLUMN claimed_until INTEGER;
@@ -72,7 +76,71 @@ export const MIGRATIONS: Readonly<Record<number, string>> = {
     ALTER TABLE oncely_operations ADD COLUMN submitted_at INTEGER;
     UPDATE oncely_operations SET submitted_at = created_at;
   `,
+  3: migrateToScopes,
 };
+
+/**
+ * 3 → 4: SQLite cannot change a primary key in place, so the table is rebuilt. A row's scope is
+ * its URL's origin (the scope of a client without a `scope` name at that base URL), so each
+ * client keeps seeing the rows it wrote. Headers outside {@link JOURNALED_HEADERS} and userinfo
+ * in URLs are dropped on the way: older versions journaled `x-api-key` and the like. A row that
+ * cannot be read keeps its text as it was (and is reported as damaged).
+ */
+function migrateToScopes(db: Database.Database): void {
+  const scopeOf = (url: unknown): string => (typeof url === 'string' && URL.canParse(url) ? new URL(url).origin : '');
+  const withoutUserinfo = (url: unknown): unknown => {
+    if (typeof url !== 'string' || !URL.canParse(url)) return url;
+    const parsed = new URL(url);
+    parsed.username = '';
+    parsed.password = '';
+    return parsed.href;
+  };
+  const safeHeaders = (text: unknown): unknown => {
+    try {
+      const headers = JSON.parse(String(text)) as Record<string, unknown>;
+      if (typeof headers !== 'object' || headers === null || Array.isArray(headers)) return text;
+      return JSON.stringify(Object.fromEntries(Object.entries(headers).filter(([name]) => JOURNALED_HEADERS.has(name.toLowerCase()))));
+    } catch {
+      return text;
+    }
+  };
+  // The old table's pages are zeroed as they are freed, so the scrubbed values leave the file.
+  db.pragma('secure_delete = ON');
+  db.function('oncely_scope_of', { deterministic: true }, scopeOf);
+  db.function('oncely_without_userinfo', { deterministic: true }, (url) => withoutUserinfo(url) as string);
+  db.function('oncely_safe_headers', { deterministic: true }, (text) => safeHeaders(text) as string);
+  db.exec(`
+    CREATE TABLE oncely_operations_v4 (
+      scope          TEXT NOT NULL,
+      key            TEXT NOT NULL,
+      method         TEXT NOT NULL,
+      url            TEXT NOT NULL,
+      headers        TEXT NOT NULL,
+      body           TEXT,
+      fingerprint    TEXT NOT NULL,
+      state          TEXT NOT NULL,
+      created_at     INTEGER NOT NULL,
+      updated_at     INTEGER NOT NULL,
+      attempts       INTEGER NOT NULL DEFAULT 0,
+      last_status    INTEGER,
+      result         TEXT,
+      claim_owner    TEXT,
+      claimed_until  INTEGER,
+      submitted_at   INTEGER,
+      claim_process  TEXT,
+      PRIMARY KEY (scope, key)
+    );
+    INSERT INTO oncely_operations_v4
+      (scope, key, method, url, headers, body, fingerprint, state, created_at, updated_at, attempts, last_status, result, claim_owner, claimed_until, submitted_at)
+    SELECT oncely_scope_of(url), key, method, oncely_without_userinfo(url), oncely_safe_headers(headers), body, fingerprint, state,
+           created_at, updated_at, attempts, last_status, result, claim_owner, claimed_until, submitted_at
+    FROM oncely_operations ORDER BY rowid;
+    DROP TABLE oncely_operations;
+    ALTER TABLE oncely_operations_v4 RENAME TO oncely_operations;
+    CREATE INDEX oncely_operations_pending ON oncely_operations (created_at) WHERE state = 'pending';
+  `);
+  db.pragma('secure_delete = OFF');
+}
 
 /** Why a file cannot be used as a journal; `sqlite.node.ts` turns it into a `JournalError`. */
 export interface SchemaProblem {
@@ -119,7 +187,8 @@ function migrate(db: Database.Database, from: number): void {
   for (let version = from; version < SCHEMA_VERSION; version += 1) {
     const step = MIGRATIONS[version];
     if (step === undefined) throw new Error(`no migration from journal schema version ${version}`);
-    db.exec(step);
+    if (typeof step === 'string') db.exec(step);
+    else step(db);
   }
   db.pragma(`user_version = ${SCHEMA_VERSION}`);
 }

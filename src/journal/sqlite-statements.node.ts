@@ -6,10 +6,11 @@
  * @internal
  */
 import type Database from 'better-sqlite3';
-import { OperationState, type OperationRecord } from './types.js';
+import { OperationState, type DamagedRecord, type OperationRecord, type StoredResult } from './types.js';
 
 /** A row of `oncely_operations` as better-sqlite3 returns it. */
 export interface Row {
+  scope: string;
   key: string;
   method: string;
   url: string;
@@ -25,36 +26,87 @@ export interface Row {
   result: string | null;
 }
 
-/** The record a row stands for. */
-export const toRecord = (row: Row): OperationRecord => ({
-  key: row.key,
-  method: row.method,
-  url: row.url,
-  headers: JSON.parse(row.headers) as Record<string, string>,
-  body: row.body,
-  fingerprint: row.fingerprint,
-  state: row.state,
-  createdAt: row.created_at,
-  updatedAt: row.updated_at,
-  submittedAt: row.submitted_at,
-  attempts: row.attempts,
-  lastStatus: row.last_status,
-  result: row.result === null ? null : (JSON.parse(row.result) as OperationRecord['result']),
-});
+const STATES: ReadonlySet<string> = new Set(Object.values(OperationState));
 
-const COLUMNS = 'key, method, url, headers, body, fingerprint, state, created_at, updated_at, submitted_at, attempts, last_status, result';
+const isStringMap = (value: unknown): value is Record<string, string> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) && Object.values(value).every((v) => typeof v === 'string');
+
+const isResult = (value: unknown): value is StoredResult =>
+  typeof value === 'object' &&
+  value !== null &&
+  typeof (value as StoredResult).status === 'number' &&
+  isStringMap((value as StoredResult).headers) &&
+  typeof (value as StoredResult).body === 'string';
+
+/** Why `row` cannot be read as a record, or `undefined` when it can. */
+function damage(row: Row): { reason: string } | { record: OperationRecord } {
+  let headers: unknown;
+  let result: unknown = null;
+  try {
+    headers = JSON.parse(row.headers);
+  } catch {
+    return { reason: 'its headers are not valid JSON' };
+  }
+  if (!isStringMap(headers)) return { reason: 'its headers are not a map of strings' };
+  if (row.result !== null) {
+    try {
+      result = JSON.parse(row.result);
+    } catch {
+      return { reason: 'its stored result is not valid JSON' };
+    }
+    if (!isResult(result)) return { reason: 'its stored result is not a response' };
+  }
+  if (!STATES.has(row.state)) return { reason: `its state ${JSON.stringify(row.state)} is unknown` };
+  if (!URL.canParse(row.url)) return { reason: `its URL ${JSON.stringify(row.url)} does not parse` };
+  if (typeof row.created_at !== 'number' || typeof row.attempts !== 'number') return { reason: 'its timestamps or counters are not numbers' };
+  return {
+    record: {
+      scope: row.scope,
+      key: row.key,
+      method: row.method,
+      url: row.url,
+      headers,
+      body: row.body,
+      fingerprint: row.fingerprint,
+      state: row.state,
+      createdAt: row.created_at,
+      updatedAt: row.updated_at,
+      submittedAt: row.submitted_at,
+      attempts: row.attempts,
+      lastStatus: row.last_status,
+      result: result as StoredResult | null,
+    },
+  };
+}
+
+/** The record a row stands for, or what is wrong with it. */
+export function readRow(row: Row): { readonly record: OperationRecord } | { readonly damaged: DamagedRecord } {
+  const read = damage(row);
+  return 'record' in read ? read : { damaged: { scope: row.scope, key: row.key, reason: read.reason } };
+}
+
+const COLUMNS = 'scope, key, method, url, headers, body, fingerprint, state, created_at, updated_at, submitted_at, attempts, last_status, result';
 
 type Named<R = unknown> = Database.Statement<[Record<string, unknown>], R>;
+
+/** Who holds a row's claim. */
+export interface Holder {
+  state: string;
+  claim_owner: string | null;
+  claimed_until: number | null;
+  claim_process: string | null;
+}
 
 /** The prepared statements of one connection. */
 export interface Statements {
   readonly insert: Named;
-  readonly get: Database.Statement<[string], Row>;
+  readonly get: Database.Statement<[string, string], Row>;
   readonly update: Named<Row>;
-  readonly listAll: Database.Statement<[number], Row>;
-  readonly listByState: Readonly<Record<OperationState, Database.Statement<[number], Row>>>;
-  readonly claim: Named<{ key: string }>;
-  readonly release: Database.Statement<[string, string]>;
+  /** Rows of one state (or `any`), of one scope (`@scope` null: every scope's). */
+  readonly list: Readonly<Record<OperationState | 'any', Named<Row>>>;
+  readonly holder: Database.Statement<[string, string], Holder>;
+  readonly claim: Named;
+  readonly release: Database.Statement<[string, string, string]>;
   readonly prune: Database.Statement<[number]>;
 }
 
@@ -64,11 +116,11 @@ export function statements(db: Database.Database): Statements {
     // No RETURNING: the caller already holds every value of a new row, and RETURNING costs
     // as much as a third of the statement.
     insert: db.prepare<[Record<string, unknown>]>(
-      `INSERT INTO oncely_operations (key, method, url, headers, body, fingerprint, state, created_at, updated_at, submitted_at)
-       VALUES (@key, @method, @url, @headers, @body, @fingerprint, 'pending', @createdAt, @now, @submittedAt)
-       ON CONFLICT (key) DO NOTHING`,
+      `INSERT INTO oncely_operations (scope, key, method, url, headers, body, fingerprint, state, created_at, updated_at, submitted_at)
+       VALUES (@scope, @key, @method, @url, @headers, @body, @fingerprint, 'pending', @createdAt, @now, @submittedAt)
+       ON CONFLICT (scope, key) DO NOTHING`,
     ),
-    get: db.prepare<[string], Row>(`SELECT ${COLUMNS} FROM oncely_operations WHERE key = ?`),
+    get: db.prepare<[string, string], Row>(`SELECT ${COLUMNS} FROM oncely_operations WHERE scope = ? AND key = ?`),
     // One statement, so an update is atomic without a transaction. `has*` flags tell "leave as
     // is" apart from "set to null". Settling clears the claim: a settled op is never resumed.
     update: db.prepare<[Record<string, unknown>], Row>(
@@ -80,30 +132,37 @@ export function statements(db: Database.Database): Statements {
          result = CASE WHEN @hasResult THEN @result ELSE result END,
          updated_at = MAX(@now, updated_at),
          claim_owner = CASE WHEN @hasState AND @state <> 'pending' THEN NULL ELSE claim_owner END,
-         claimed_until = CASE WHEN @hasState AND @state <> 'pending' THEN NULL ELSE claimed_until END
-       WHERE key = @key RETURNING ${COLUMNS}`,
+         claimed_until = CASE WHEN @hasState AND @state <> 'pending' THEN NULL ELSE claimed_until END,
+         claim_process = CASE WHEN @hasState AND @state <> 'pending' THEN NULL ELSE claim_process END
+       WHERE scope = @scope AND key = @key RETURNING ${COLUMNS}`,
     ),
-    listAll: db.prepare<[number], Row>(`SELECT ${COLUMNS} FROM oncely_operations ORDER BY created_at, rowid LIMIT ?`),
-    // Literal states, one statement each, so the planner can use the partial index on pending rows.
-    listByState: Object.fromEntries(
-      Object.values(OperationState).map((state) => [
+    // Literal states, one statement each, so the planner can use the partial index on pending
+    // rows. Damaged rows come back too: the journal sorts them out row by row (see readRow).
+    list: Object.fromEntries(
+      [...Object.values(OperationState), 'any' as const].map((state) => [
         state,
-        db.prepare<[number], Row>(`SELECT ${COLUMNS} FROM oncely_operations WHERE state = '${state}' ORDER BY created_at, rowid LIMIT ?`),
+        db.prepare<[Record<string, unknown>], Row>(
+          `SELECT ${COLUMNS} FROM oncely_operations
+           WHERE ${state === 'any' ? '' : `state = '${state}' AND `}(@scope IS NULL OR scope = @scope)
+           ORDER BY created_at, rowid`,
+        ),
       ]),
-    ) as Record<OperationState, Database.Statement<[number], Row>>,
-    // The claim is this one conditional write. Timeline with two processes A and B:
-    //   A: UPDATE … WHERE claimed_until IS NULL → 1 row, A owns it until now+ttl
-    //   B: UPDATE … WHERE claimed_until <= now  → 0 rows while A's claim runs
-    //   A crashes; its claim runs out; B's next UPDATE matches and B resumes the op.
-    // SQLite serialises writers, so two UPDATEs can never both match the same row.
-    claim: db.prepare<[Record<string, unknown>], { key: string }>(
-      `UPDATE oncely_operations SET claim_owner = @owner, claimed_until = @until
-       WHERE key = @key AND state = 'pending'
-         AND (claimed_until IS NULL OR claimed_until <= @now OR claim_owner = @owner)
-       RETURNING key`,
+    ) as Record<OperationState | 'any', Named<Row>>,
+    // The claim reads its holder and writes itself in one immediate transaction (the journal's
+    // write group), so no other process can claim in between. Timeline with processes A and B:
+    //   A: holder free → UPDATE: A owns it until now+ttl, recorded with A's process identity
+    //   B: holder A, claim running, A alive → refused
+    //   A is killed: B's next claim finds A's pid gone (process-owner.node.ts) → B owns it now;
+    //   on another host B cannot tell, and waits for A's claim to run out.
+    holder: db.prepare<[string, string], Holder>(
+      'SELECT state, claim_owner, claimed_until, claim_process FROM oncely_operations WHERE scope = ? AND key = ?',
     ),
-    release: db.prepare<[string, string]>(
-      'UPDATE oncely_operations SET claim_owner = NULL, claimed_until = NULL WHERE key = ? AND claim_owner = ?',
+    claim: db.prepare<[Record<string, unknown>]>(
+      `UPDATE oncely_operations SET claim_owner = @owner, claimed_until = @until, claim_process = @process
+       WHERE scope = @scope AND key = @key`,
+    ),
+    release: db.prepare<[string, string, string]>(
+      'UPDATE oncely_operations SET claim_owner = NULL, claimed_until = NULL, claim_process = NULL WHERE scope = ? AND key = ? AND claim_owner = ?',
     ),
     prune: db.prepare<[number]>("DELETE FROM oncely_operations WHERE state <> 'pending' AND updated_at < ?"),
   };

@@ -9,18 +9,23 @@
  * @module
  */
 import Database from 'better-sqlite3';
+import { JournalError } from '../errors.js';
 import {
+  OperationState,
+  type DamagedRecord,
   type Journal,
   type NewOperation,
   type OperationPatch,
+  type OperationRecord,
   type PutOutcome,
   newRecord,
 } from './types.js';
+import { isProvablyDead, thisProcess } from './process-owner.node.js';
 import { defaultJournalPath, ensureJournalFile } from './default.node.js';
 import { prepareSchema } from './sqlite-schema.node.js';
 import { journalErrorFrom, schemaError, closedError } from './sqlite-errors.node.js';
 import { commitQueue, type TaskKind } from './sqlite-queue.node.js';
-import { statements, toRecord, type Row, type Statements } from './sqlite-statements.node.js';
+import { readRow, statements, type Row, type Statements } from './sqlite-statements.node.js';
 
 /** The longest a single lock wait may block the event loop; see `busyTimeoutMs`. */
 const DRIVER_BUSY_WAIT_MS = 20;
@@ -182,9 +187,22 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
     return queue.submit(kind, () => work(open().sql));
   };
 
+  // One damaged row must not stop the rest: reads sort rows into records and damaged ones.
+  const recordOf = (row: Row): OperationRecord => {
+    const read = readRow(row);
+    if ('record' in read) return read.record;
+    throw new JournalError(`the journal row for Idempotency-Key ${row.key} (${row.scope}) is damaged: ${read.damaged.reason}`, {
+      path,
+      hint: 'it is left as it is; `oncely pending` lists it. Inspect the file with sqlite3, or delete the row yourself',
+    });
+  };
+  const rowsOf = (sql: Statements, state: OperationState | 'any', scope: string | undefined): IterableIterator<Row> =>
+    sql.list[state].iterate({ scope: scope ?? null });
+
   const insert = (sql: Statements, operation: NewOperation, now: number): PutOutcome => {
     const record = newRecord(operation, now);
     const { changes } = sql.insert.run({
+      scope: record.scope,
       key: record.key,
       method: record.method,
       url: record.url,
@@ -195,7 +213,7 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
       submittedAt: record.submittedAt,
       now,
     });
-    if (changes === 0) return { created: false, record: toRecord(sql.get.get(operation.key) as Row) };
+    if (changes === 0) return { created: false, record: recordOf(sql.get.get(operation.scope, operation.key) as Row) };
     return { created: true, record };
   };
 
@@ -212,15 +230,16 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
         return operations.map((operation) => insert(sql, operation, now));
       });
     },
-    get(key) {
+    get(scope, key) {
       return run('read', (sql) => {
-        const row = sql.get.get(key);
-        return row ? toRecord(row) : undefined;
+        const row = sql.get.get(scope, key);
+        return row ? recordOf(row) : undefined;
       });
     },
-    update(key, patch: OperationPatch) {
+    update(scope, key, patch: OperationPatch) {
       return run('write', (sql) => {
         const row = sql.update.get({
+          scope,
           key,
           now: Date.now(),
           hasState: patch.state === undefined ? 0 : 1,
@@ -234,24 +253,51 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
           hasResult: patch.result === undefined ? 0 : 1,
           result: patch.result == null ? null : JSON.stringify(patch.result),
         });
-        return row ? toRecord(row) : undefined;
+        return row ? recordOf(row) : undefined;
       });
     },
     list(filter = {}) {
       return run('read', (sql) => {
-        const limit = filter.limit ?? -1;
-        const rows = filter.state === undefined ? sql.listAll.all(limit) : sql.listByState[filter.state].all(limit);
-        return rows.map(toRecord);
+        const records: OperationRecord[] = [];
+        const wanted = filter.limit ?? Infinity;
+        // Damaged rows are skipped; with a limit, read on until enough healthy ones are found.
+        for (const row of rowsOf(sql, filter.state ?? 'any', filter.scope)) {
+          if (records.length >= wanted) break;
+          const read = readRow(row);
+          if ('record' in read) records.push(read.record);
+        }
+        return records;
       });
     },
-    claim(key, owner, ttlMs) {
-      return run('write', (sql) => {
+    damaged(filter = {}) {
+      return run('read', (sql) => {
+        const damaged: DamagedRecord[] = [];
+        for (const row of rowsOf(sql, 'any', filter.scope)) {
+          const read = readRow(row);
+          if ('damaged' in read) damaged.push(read.damaged);
+        }
+        return damaged;
+      });
+    },
+    claim(scope, key, owner, ttlMs) {
+      // Read and write in one immediate transaction ('atomic'): two processes must never both
+      // see the claim free.
+      return run('atomic', (sql) => {
         const now = Date.now();
-        return sql.claim.get({ key, owner, now, until: now + ttlMs }) !== undefined;
+        const holder = sql.holder.get(scope, key);
+        if (holder === undefined || holder.state !== OperationState.Pending) return false;
+        const free =
+          holder.claimed_until === null ||
+          holder.claimed_until <= now ||
+          holder.claim_owner === owner ||
+          isProvablyDead(holder.claim_process);
+        if (!free) return false;
+        sql.claim.run({ scope, key, owner, until: now + ttlMs, process: thisProcess() });
+        return true;
       });
     },
-    async release(key, owner) {
-      await run('write', (sql) => sql.release.run(key, owner));
+    async release(scope, key, owner) {
+      await run('write', (sql) => sql.release.run(scope, key, owner));
     },
     prune(olderThanMs) {
       return run('write', (sql) => sql.prune.run(Date.now() - olderThanMs).changes);

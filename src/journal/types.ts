@@ -13,6 +13,11 @@
  *                └── older than keyTtl ─► "expired": surfaced, never resent blindly
  * ```
  *
+ * Every record belongs to one **scope**: the origin of the client's `baseUrl`, plus the client's
+ * optional `scope` name (see {@link scopeOf}). The identity of a record is `(scope, key)`: two
+ * clients of different scopes sharing a file never see, send or collide with each other's
+ * operations.
+ *
  * A pending record is also either submitted (`submittedAt` set: the caller asked for it to be
  * sent, so `resume()` may finish it) or only prepared (`submittedAt: null`: a key minted ahead,
  * e.g. when a checkout page renders; nobody asked to send it, so `resume()` leaves it alone).
@@ -43,17 +48,20 @@ export interface StoredResult {
 
 /**
  * One logical operation. Everything needed to send it again, byte for byte, lives here —
- * except credentials: `headers` never holds `Authorization`, `Cookie` or
- * `Proxy-Authorization` (the client re-adds its own at send time).
+ * except headers outside the allow-list ({@link JOURNALED_HEADERS} plus the client's
+ * `journalHeaders`): credentials and anything else are sent from memory and supplied again by
+ * the resuming client.
  */
 export interface OperationRecord {
-  /** The idempotency key, also the record's identity. */
+  /** The scope the operation belongs to (see {@link scopeOf}); with `key`, the record's identity. */
+  readonly scope: string;
+  /** The idempotency key; unique within its scope. */
   readonly key: string;
   /** Upper-case HTTP method. */
   readonly method: string;
   /** The absolute URL the operation is sent to. */
   readonly url: string;
-  /** Non-credential request headers, lower-case names (e.g. `content-type`). */
+  /** Allow-listed request headers, lower-case names (e.g. `content-type`). */
   readonly headers: Readonly<Record<string, string>>;
   /** The exact body text sent on every attempt, or `null` for none. */
   readonly body: string | null;
@@ -78,7 +86,7 @@ export interface OperationRecord {
 }
 
 /** A new operation as handed to {@link Journal.put}. */
-export type NewOperation = Pick<OperationRecord, 'key' | 'method' | 'url' | 'headers' | 'body' | 'fingerprint'> & {
+export type NewOperation = Pick<OperationRecord, 'scope' | 'key' | 'method' | 'url' | 'headers' | 'body' | 'fingerprint'> & {
   /** Defaults to `Date.now()`. */
   readonly createdAt?: number;
   /** `true` stores the record with `submittedAt` = now; otherwise it is only prepared (`null`). */
@@ -97,9 +105,24 @@ export interface OperationPatch {
 
 /** Filter for {@link Journal.list}. */
 export interface ListFilter {
+  /** Only this scope's records; every scope's when absent (tools such as `oncely pending`). */
+  readonly scope?: string;
   readonly state?: OperationState;
   /** At most this many records, oldest first. */
   readonly limit?: number;
+}
+
+/**
+ * A stored row that cannot be read as an {@link OperationRecord} (damaged by hand, by a disk,
+ * by another program). It is reported, never deleted, and never stops the other rows from working.
+ */
+export interface DamagedRecord {
+  /** The row's scope, when that much could be read. */
+  readonly scope: string | null;
+  /** The row's idempotency key (or the store's key for it). */
+  readonly key: string;
+  /** What is wrong with it. */
+  readonly reason: string;
 }
 
 /** What {@link Journal.put} did. */
@@ -117,24 +140,28 @@ export interface PutOutcome {
 export interface Journal {
   /** A short name for messages and docs: `memory`, `sqlite`, `indexeddb`. */
   readonly kind: string;
-  /** Inserts the operation if no record has its key; never overwrites an existing record. */
+  /** Inserts the operation if no record has its scope and key; never overwrites an existing record. */
   put(operation: NewOperation): Promise<PutOutcome>;
   /** Inserts many operations in one transaction (for uploaders); same rule as `put`. */
   putMany(operations: readonly NewOperation[]): Promise<PutOutcome[]>;
-  /** The record with this key, or `undefined`. */
-  get(key: string): Promise<OperationRecord | undefined>;
+  /** The record with this scope and key, or `undefined`; rejects with a `JournalError` when the row is damaged. */
+  get(scope: string, key: string): Promise<OperationRecord | undefined>;
   /** Applies the patch and bumps `updatedAt`; resolves to the new record, or `undefined` when absent. */
-  update(key: string, patch: OperationPatch): Promise<OperationRecord | undefined>;
-  /** Records, oldest `createdAt` first. */
+  update(scope: string, key: string, patch: OperationPatch): Promise<OperationRecord | undefined>;
+  /** Readable records, oldest `createdAt` first; damaged rows are left out (see {@link Journal.damaged}). */
   list(filter?: ListFilter): Promise<OperationRecord[]>;
+  /** The rows that cannot be read (of one scope, or of all), for reports; never deleted by the journal. */
+  damaged(filter?: Pick<ListFilter, 'scope'>): Promise<DamagedRecord[]>;
   /**
    * Claims a pending operation for `owner` until `Date.now() + ttlMs`, so that two processes
    * (or tabs) sharing the journal never resume the same operation at once. Succeeds when the
-   * record is pending and unclaimed, its claim has run out, or `owner` already holds it.
+   * record is pending and unclaimed, its claim has run out, `owner` already holds it, or the
+   * backend can prove the holder dead (the SQLite journal: a process of this host that no
+   * longer runs; IndexedDB: a Web Lock, released with its tab).
    */
-  claim(key: string, owner: string, ttlMs: number): Promise<boolean>;
+  claim(scope: string, key: string, owner: string, ttlMs: number): Promise<boolean>;
   /** Gives a claim back (no-op unless `owner` holds it). */
-  release(key: string, owner: string): Promise<void>;
+  release(scope: string, key: string, owner: string): Promise<void>;
   /** Deletes settled records whose `updatedAt` is older than `olderThanMs` ago; resolves to the count. */
   prune(olderThanMs: number): Promise<number>;
   /** Closes the underlying store; later calls reject. */
@@ -153,6 +180,7 @@ export interface Journal {
  */
 export function newRecord(operation: NewOperation, now: number): OperationRecord {
   return {
+    scope: operation.scope,
     key: operation.key,
     method: operation.method,
     url: operation.url,
@@ -169,8 +197,30 @@ export function newRecord(operation: NewOperation, now: number): OperationRecord
   };
 }
 
-/** Header names that are never written to a journal. */
-export const CREDENTIAL_HEADERS: ReadonlySet<string> = new Set(['authorization', 'cookie', 'proxy-authorization']);
+/**
+ * The request headers a journal keeps (with the client's `journalHeaders`): every other header,
+ * credentials above all, is sent from memory and must be supplied again by the client that
+ * resumes the operation.
+ */
+export const JOURNALED_HEADERS: ReadonlySet<string> = new Set(['content-type', 'accept']);
+
+/**
+ * The scope of a client: the origin of its `baseUrl`, plus `#name` when it was given a `scope`
+ * name. Records of one scope are invisible to clients of another.
+ *
+ * @example
+ * ```ts
+ * scopeOf('https://api.example.com/v1/');             // 'https://api.example.com'
+ * scopeOf('https://api.example.com', 'payroll');      // 'https://api.example.com#payroll'
+ * ```
+ */
+export function scopeOf(baseUrl: string | URL, name?: string): string {
+  const { origin } = typeof baseUrl === 'string' ? new URL(baseUrl) : baseUrl;
+  return name === undefined ? origin : `${origin}#${name}`;
+}
+
+/** What a scope name may hold: an application's name, not a place for data. */
+export const SCOPE_NAME = /^[A-Za-z0-9._~-]{1,64}$/;
 
 /**
  * Whether a pending record is older than the key retention (`keyTtlMs`): such an operation is

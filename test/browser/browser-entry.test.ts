@@ -25,7 +25,7 @@ describe('createClient from the browser entry in Chromium', () => {
     expect(client.journal.kind).toBe('indexeddb');
     const other = indexedDbJournal();
     try {
-      expect((await other.get(operation.key))?.state).toBe('pending');
+      expect((await other.get(client.scope, operation.key))?.state).toBe('pending');
     } finally {
       await other.close();
     }
@@ -46,7 +46,7 @@ describe('createClient from the browser entry in Chromium', () => {
     );
 
     expect(isOncelyError(error, ErrorCode.OperationPending)).toBe(true);
-    const record = await client.journal.get(operation.key);
+    const record = await client.journal.get(client.scope, operation.key);
     expect(record).toMatchObject({ state: 'pending', attempts: 2, lastStatus: null });
     expect((await client.pending()).map((pending) => pending.key)).toEqual([operation.key]);
   });

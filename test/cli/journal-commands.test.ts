@@ -27,7 +27,7 @@ async function journalWithoutSending(path: string, count: number): Promise<strin
   const keys: string[] = [];
   for (let i = 0; i < count; i += 1) {
     const op = await client.prepare('POST', 'v1/payments', { json: { amount: 100 + i, currency: 'EUR', reference: `crashed-${i}` } });
-    await journal.update(op.key, { submittedAt: Date.now() });
+    await journal.update(client.scope, op.key, { submittedAt: Date.now() });
     keys.push(op.key);
   }
   await client.close();
@@ -55,7 +55,7 @@ describe('oncely pending and oncely resume', () => {
     const path = join(dir, 'resume.db');
     const keys = await journalWithoutSending(path, 4);
     const before = await ledgerCount(server);
-    const run = await runCli(['resume', '--journal', path, '--token', 'test_acme']);
+    const run = await runCli(['resume', '--journal', path, '--url', server.url, '--token', 'test_acme']);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout).toMatch(/resumed 4: 4 settled, 0 still without a final outcome/);
     expect((await ledgerCount(server)) - before).toBe(4);
@@ -64,7 +64,7 @@ describe('oncely pending and oncely resume', () => {
 
     const after = await runCli(['pending', '--journal', path, '--json']);
     expect(JSON.parse(after.stdout)).toEqual([]);
-    const again = await runCli(['resume', '--journal', path, '--token', 'test_acme']);
+    const again = await runCli(['resume', '--journal', path, '--url', server.url, '--token', 'test_acme']);
     expect(again.stdout).toMatch(/nothing to resume/);
     expect((await ledgerCount(server)) - before).toBe(4);
   });
@@ -72,7 +72,7 @@ describe('oncely pending and oncely resume', () => {
   it('refuses to resume without a token, so nothing is sent unauthenticated and the operations stay pending', async () => {
     const path = join(dir, 'no-token.db');
     await journalWithoutSending(path, 1);
-    const run = await runCli(['resume', '--journal', path], { ONCELY_TOKEN: '' });
+    const run = await runCli(['resume', '--journal', path, '--url', server.url], { ONCELY_TOKEN: '' });
     expect(run.code).toBe(2);
     expect(run.stderr).toMatch(/--token \(or \$ONCELY_TOKEN\) is required/);
     const after = JSON.parse((await runCli(['pending', '--journal', path, '--json'])).stdout) as unknown[];

@@ -65,7 +65,7 @@ describe('exactly once', () => {
     const client = testClient({ journal, retry: { limit: 1, backoffMs: 20, budgetMs: 5_000 } });
     const op = await client.prepare('POST', 'v1/payments', { json: PAYMENT });
     // The crashed process: it claimed the operation and died without releasing it.
-    expect(await journal.claim(op.key, 'crashed-process', 300)).toBe(true);
+    expect(await journal.claim(client.scope, op.key, 'crashed-process', 300)).toBe(true);
     await expect(op.send()).resolves.toMatchObject({ status: 201, attempts: 1 });
     expect(server.seen).toHaveLength(1);
   });
@@ -109,7 +109,7 @@ describe('exactly once', () => {
     const client = testClient({ maxBodyBytes: 1_000 });
     const r = await client.post<{ big: string }>('v1/payments', { json: PAYMENT });
     expect(r.data.big).toHaveLength(5_000);
-    const stored = await client.journal.get(r.key);
+    const stored = await client.journal.get(client.scope, r.key);
     expect(new TextEncoder().encode(stored?.result?.body ?? '').length).toBe(1_000);
   });
 });

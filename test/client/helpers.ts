@@ -2,9 +2,11 @@
 import { createClient, type Client } from '../../src/client/create-client.js';
 import type { ClientOptions } from '../../src/client/options.js';
 import { memoryJournal } from '../../src/journal/memory.js';
-import type { Journal } from '../../src/journal/types.js';
+import { scopeOf, type Journal } from '../../src/journal/types.js';
 import { BASE_URL } from '../support/protocol-server.js';
 
+/** The scope of {@link testClient}: the origin of the fake server. */
+export const SCOPE = scopeOf(BASE_URL);
 export const TOKEN = 'Bearer test_acme';
 export const PAYMENT = { amount: 1250, currency: 'EUR', reference: 'inv-7' } as const;
 

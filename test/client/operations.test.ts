@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/create-client.js';
 import { ErrorCode, InvalidKeyError, KeyReusedError, OncelyError, OperationAbortedError, isOncelyError } from '../../src/errors.js';
 import { memoryJournal } from '../../src/journal/memory.js';
-import { CREDENTIAL_HEADERS, type Journal, type OperationRecord } from '../../src/journal/types.js';
+import { type Journal, type OperationRecord } from '../../src/journal/types.js';
 import { deriveKey } from '../../src/keys.js';
 import { BASE_URL, dedupe, json, problem, sequence, useProtocolServer } from '../support/protocol-server.js';
 import { PAYMENT, TOKEN, testClient } from './helpers.js';
@@ -31,7 +31,7 @@ describe('an operation', () => {
     const client = testClient({ journal: slow });
     const atArrival: Array<OperationRecord | undefined> = [];
     server.reply(async ({ key }) => {
-      atArrival.push(await client.journal.get(key ?? ''));
+      atArrival.push(await client.journal.get(client.scope, key ?? ''));
       return json(201, {});
     });
     const r = await client.post('v1/payments', { json: PAYMENT });
@@ -40,18 +40,21 @@ describe('an operation', () => {
 
   it('never writes authorization, cookie or proxy-authorization to the journal, yet sends them on every attempt', async () => {
     server.reply(sequence(() => 'network-error', () => json(201, {})));
-    const client = testClient();
+    // x-tenant is allow-listed: a header that is journaled, next to credentials that never are.
+    const client = testClient({ journalHeaders: ['x-tenant'] });
     const creds = { cookie: 'sid=1', 'Proxy-Authorization': 'Basic cHJveHk=' };
     await client.post('v1/payments', { json: PAYMENT, headers: creds });
     server.reply(() => problem(402, 'declined'));
     await client.post('v1/payments', { json: { ...PAYMENT, amount: 5_000_000 }, headers: creds }).catch(() => undefined);
     server.reply(() => 'network-error');
-    await testClient({ journal: client.journal, retry: { limit: 0 } }).post('v1/payments', { json: PAYMENT }).catch(() => undefined);
+    await testClient({ journal: client.journal, journalHeaders: ['x-tenant'], retry: { limit: 0 } })
+      .post('v1/payments', { json: PAYMENT })
+      .catch(() => undefined);
 
     const records = await client.journal.list();
     expect(records.map((r) => r.state).sort()).toEqual(['failed', 'pending', 'succeeded']);
     const text = JSON.stringify(records).toLowerCase();
-    for (const secret of ['test_acme', 'sid=1', 'chjvehk', ...CREDENTIAL_HEADERS]) expect(text).not.toContain(secret);
+    for (const secret of ['test_acme', 'sid=1', 'chjvehk', 'authorization', 'cookie', 'proxy-authorization']) expect(text).not.toContain(secret);
     expect(records.every((r) => r.headers['x-tenant'] === 'acme')).toBe(true);
   });
 
@@ -61,7 +64,7 @@ describe('an operation', () => {
     const r = await client.post('v1/payments', { json: PAYMENT });
     expect(r.headers['x-request-id']).toBe('r1');
     expect(r.headers['set-cookie']).toContain('s3cret');
-    const stored = await client.journal.get(r.key);
+    const stored = await client.journal.get(client.scope, r.key);
     expect(stored?.result?.headers['x-request-id']).toBe('r1');
     expect(JSON.stringify(stored)).not.toContain('s3cret');
   });
@@ -95,14 +98,14 @@ describe('an operation', () => {
     const client = testClient();
     server.reply(() => 'network-error');
     await client.post('v1/payments', { json: PAYMENT, key: 'order-7' }).catch(() => undefined);
-    const before = await client.journal.get('order-7');
+    const before = await client.journal.get(client.scope, 'order-7');
     server.reply(() => json(201, {}));
     const error = await client.post('v1/payments', { json: { ...PAYMENT, amount: 999 }, key: 'order-7' }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(KeyReusedError);
     expect((error as KeyReusedError).status).toBeUndefined();
     expect((error as Error).message).toContain('order-7');
     expect(server.seen).toHaveLength(0);
-    expect(await client.journal.get('order-7')).toEqual(before);
+    expect(await client.journal.get(client.scope, 'order-7')).toEqual(before);
   });
 
   it('refuses a key reused locally on another path or method', async () => {
@@ -257,7 +260,7 @@ describe('an operation', () => {
     const client = testClient();
     const r = await client[verb]('v1/things/1', { json: { name: 'a' } });
     expect(server.seen).toEqual([expect.objectContaining({ method: verb.toUpperCase(), path: '/v1/things/1', key: r.key })]);
-    expect(await client.journal.get(r.key)).toMatchObject({ method: verb.toUpperCase(), state: 'succeeded' });
+    expect(await client.journal.get(client.scope, r.key)).toMatchObject({ method: verb.toUpperCase(), state: 'succeeded' });
   });
 
   it('refuses to start without a journal in the neutral entry, naming the ways to get one', () => {

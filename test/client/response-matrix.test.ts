@@ -26,7 +26,7 @@ describe('the client against the response matrix', () => {
     expect(r).toMatchObject({ status: 201, data: { id: 'pay_1' }, replayed: false, attempts: 1 });
     expect(server.seen).toHaveLength(1);
     expect(server.seen[0]?.key).toBe(r.key);
-    const record = await client.journal.get(r.key);
+    const record = await client.journal.get(client.scope, r.key);
     expect(record).toMatchObject({ state: 'succeeded', attempts: 1, lastStatus: 201, result: { status: 201, replayed: false } });
   });
 
@@ -57,7 +57,7 @@ describe('the client against the response matrix', () => {
     expect(error).toBeInstanceOf(KeyReusedError);
     expect((error as KeyReusedError).status).toBe(422);
     expect(server.seen).toHaveLength(1);
-    expect((await client.journal.get('order-7'))?.state).toBe('failed');
+    expect((await client.journal.get(client.scope, 'order-7'))?.state).toBe('failed');
   });
 
   it('throws InvalidKeyError on a 400 whose problem type is invalid-key, sent once', async () => {
@@ -100,7 +100,7 @@ describe('the client against the response matrix', () => {
     const client = testClient();
     const r = await client.post('v1/payments', { json: PAYMENT });
     expect(r).toMatchObject({ status: 201, attempts: 3 });
-    expect((await client.journal.get(r.key))?.state).toBe('succeeded');
+    expect((await client.journal.get(client.scope, r.key))?.state).toBe('succeeded');
   });
 
   it('throws HttpError on a 402 decline, settles it as failed, and replays it from the journal on the next send', async () => {
@@ -114,7 +114,7 @@ describe('the client against the response matrix', () => {
     const again = await rejection(op.send());
     expect((again as HttpError).status).toBe(402);
     expect(server.seen).toHaveLength(1);
-    expect(await client.journal.get(op.key)).toMatchObject({ state: 'failed', result: { status: 402 } });
+    expect(await client.journal.get(client.scope, op.key)).toMatchObject({ state: 'failed', result: { status: 402 } });
   });
 
   it('reports a replayed 402 as replayed', async () => {
@@ -129,7 +129,7 @@ describe('the client against the response matrix', () => {
     const error = await rejection(client.post('v1/payments', { json: PAYMENT, key: 'order-401' }));
     expect(isOncelyError(error, 'HTTP_ERROR') && error.status).toBe(401);
     expect(server.seen).toHaveLength(1);
-    expect(await client.journal.get('order-401')).toMatchObject({ state: 'pending', result: null, attempts: 1, lastStatus: 401 });
+    expect(await client.journal.get(client.scope, 'order-401')).toMatchObject({ state: 'pending', result: null, attempts: 1, lastStatus: 401 });
   });
 
   it.each([404, 403, 405, 501])('treats a %i as final: exactly one request', async (status) => {

@@ -10,6 +10,7 @@ const server = useProtocolServer();
 
 /** What a previous process left behind: an operation journaled with odd but exact bytes. */
 const LEFT_BEHIND: NewOperation = {
+  scope: 'http://oncely.test',
   key: 'crashed-op-1',
   method: 'POST',
   url: 'http://oncely.test/v1/payments',
@@ -29,7 +30,7 @@ describe('resume()', () => {
     expect(server.seen).toHaveLength(1);
     expect(server.seen[0]).toMatchObject({ method: 'POST', path: '/v1/payments', key: 'crashed-op-1', body: LEFT_BEHIND.body });
     expect(server.seen[0]?.headers).toMatchObject({ 'content-type': 'application/json', 'x-tenant': 'acme', authorization: TOKEN });
-    expect(await journal.get('crashed-op-1')).toMatchObject({ state: 'succeeded', attempts: 1 });
+    expect(await journal.get(LEFT_BEHIND.scope, 'crashed-op-1')).toMatchObject({ state: 'succeeded', attempts: 1 });
   });
 
   it('uses the credentials of the resuming client, not those of the one that prepared the operation', async () => {
@@ -48,7 +49,7 @@ describe('resume()', () => {
     const [outcome] = await testClient({ journal }).resume();
     expect(outcome).toMatchObject({ key: 'crashed-op-1', state: 'failed' });
     expect(outcome?.state === 'failed' && outcome.error).toBeInstanceOf(HttpError);
-    expect(await journal.get('crashed-op-1')).toMatchObject({ state: 'failed', result: { status: 402, replayed: true } });
+    expect(await journal.get(LEFT_BEHIND.scope, 'crashed-op-1')).toMatchObject({ state: 'failed', result: { status: 402, replayed: true } });
   });
 
   it('reports an operation still unknown as pending and keeps it resumable', async () => {
@@ -69,7 +70,7 @@ describe('resume()', () => {
     expect(outcome).toMatchObject({ key: 'crashed-op-1', state: 'expired' });
     expect(outcome?.state === 'expired' && outcome.error).toBeInstanceOf(ExpiredOperationError);
     expect(server.seen).toHaveLength(0);
-    expect((await journal.get('crashed-op-1'))?.state).toBe('pending');
+    expect((await journal.get(LEFT_BEHIND.scope, 'crashed-op-1'))?.state).toBe('pending');
   });
 
   it('refuses to send an expired operation through prepare() and send() too', async () => {
@@ -80,13 +81,13 @@ describe('resume()', () => {
     const same = await later.prepare('POST', 'v1/payments', { json: PAYMENT, key: op.key });
     await expect(same.send()).rejects.toBeInstanceOf(ExpiredOperationError);
     expect(server.seen).toHaveLength(0);
-    expect((await journal.get(op.key))?.state).toBe('pending');
+    expect((await journal.get(later.scope, op.key))?.state).toBe('pending');
   });
 
   it('skips an operation another process holds a claim on, sending nothing', async () => {
     const journal = memoryJournal();
     await journal.put(LEFT_BEHIND);
-    expect(await journal.claim('crashed-op-1', 'other-process', 60_000)).toBe(true);
+    expect(await journal.claim(LEFT_BEHIND.scope, 'crashed-op-1', 'other-process', 60_000)).toBe(true);
     expect(await testClient({ journal }).resume()).toEqual([{ key: 'crashed-op-1', state: 'skipped' }]);
     expect(server.seen).toHaveLength(0);
   });
@@ -136,7 +137,7 @@ describe('resume()', () => {
       update: () => Promise.reject(new JournalError('disk full', { path: '/tmp/j.db', hint: 'free some space' })),
     };
     await expect(testClient({ journal: broken }).resume()).rejects.toBeInstanceOf(JournalError);
-    expect((await inner.get('crashed-op-1'))?.state).toBe('pending');
+    expect((await inner.get(LEFT_BEHIND.scope, 'crashed-op-1'))?.state).toBe('pending');
   });
 
   it('resumes many pending operations, each once', async () => {

@@ -91,7 +91,7 @@ describe('retries', () => {
     expect(error).toBeInstanceOf(OperationPendingError);
     expect((error as OperationPendingError).attempts).toBe(3);
     expect(server.seen).toHaveLength(3);
-    expect(await client.journal.get(op.key)).toMatchObject({ state: 'pending', attempts: 3 });
+    expect(await client.journal.get(client.scope, op.key)).toMatchObject({ state: 'pending', attempts: 3 });
     expect(await client.pending()).toMatchObject([{ key: op.key, state: 'pending', attempts: 3 }]);
   });
 

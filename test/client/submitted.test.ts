@@ -8,7 +8,7 @@ import { HttpError, isOncelyError } from '../../src/errors.js';
 import { memoryJournal } from '../../src/journal/memory.js';
 import type { Journal, OperationPatch } from '../../src/journal/types.js';
 import { dedupe, json, problem, useProtocolServer } from '../support/protocol-server.js';
-import { PAYMENT, TOKEN, testClient } from './helpers.js';
+import { PAYMENT, SCOPE, TOKEN, testClient } from './helpers.js';
 
 const server = useProtocolServer();
 
@@ -26,9 +26,9 @@ function loggingJournal(log: string[]): Journal {
       log.push(`put submitted=${String(operation.submitted === true)}`);
       return inner.put(operation);
     },
-    update: (key, patch: OperationPatch) => {
+    update: (scope, key, patch: OperationPatch) => {
       log.push(`update ${Object.keys(patch).sort().join(',')}`);
-      return inner.update(key, patch);
+      return inner.update(scope, key, patch);
     },
   };
 }
@@ -40,7 +40,7 @@ describe('prepared and submitted operations', () => {
     const later = testClient({ journal });
     expect(await later.resume()).toEqual([]);
     expect(server.seen).toHaveLength(0);
-    expect(await journal.get(op.key)).toMatchObject({ state: 'pending', submittedAt: null, attempts: 0 });
+    expect(await journal.get(SCOPE, op.key)).toMatchObject({ state: 'pending', submittedAt: null, attempts: 0 });
   });
 
   it('lists prepared and submitted operations in pending(), telling them apart by submittedAt', async () => {
@@ -50,7 +50,7 @@ describe('prepared and submitted operations', () => {
     const crashing = testClient({ journal, onAttempt: crashBeforeFirstAttempt });
     await crashing.post('v1/payments', { json: PAYMENT, key: 'order-paid' }).catch(() => undefined);
     const listed = await testClient({ journal }).pending();
-    expect(listed.map((p) => [p.key, p.submittedAt === null])).toEqual([
+    expect(listed.map((p) => [p.key, p.state === 'damaged' ? p.reason : p.submittedAt === null])).toEqual([
       [prepared.key, true],
       ['order-paid', false],
     ]);
@@ -63,7 +63,7 @@ describe('prepared and submitted operations', () => {
     const op = await crashing.prepare('POST', 'v1/payments', { json: PAYMENT });
     await expect(op.send()).rejects.toThrow('process gone');
     expect(server.seen).toHaveLength(0);
-    expect((await journal.get(op.key))?.submittedAt).toEqual(expect.any(Number));
+    expect((await journal.get(SCOPE, op.key))?.submittedAt).toEqual(expect.any(Number));
 
     const outcomes = await testClient({ journal }).resume();
     expect(outcomes).toMatchObject([{ key: op.key, state: 'succeeded', result: { status: 201 } }]);
@@ -120,13 +120,13 @@ describe('a 401 leaves the operation pending', () => {
     expect(refused?.state === 'pending' && isOncelyError(refused.error, 'HTTP_ERROR') && refused.error.status).toBe(401);
     expect(server.seen).toHaveLength(1);
     expect(settled).toEqual([]);
-    expect(await journal.get('order-401')).toMatchObject({ state: 'pending', result: null, lastStatus: 401 });
+    expect(await journal.get(SCOPE, 'order-401')).toMatchObject({ state: 'pending', result: null, lastStatus: 401 });
     expect(await wrong.pending()).toMatchObject([{ key: 'order-401', state: 'pending' }]);
 
     const right = testClient({ journal });
     expect(await right.resume()).toMatchObject([{ key: 'order-401', state: 'succeeded', result: { status: 201 } }]);
     expect(effect.effects()).toBe(1);
-    expect(await journal.get('order-401')).toMatchObject({ state: 'succeeded' });
+    expect(await journal.get(SCOPE, 'order-401')).toMatchObject({ state: 'succeeded' });
     expect(await right.resume()).toEqual([]);
   });
 

@@ -23,10 +23,13 @@ export interface ContractOptions {
 }
 
 let counter = 0;
+/** The scope of the fixture operations: the origin of their URL, as a client without a scope name has. */
+export const SCOPE = 'http://127.0.0.1:8787';
 /** A distinct operation each call, with a body carrying non-ASCII text. */
 export function operation(overrides: Partial<NewOperation> = {}): NewOperation {
   counter += 1;
   return {
+    scope: SCOPE,
     key: `0193b8a0-0000-7000-8000-${String(counter).padStart(12, '0')}`,
     method: 'POST',
     url: 'http://127.0.0.1:8787/v1/payments',
@@ -83,7 +86,7 @@ export function runJournalContract(name: string, makeFixture: () => JournalFixtu
       expect(created).toBe(true);
       expect(record).toMatchObject({ ...op, state: OperationState.Pending, attempts: 0, lastStatus: null, result: null });
       expect(record.createdAt).toBe(1_700_000_000_000);
-      expect(await journal.get(op.key)).toEqual(record);
+      expect(await journal.get(op.scope, op.key)).toEqual(record);
     });
 
     it('keeps the exact body text and headers, including a null body and non-ASCII characters', async () => {
@@ -92,16 +95,16 @@ export function runJournalContract(name: string, makeFixture: () => JournalFixtu
       const withoutBody = operation({ method: 'DELETE', body: null, headers: {} });
       await journal.put(withBody);
       await journal.put(withoutBody);
-      expect((await journal.get(withBody.key))?.body).toBe(withBody.body);
-      expect((await journal.get(withBody.key))?.headers).toEqual({ 'content-type': 'application/json', 'x-trace': 'a b' });
-      expect((await journal.get(withoutBody.key))?.body).toBeNull();
+      expect((await journal.get(withBody.scope, withBody.key))?.body).toBe(withBody.body);
+      expect((await journal.get(withBody.scope, withBody.key))?.headers).toEqual({ 'content-type': 'application/json', 'x-trace': 'a b' });
+      expect((await journal.get(withoutBody.scope, withoutBody.key))?.body).toBeNull();
     });
 
     it('never overwrites an existing record when a key is put again', async () => {
       const journal = open();
       const first = operation();
       await journal.put(first);
-      await journal.update(first.key, { attempts: 2 });
+      await journal.update(first.scope, first.key, { attempts: 2 });
       const again = await journal.put({ ...first, body: '{"amount":1}', fingerprint: 'sha256:other' });
       expect(again.created).toBe(false);
       expect(again.record.body).toBe(first.body);
@@ -128,8 +131,8 @@ export function runJournalContract(name: string, makeFixture: () => JournalFixtu
       const submitted = operation({ submitted: true, createdAt: 1_700_000_000_000 });
       expect((await journal.put(prepared)).record.submittedAt).toBeNull();
       expect((await journal.put(submitted)).record.submittedAt).toBe(Date.now());
-      expect((await journal.get(prepared.key))?.submittedAt).toBeNull();
-      expect((await journal.get(submitted.key))?.submittedAt).toBe(Date.now());
+      expect((await journal.get(prepared.scope, prepared.key))?.submittedAt).toBeNull();
+      expect((await journal.get(submitted.scope, submitted.key))?.submittedAt).toBe(Date.now());
       const many = await journal.putMany([operation({ submitted: true }), operation({ submitted: false }), operation()]);
       expect(many.map((o) => o.record.submittedAt)).toEqual([Date.now(), null, null]);
       expect((await journal.list()).map((r) => r.submittedAt)).toEqual([Date.now(), null, Date.now(), null, null]);
@@ -143,31 +146,37 @@ export function runJournalContract(name: string, makeFixture: () => JournalFixtu
       const again = await journal.put({ ...op, submitted: true });
       expect(again).toMatchObject({ created: false, record: { submittedAt: null } });
       clock.advance(1_000);
-      const marked = await journal.update(op.key, { submittedAt: Date.now() });
+      const marked = await journal.update(op.scope, op.key, { submittedAt: Date.now() });
       expect(marked).toMatchObject({ state: OperationState.Pending, submittedAt: Date.now(), attempts: 0, body: op.body });
-      const later = await journal.update(op.key, { attempts: 1, lastStatus: 503 });
+      const later = await journal.update(op.scope, op.key, { attempts: 1, lastStatus: 503 });
       expect(later?.submittedAt).toBe(Date.now());
-      expect(await journal.get(op.key)).toEqual(later);
+      expect(await journal.get(op.scope, op.key)).toEqual(later);
     });
 
     it('returns undefined for an unknown key, from get and from update', async () => {
       const journal = open();
-      expect(await journal.get('0193b8a0-0000-7000-8000-ffffffffffff')).toBeUndefined();
-      expect(await journal.update('0193b8a0-0000-7000-8000-ffffffffffff', { attempts: 1 })).toBeUndefined();
+      const op = operation();
+      await journal.put(op);
+      expect(await journal.get(SCOPE, '0193b8a0-0000-7000-8000-ffffffffffff')).toBeUndefined();
+      expect(await journal.update(SCOPE, '0193b8a0-0000-7000-8000-ffffffffffff', { attempts: 1 })).toBeUndefined();
+      // A known key in another scope is another, unknown, operation.
+      expect(await journal.get('http://127.0.0.1:9999', op.key)).toBeUndefined();
+      expect(await journal.update('http://127.0.0.1:9999', op.key, { attempts: 1 })).toBeUndefined();
+      expect((await journal.get(op.scope, op.key))?.attempts).toBe(0);
     });
 
     it('applies a patch field by field, setting null explicitly and leaving absent fields alone', async () => {
       const journal = open();
       const op = operation();
       const { record: before } = await journal.put(op);
-      const afterAttempt = await journal.update(op.key, { attempts: 1, lastStatus: 503 });
+      const afterAttempt = await journal.update(op.scope, op.key, { attempts: 1, lastStatus: 503 });
       expect(afterAttempt).toMatchObject({ state: OperationState.Pending, attempts: 1, lastStatus: 503, result: null, body: op.body });
       expect(afterAttempt!.updatedAt).toBeGreaterThanOrEqual(before.updatedAt);
-      const cleared = await journal.update(op.key, { lastStatus: null });
+      const cleared = await journal.update(op.scope, op.key, { lastStatus: null });
       expect(cleared).toMatchObject({ attempts: 1, lastStatus: null });
-      const settled = await journal.update(op.key, { state: OperationState.Succeeded, attempts: 2, lastStatus: 201, result });
+      const settled = await journal.update(op.scope, op.key, { state: OperationState.Succeeded, attempts: 2, lastStatus: 201, result });
       expect(settled).toMatchObject({ state: OperationState.Succeeded, attempts: 2, lastStatus: 201, result });
-      expect(await journal.get(op.key)).toEqual(settled);
+      expect(await journal.get(op.scope, op.key)).toEqual(settled);
       expect(settled!.createdAt).toBe(before.createdAt);
     });
 
@@ -178,7 +187,7 @@ export function runJournalContract(name: string, makeFixture: () => JournalFixtu
       const tieA = operation({ createdAt: 2000 });
       const tieB = operation({ createdAt: 2000 });
       for (const op of [late, early, tieA, tieB]) await journal.put(op);
-      await journal.update(tieA.key, { state: OperationState.Failed, lastStatus: 422 });
+      await journal.update(tieA.scope, tieA.key, { state: OperationState.Failed, lastStatus: 422 });
       expect((await journal.list()).map((r) => r.key)).toEqual([early.key, tieA.key, tieB.key, late.key]);
       expect((await journal.list({ state: OperationState.Pending })).map((r) => r.key)).toEqual([early.key, tieB.key, late.key]);
       expect((await journal.list({ state: OperationState.Failed })).map((r) => r.key)).toEqual([tieA.key]);
@@ -186,17 +195,38 @@ export function runJournalContract(name: string, makeFixture: () => JournalFixtu
       expect(await journal.list({ state: OperationState.Succeeded })).toEqual([]);
     });
 
+    it('keeps operations of different scopes apart, even under the same key: put, get, update, claim and list are per scope', async () => {
+      const journal = open();
+      const mine = operation();
+      const named = { ...mine, scope: `${SCOPE}#payroll`, body: '{"amount":2}', fingerprint: 'sha256:named' };
+      const elsewhere = { ...mine, scope: 'http://127.0.0.1:9999', url: 'http://127.0.0.1:9999/v1/payments', body: '{"amount":3}' };
+      expect((await journal.put(mine)).created).toBe(true);
+      expect((await journal.putMany([named, elsewhere])).map((o) => o.created)).toEqual([true, true]);
+      expect((await journal.get(named.scope, named.key))?.body).toBe(named.body);
+      expect((await journal.get(mine.scope, mine.key))?.body).toBe(mine.body);
+      await journal.update(named.scope, named.key, { state: OperationState.Succeeded, lastStatus: 201, result });
+      expect((await journal.get(mine.scope, mine.key))?.state).toBe(OperationState.Pending);
+      expect(await journal.claim(mine.scope, mine.key, 'process-a', 60_000)).toBe(true);
+      expect(await journal.claim(elsewhere.scope, elsewhere.key, 'process-b', 60_000)).toBe(true);
+      expect(await journal.claim(named.scope, named.key, 'process-b', 60_000)).toBe(false);
+      expect((await journal.list({ scope: mine.scope })).map((r) => [r.scope, r.key, r.body])).toEqual([[mine.scope, mine.key, mine.body]]);
+      expect((await journal.list({ scope: named.scope, state: OperationState.Pending })).length).toBe(0);
+      expect((await journal.list()).map((r) => r.scope)).toEqual([mine.scope, named.scope, elsewhere.scope]);
+      expect(await journal.damaged()).toEqual([]);
+      expect(await journal.damaged({ scope: mine.scope })).toEqual([]);
+    });
+
     it('lets one owner claim a pending operation and refuses others until the claim is released', async () => {
       const journal = open();
       const op = operation();
       await journal.put(op);
-      expect(await journal.claim(op.key, 'process-a', 60_000)).toBe(true);
-      expect(await journal.claim(op.key, 'process-b', 60_000)).toBe(false);
-      expect(await journal.claim(op.key, 'process-a', 60_000)).toBe(true);
-      await journal.release(op.key, 'process-b');
-      expect(await journal.claim(op.key, 'process-b', 60_000)).toBe(false);
-      await journal.release(op.key, 'process-a');
-      expect(await journal.claim(op.key, 'process-b', 60_000)).toBe(true);
+      expect(await journal.claim(op.scope, op.key, 'process-a', 60_000)).toBe(true);
+      expect(await journal.claim(op.scope, op.key, 'process-b', 60_000)).toBe(false);
+      expect(await journal.claim(op.scope, op.key, 'process-a', 60_000)).toBe(true);
+      await journal.release(op.scope, op.key, 'process-b');
+      expect(await journal.claim(op.scope, op.key, 'process-b', 60_000)).toBe(false);
+      await journal.release(op.scope, op.key, 'process-a');
+      expect(await journal.claim(op.scope, op.key, 'process-b', 60_000)).toBe(true);
     });
 
     it('hands a claim to another owner once it has run out', async () => {
@@ -204,23 +234,24 @@ export function runJournalContract(name: string, makeFixture: () => JournalFixtu
       const journal = open();
       const op = operation();
       await journal.put(op);
-      expect(await journal.claim(op.key, 'crashed', 30_000)).toBe(true);
+      expect(await journal.claim(op.scope, op.key, 'crashed', 30_000)).toBe(true);
       clock.advance(29_999);
-      expect(await journal.claim(op.key, 'survivor', 60_000)).toBe(false);
+      expect(await journal.claim(op.scope, op.key, 'survivor', 60_000)).toBe(false);
       clock.advance(1);
-      expect(await journal.claim(op.key, 'survivor', 60_000)).toBe(true);
-      expect(await journal.claim(op.key, 'crashed', 60_000)).toBe(false);
+      expect(await journal.claim(op.scope, op.key, 'survivor', 60_000)).toBe(true);
+      expect(await journal.claim(op.scope, op.key, 'crashed', 60_000)).toBe(false);
     });
 
     it('never claims an unknown or settled operation', async () => {
       const journal = open();
       const op = operation();
       await journal.put(op);
-      expect(await journal.claim('0193b8a0-0000-7000-8000-ffffffffffff', 'a', 60_000)).toBe(false);
-      expect(await journal.claim(op.key, 'a', 60_000)).toBe(true);
-      await journal.update(op.key, { state: OperationState.Succeeded, lastStatus: 201, result });
-      expect(await journal.claim(op.key, 'a', 60_000)).toBe(false);
-      expect(await journal.claim(op.key, 'b', 60_000)).toBe(false);
+      expect(await journal.claim(SCOPE, '0193b8a0-0000-7000-8000-ffffffffffff', 'a', 60_000)).toBe(false);
+      expect(await journal.claim(`${SCOPE}#other`, op.key, 'a', 60_000)).toBe(false);
+      expect(await journal.claim(op.scope, op.key, 'a', 60_000)).toBe(true);
+      await journal.update(op.scope, op.key, { state: OperationState.Succeeded, lastStatus: 201, result });
+      expect(await journal.claim(op.scope, op.key, 'a', 60_000)).toBe(false);
+      expect(await journal.claim(op.scope, op.key, 'b', 60_000)).toBe(false);
     });
 
     it('prunes only settled records older than the retention and reports how many', async () => {
@@ -228,10 +259,10 @@ export function runJournalContract(name: string, makeFixture: () => JournalFixtu
       const journal = open();
       const [oldDone, oldFailed, oldPending, freshDone] = [operation(), operation(), operation(), operation()];
       await journal.putMany([oldDone!, oldFailed!, oldPending!, freshDone!]);
-      await journal.update(oldDone!.key, { state: OperationState.Succeeded, result });
-      await journal.update(oldFailed!.key, { state: OperationState.Failed, lastStatus: 422 });
+      await journal.update(oldDone!.scope, oldDone!.key, { state: OperationState.Succeeded, result });
+      await journal.update(oldFailed!.scope, oldFailed!.key, { state: OperationState.Failed, lastStatus: 422 });
       clock.advance(10_000);
-      await journal.update(freshDone!.key, { state: OperationState.Succeeded, result });
+      await journal.update(freshDone!.scope, freshDone!.key, { state: OperationState.Succeeded, result });
       clock.advance(5_000);
       expect(await journal.prune(10_000)).toBe(2);
       expect((await journal.list()).map((r) => r.key).sort()).toEqual([oldPending!.key, freshDone!.key].sort());
@@ -243,9 +274,10 @@ export function runJournalContract(name: string, makeFixture: () => JournalFixtu
       const op = operation();
       await journal.put(op);
       await journal.close();
-      await expect(journal.get(op.key)).rejects.toThrow();
+      await expect(journal.get(op.scope, op.key)).rejects.toThrow();
       await expect(journal.put(operation())).rejects.toThrow();
       await expect(journal.list()).rejects.toThrow();
+      await expect(journal.damaged()).rejects.toThrow();
     });
 
     if (options.persistent) {
@@ -253,12 +285,12 @@ export function runJournalContract(name: string, makeFixture: () => JournalFixtu
         const first = open();
         const ops = [operation({ submitted: true }), operation({ body: null, method: 'DELETE' }), operation({ submitted: true })];
         await first.putMany(ops);
-        await first.update(ops[2]!.key, { state: OperationState.Succeeded, attempts: 1, lastStatus: 201, result });
+        await first.update(ops[2]!.scope, ops[2]!.key, { state: OperationState.Succeeded, attempts: 1, lastStatus: 201, result });
         const before = await first.list();
         await first.close();
         const second = open();
         expect(await second.list()).toEqual(before);
-        expect((await second.get(ops[0]!.key))?.body).toBe(ops[0]!.body);
+        expect((await second.get(ops[0]!.scope, ops[0]!.key))?.body).toBe(ops[0]!.body);
         expect((await second.list()).map((r) => r.submittedAt === null)).toEqual([false, true, false]);
       });
 
@@ -268,7 +300,7 @@ export function runJournalContract(name: string, makeFixture: () => JournalFixtu
         const op = operation();
         expect((await a.put(op)).created).toBe(true);
         expect((await b.put({ ...op, body: '{}' })).created).toBe(false);
-        expect((await b.get(op.key))?.body).toBe(op.body);
+        expect((await b.get(op.scope, op.key))?.body).toBe(op.body);
       });
 
       it('gives each operation to exactly one of two handles claiming concurrently', async () => {
@@ -277,7 +309,7 @@ export function runJournalContract(name: string, makeFixture: () => JournalFixtu
         const ops = Array.from({ length: 30 }, () => operation());
         await a.putMany(ops);
         const wins = await Promise.all(
-          ops.flatMap((op) => [a.claim(op.key, 'tab-a', 60_000).then((ok) => (ok ? 'a' : '')), b.claim(op.key, 'tab-b', 60_000).then((ok) => (ok ? 'b' : ''))]),
+          ops.flatMap((op) => [a.claim(op.scope, op.key, 'tab-a', 60_000).then((ok) => (ok ? 'a' : '')), b.claim(op.scope, op.key, 'tab-b', 60_000).then((ok) => (ok ? 'b' : ''))]),
         );
         const perOp = ops.map((_, i) => wins[2 * i]! + wins[2 * i + 1]!);
         expect(perOp.every((winner) => winner === 'a' || winner === 'b')).toBe(true);
@@ -289,16 +321,16 @@ export function runJournalContract(name: string, makeFixture: () => JournalFixtu
         const b = open();
         const [held, lapsing] = [operation(), operation()];
         await a.putMany([held, lapsing]);
-        expect(await a.claim(held.key, 'tab-a', 60_000)).toBe(true);
-        expect(await b.claim(held.key, 'tab-b', 60_000)).toBe(false);
-        expect(await a.claim(lapsing.key, 'tab-a', 50)).toBe(true);
+        expect(await a.claim(held.scope, held.key, 'tab-a', 60_000)).toBe(true);
+        expect(await b.claim(held.scope, held.key, 'tab-b', 60_000)).toBe(false);
+        expect(await a.claim(lapsing.scope, lapsing.key, 'tab-a', 50)).toBe(true);
         let takenOver = false;
         for (let tries = 0; tries < 250 && !takenOver; tries += 1) {
-          takenOver = await b.claim(lapsing.key, 'tab-b', 60_000);
+          takenOver = await b.claim(lapsing.scope, lapsing.key, 'tab-b', 60_000);
           if (!takenOver) await new Promise((resolve) => setTimeout(resolve, 20));
         }
         expect(takenOver).toBe(true);
-        expect(await b.claim(held.key, 'tab-b', 60_000)).toBe(false);
+        expect(await b.claim(held.scope, held.key, 'tab-b', 60_000)).toBe(false);
       });
     }
   });

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { sqliteJournal } from '../../src/journal/sqlite.node.js';
+import { scopeOf } from '../../src/journal/types.js';
 import { kill, spawnClient, type Child } from './fixtures/child-process.js';
 import { startEffectServer, type EffectServer } from './fixtures/effect-server.js';
 
@@ -45,7 +46,7 @@ async function resumeAndVerify(key: string): Promise<void> {
   expect(done.pending).toBe(0);
 
   const journal = sqliteJournal({ path: journalPath });
-  const record = await journal.get(key);
+  const record = await journal.get(scopeOf(server.url), key);
   await journal.close();
   expect(record?.state).toBe('succeeded');
 
@@ -76,7 +77,7 @@ describe('SQLite journal: a client killed with SIGKILL resumes in a fresh proces
     expect(done).toMatchObject({ sent: [], pending: 0, prepared: 1 });
     expect(server.attempts).toHaveLength(0);
     const journal = sqliteJournal({ path: journalPath });
-    expect(await journal.get(String(key))).toMatchObject({ state: 'pending', submittedAt: null, attempts: 0 });
+    expect(await journal.get(scopeOf(server.url), String(key))).toMatchObject({ state: 'pending', submittedAt: null, attempts: 0 });
     await journal.close();
   }, 90_000);
 

@@ -26,7 +26,7 @@ describe('default journals of the platform entries', () => {
     await client.close();
 
     const reopened = sqliteJournal({ path });
-    const record = await reopened.get(op.key);
+    const record = await reopened.get(client.scope, op.key);
     expect(record?.state).toBe('pending');
     expect(record?.body).toBe('{"amount":1250,"currency":"EUR","reference":"inv-7"}');
     await reopened.close();
@@ -39,7 +39,7 @@ describe('default journals of the platform entries', () => {
     await client.close();
 
     const reopened = indexedDbJournal({ dbName: 'oncely' });
-    expect((await reopened.get(op.key))?.state).toBe('pending');
+    expect((await reopened.get(client.scope, op.key))?.state).toBe('pending');
     await reopened.close();
   });
 });

@@ -81,7 +81,7 @@ describe('SQLite journal on a damaged, foreign or locked file', () => {
     const other = new Database(path);
     other.exec('BEGIN IMMEDIATE');
     try {
-      const error = await rejection(journal.update(op.key, { attempts: 1 }));
+      const error = await rejection(journal.update(op.scope, op.key, { attempts: 1 }));
       expect(error.message).toMatch(/locked/);
       expect(error.hint).toMatch(/busyTimeoutMs/);
       const late = sqliteJournal({ path, busyTimeoutMs: 100 });
@@ -94,7 +94,7 @@ describe('SQLite journal on a damaged, foreign or locked file', () => {
       if (other.inTransaction) other.exec('ROLLBACK');
       other.close();
     }
-    expect((await journal.update(op.key, { attempts: 1 }))?.attempts).toBe(1);
+    expect((await journal.update(op.scope, op.key, { attempts: 1 }))?.attempts).toBe(1);
     await journal.close();
   });
 
@@ -113,7 +113,7 @@ describe('SQLite journal on a damaged, foreign or locked file', () => {
       other.close();
     }, 300);
     try {
-      const updated = await journal.update(op.key, { attempts: 3 });
+      const updated = await journal.update(op.scope, op.key, { attempts: 3 });
       expect(updated?.attempts).toBe(3);
       expect(ticks).toBeGreaterThanOrEqual(5);
     } finally {

@@ -25,11 +25,11 @@ describe('SQLite journal group commit', () => {
     await journal.putMany(ops);
     const unserialisable = { ...ok, body: 1n } as unknown as StoredResult;
     const settled = await Promise.allSettled([
-      journal.update(ops[0]!.key, { state: OperationState.Succeeded, result: ok }),
-      journal.update(ops[1]!.key, { state: OperationState.Succeeded, result: unserialisable }),
-      journal.update(ops[2]!.key, { state: OperationState.Failed, lastStatus: 422 }),
+      journal.update(ops[0]!.scope, ops[0]!.key, { state: OperationState.Succeeded, result: ok }),
+      journal.update(ops[1]!.scope, ops[1]!.key, { state: OperationState.Succeeded, result: unserialisable }),
+      journal.update(ops[2]!.scope, ops[2]!.key, { state: OperationState.Failed, lastStatus: 422 }),
       journal.put(operation({ key: ops[3]!.key, body: 'other' })),
-      journal.claim(ops[4]!.key, 'me', 60_000),
+      journal.claim(ops[4]!.scope, ops[4]!.key, 'me', 60_000),
     ]);
     expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'fulfilled', 'fulfilled']);
     expect((settled[1] as PromiseRejectedResult).reason).toBeInstanceOf(JournalError);
@@ -38,8 +38,8 @@ describe('SQLite journal group commit', () => {
     const reader = sqliteJournal({ path });
     const states = (await reader.list()).map((r) => r.state);
     expect(states).toEqual(['succeeded', 'pending', 'failed', 'pending', 'pending']);
-    expect((await reader.get(ops[3]!.key))?.body).toBe(ops[3]!.body);
-    expect(await reader.claim(ops[4]!.key, 'someone-else', 60_000)).toBe(false);
+    expect((await reader.get(ops[3]!.scope, ops[3]!.key))?.body).toBe(ops[3]!.body);
+    expect(await reader.claim(ops[4]!.scope, ops[4]!.key, 'someone-else', 60_000)).toBe(false);
     await reader.close();
   });
 
@@ -76,9 +76,9 @@ describe('SQLite journal group commit', () => {
     const put = journal.put(op);
     await journal.close();
     expect((await put).created).toBe(true);
-    await expect(journal.get(op.key)).rejects.toBeInstanceOf(JournalError);
+    await expect(journal.get(op.scope, op.key)).rejects.toBeInstanceOf(JournalError);
     const reader = sqliteJournal({ path });
-    expect((await reader.get(op.key))?.key).toBe(op.key);
+    expect((await reader.get(op.scope, op.key))?.key).toBe(op.key);
     await reader.close();
   });
 });

@@ -53,7 +53,7 @@ async function start(): Promise<void> {
   }
   view.showKey(operation.key);
 
-  const record = await client.journal.get(operation.key);
+  const record = await client.journal.get(client.scope, operation.key);
   const settled = record !== undefined && record.state !== 'pending';
   let confirming = false;
   const confirm = (): void => {

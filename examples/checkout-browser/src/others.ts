@@ -32,7 +32,7 @@ function label(record: OperationRecord): string {
  * ```
  */
 export async function resumeOtherPayments(client: Client, currentKey: string, show: (others: readonly OtherPayment[]) => void): Promise<void> {
-  const records = (await client.journal.list({ state: OperationState.Pending })).filter(
+  const records = (await client.journal.list({ scope: client.scope, state: OperationState.Pending })).filter(
     (record) => record.key !== currentKey && wasSubmitted(record.key),
   );
   const list = new Map<string, OtherPayment>();
