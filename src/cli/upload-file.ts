@@ -1,14 +1,21 @@
 /**
  * The uploader's two passes over the file, both streamed: {@link inspectFile} proves the file
- * can be uploaded at all (UTF-8, a usable header) and counts its rows; {@link validBatches}
- * maps the rows, batch by batch, reporting the invalid ones as it goes.
+ * can be uploaded at all (UTF-8, a usable header), counts its rows and finds rows that share a
+ * key; {@link validBatches} maps the rows, batch by batch, reporting the invalid ones (those
+ * duplicates included) as it goes.
+ *
+ * Duplicate keys must be found before anything is sent: the first row of a pair may be in the
+ * first batch and the second a million rows later. Pass 1 keeps a 30-bit prefix of each key in
+ * a set (a few tens of bytes per row, not the keys themselves); a prefix seen twice marks a
+ * candidate, and only when there are candidates is the file read once more to compare the full
+ * keys of the rows with those prefixes.
  *
  * @module
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { canonicalJson } from '../fingerprint.js';
-import { CsvFileError, readCsvBatches, type CsvRecord } from './upload-csv.js';
+import { CsvFileError, readCsvBatches } from './upload-csv.js';
 import type { Tally } from './upload-report.js';
 import { createRowMapper, isInvalidRow, type RowMapper, type RowMapperOptions, type RowUpload } from './upload-rows.js';
 
@@ -49,29 +56,77 @@ function chunks(file: string): AsyncIterable<Uint8Array> {
  * if ('problem' in inspected) console.error(inspected.problem);
  * ```
  */
-export async function inspectFile(settings: FileSettings): Promise<{ rows: number } | { problem: string }> {
-  let header: CsvRecord | undefined;
+export async function inspectFile(settings: FileSettings): Promise<Inspected | { problem: string }> {
+  let map: RowMapper | undefined;
   let rows = 0;
+  const seen = new Set<number>();
+  const twice = new Set<number>();
   try {
     for await (const batch of readCsvBatches(chunks(settings.file))) {
       for (const record of batch) {
-        if (header === undefined) {
-          header = record;
-          const made = createRowMapper(header, settings);
+        if (map === undefined) {
+          const made = createRowMapper(record, settings);
           if (!made.ok) return { problem: made.problem };
-        } else {
-          rows += 1;
+          map = made.map;
+          continue;
         }
+        rows += 1;
+        const row = map(record);
+        if (isInvalidRow(row)) continue;
+        const prefix = keyPrefix(row.key);
+        if (seen.has(prefix)) twice.add(prefix);
+        else seen.add(prefix);
       }
     }
+    seen.clear();
+    if (map === undefined) return { problem: 'the file is empty: it needs a header line and at least one row' };
+    return { rows, duplicates: twice.size === 0 ? new Map() : await confirmDuplicates(settings, twice) };
   } catch (error) {
     if (error instanceof CsvFileError) return { problem: error.message };
     const code = (error as { code?: unknown }).code;
     if (code === 'ENOENT' || code === 'EISDIR' || code === 'EACCES') return { problem: `cannot read ${settings.file} (${String(code)})` };
     throw error;
   }
-  if (header === undefined) return { problem: 'the file is empty: it needs a header line and at least one row' };
-  return { rows };
+}
+
+/** What pass 1 found out about a readable file. */
+export interface Inspected {
+  /** Data rows (lines after the header). */
+  readonly rows: number;
+  /** Rows whose key another row of the file also has, by line: why they are not sent. */
+  readonly duplicates: ReadonlyMap<number, string>;
+}
+
+/** 30 bits of a derived key (its leading hex digits): small integers keep pass 1's set compact. */
+const keyPrefix = (key: string): number => Number.parseInt(key.slice(0, 8), 16) >>> 2;
+
+/** Reads the file once more for the rows whose key prefix occurs twice, and compares full keys. */
+async function confirmDuplicates(settings: FileSettings, prefixes: ReadonlySet<number>): Promise<Map<number, string>> {
+  const lines = new Map<string, number[]>();
+  let map: RowMapper | undefined;
+  for await (const batch of readCsvBatches(chunks(settings.file))) {
+    for (const record of batch) {
+      if (map === undefined) {
+        const made = createRowMapper(record, settings);
+        if (!made.ok) throw new CsvFileError(made.problem, record.line);
+        map = made.map;
+        continue;
+      }
+      const row = map(record);
+      if (isInvalidRow(row) || !prefixes.has(keyPrefix(row.key))) continue;
+      lines.set(row.key, [...(lines.get(row.key) ?? []), row.line]);
+    }
+  }
+  const duplicates = new Map<number, string>();
+  const columns = settings.keyColumns.join(', ');
+  for (const [key, at] of lines) {
+    if (at.length < 2) continue;
+    for (const line of at) {
+      const others = at.filter((other) => other !== line).join(', ');
+      duplicates.set(line, `the same key (${columns}) as line${at.length > 2 ? 's' : ''} ${others}: key ${key}; neither is sent, fix the file`);
+    }
+  }
+  return duplicates;
 }
 
 /**
@@ -83,7 +138,12 @@ export async function inspectFile(settings: FileSettings): Promise<{ rows: numbe
  * for await (const batch of validBatches(settings, tally, () => false)) await journal.putMany(batch.map(toOperation));
  * ```
  */
-export async function* validBatches(settings: FileSettings, tally: Tally, stop: () => boolean): AsyncGenerator<RowUpload[]> {
+export async function* validBatches(
+  settings: FileSettings,
+  tally: Tally,
+  stop: () => boolean,
+  duplicates: ReadonlyMap<number, string> = new Map(),
+): AsyncGenerator<RowUpload[]> {
   let map: RowMapper | undefined;
   let batch: RowUpload[] = [];
   for await (const records of readCsvBatches(chunks(settings.file))) {
@@ -97,6 +157,8 @@ export async function* validBatches(settings: FileSettings, tally: Tally, stop: 
       const row = map(record);
       if (isInvalidRow(row)) {
         tally.record('invalid', { line: row.line, reason: row.reason });
+      } else if (duplicates.has(row.line)) {
+        tally.record('invalid', { line: row.line, reason: duplicates.get(row.line) as string });
       } else {
         batch.push(row);
         if (batch.length >= BATCH_SIZE) {

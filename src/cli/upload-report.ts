@@ -46,7 +46,11 @@ export interface UploadReport {
   readonly dryRun: boolean;
   /** Whether the run stopped before every row was sent (see `stopReason`). */
   readonly interrupted: boolean;
-  /** `interrupted` (Ctrl-C), `unreachable` (the server settled nothing for many rows in a row), `journal` (it failed); `null` when not stopped. */
+  /**
+   * `interrupted` (Ctrl-C), `unreachable` (the server settled nothing for many rows in a row),
+   * `journal` (it failed), `unauthorized` (a `401`/`403`: the token was refused); `null` when
+   * not stopped.
+   */
   readonly stopReason: string | null;
   readonly rows: number;
   readonly valid: number;
@@ -61,7 +65,7 @@ export interface UploadReport {
   readonly invalidRows: readonly RowProblem[];
   readonly declinedRows: readonly RowProblem[];
   readonly pendingRows: readonly RowProblem[];
-  /** Every valid row has a final outcome (executed, replayed or declined). */
+  /** Every valid row has a final server answer (executed, replayed or declined), and the run was not stopped. */
   readonly complete: boolean;
 }
 
@@ -115,7 +119,7 @@ export function createTally(): Tally {
         invalidRows: [...lists.invalid].sort(byLine),
         declinedRows: [...lists.declined].sort(byLine),
         pendingRows: [...lists.pending].sort(byLine),
-        complete: counts.pending === 0 && !base.interrupted,
+        complete: counts.executed + counts.replayed + counts.declined === valid && !base.interrupted,
       };
     },
   };
@@ -158,7 +162,11 @@ export function renderReport(report: UploadReport): string {
     ? []
     : report.complete
       ? ['', 'every valid row has a final outcome']
-      : ['', `${report.valid - report.executed - report.replayed - report.declined} valid rows have no final outcome yet: run the same command again to resume`];
+      : [
+          '',
+          ...(report.stopReason === 'unauthorized' ? ['unauthorized: check --token (the server refused it; nothing was executed)'] : []),
+          `${report.valid - report.executed - report.replayed - report.declined} valid rows have no final outcome yet: run the same command again to resume`,
+        ];
   return [
     head,
     ...figures.map(([name, value]) => `  ${name.padEnd(9)} ${String(value).padStart(9)}`),

@@ -142,21 +142,27 @@ export async function upload(argv: readonly string[]): Promise<number> {
   if (settings.dryRun) {
     // Reading every batch derives every key and records the invalid rows; nothing is kept.
     let read = 0;
-    for await (const batch of validBatches(settings, tally, () => false)) {
+    for await (const batch of validBatches(settings, tally, () => false, inspected.duplicates)) {
       read += batch.length;
       progress.update(read, tally.counts);
     }
     return finish();
   }
-  await send(settings, tally, progress, stopped);
+  await send(settings, tally, progress, stopped, inspected.duplicates);
   return finish();
 }
 
 /** Why a run stopped before every row was sent. */
-type StopReason = 'interrupted' | 'unreachable' | 'journal';
+type StopReason = 'interrupted' | 'unreachable' | 'journal' | 'unauthorized';
 
 /** Pass 2 for real: journal in batches, send with bounded concurrency, stop cleanly on SIGINT. */
-async function send(settings: UploadSettings, tally: Tally, progress: Progress, stopped: { reason: StopReason | undefined }): Promise<void> {
+async function send(
+  settings: UploadSettings,
+  tally: Tally,
+  progress: Progress,
+  stopped: { reason: StopReason | undefined },
+  duplicates: ReadonlyMap<number, string>,
+): Promise<void> {
   const target = new URL(settings.url as string);
   const path = target.pathname + target.search;
   const journal = sqliteJournal(settings.journalPath === undefined ? {} : { path: settings.journalPath });
@@ -200,7 +206,12 @@ async function send(settings: UploadSettings, tally: Tally, progress: Progress, 
       pendingInARow = 0;
       tally.record(result.replayed ? 'replayed' : 'executed');
     } catch (error) {
-      if (isOncelyError(error) && (error.code === 'OPERATION_PENDING' || error.code === 'ABORTED' || error.code === 'JOURNAL_ERROR')) {
+      // 401/403 settle nothing (the server executed nothing): every row stays pending, and
+      // sending the others with the same token would only be refused the same way.
+      if (isOncelyError(error, 'HTTP_ERROR') && (error.status === 401 || error.status === 403)) {
+        tally.record('pending', { line: row.line, key: row.key, status: error.status, reason: 'unauthorized: check --token' });
+        stop('unauthorized', `the server answered ${error.status}: unauthorized, check --token`);
+      } else if (isOncelyError(error) && (error.code === 'OPERATION_PENDING' || error.code === 'ABORTED' || error.code === 'JOURNAL_ERROR')) {
         tally.record('pending', { line: row.line, key: row.key, reason: error.message });
         if (error.code === 'JOURNAL_ERROR') stop('journal', `the journal failed: ${error.message}`);
         pendingInARow += 1;
@@ -220,9 +231,10 @@ async function send(settings: UploadSettings, tally: Tally, progress: Progress, 
   };
 
   try {
-    for await (const batch of validBatches(settings, tally, () => abort.signal.aborted)) {
+    for await (const batch of validBatches(settings, tally, () => abort.signal.aborted, duplicates)) {
       if (abort.signal.aborted) break;
       const operations: NewOperation[] = batch.map((row) => ({
+        scope: client.scope,
         key: row.key,
         method: 'POST',
         url: target.href,

@@ -7,7 +7,7 @@
  * | network error, timeout                    | retry after backoff with full jitter        |
  * | `409`, `429`, `503`, `202`                | retry after `Retry-After` (capped, no jitter); backoff when absent |
  * | `500`, `502`, `504`, `408`, other `5xx`   | retry after backoff with full jitter        |
- * | `401`                                     | reject: throw, never retried, the operation stays pending |
+ * | `401`, `403`                              | reject: throw, never retried, the operation stays pending |
  * | `501`, `505`, other `4xx`, `3xx`          | settle (failed): final, never retried       |
  * | claimed by another process (not sent)     | poll after the initial backoff, until the budget runs out |
  * | retry limit or time budget exhausted      | fail: {@link OperationPendingError}, the operation stays pending |
@@ -51,7 +51,8 @@ export type RetryDecision =
   /**
    * Throw the response's typed error without settling: the server executed nothing and the
    * answer is about this process's credentials, so a later `resume()` with valid ones may
-   * still complete the operation (PROTOCOL.md: a `401` is not stored as final).
+   * still complete the operation (PROTOCOL.md: a `401` is not stored as final; a `403` is a
+   * refusal of these credentials just the same).
    */
   | { readonly action: 'reject' }
   | { readonly action: 'fail'; readonly error: OperationPendingError };
@@ -82,8 +83,12 @@ export interface DecideOptions {
 const WAIT_STATUSES: ReadonlySet<number> = new Set([202, 409, 429, 503]);
 /** 5xx answers that are final: the server will never handle this request. */
 const FINAL_5XX: ReadonlySet<number> = new Set([501, 505]);
-/** Final for this attempt's credentials only: the server did nothing with the request. */
-const UNAUTHORIZED = 401;
+/**
+ * Final for this attempt's credentials only: the server did nothing with the request (an
+ * authentication or permission check runs before any work), so another token may still
+ * complete it.
+ */
+const UNAUTHORIZED: ReadonlySet<number> = new Set([401, 403]);
 
 /**
  * Parses a `Retry-After` value (delay-seconds or an HTTP-date) into milliseconds from `now`.
@@ -142,7 +147,7 @@ function isRetryable(outcome: AttemptOutcome): boolean {
  * ```
  */
 export function decide(outcome: AttemptOutcome, attempt: number, options: DecideOptions): RetryDecision {
-  if (outcome.kind === 'response' && outcome.status === UNAUTHORIZED) return { action: 'reject' };
+  if (outcome.kind === 'response' && UNAUTHORIZED.has(outcome.status)) return { action: 'reject' };
   if (!isRetryable(outcome)) return { action: 'settle' };
   const { retry } = options;
   const lastStatus = outcome.kind === 'response' ? outcome.status : undefined;

@@ -54,13 +54,13 @@ describe('decide', () => {
     expect(decide(response(status), 1, base)).toEqual({ action: 'settle' });
   });
 
-  it.each([400, 402, 403, 404, 413, 422, 501])('settles a final %i without retrying, even on the first attempt', (status) => {
+  it.each([400, 402, 404, 413, 422, 501])('settles a final %i without retrying, even on the first attempt', (status) => {
     expect(decide(response(status, '1'), 1, base)).toEqual({ action: 'settle' });
   });
 
-  it('rejects a 401 without settling or retrying: the server executed nothing, other credentials may succeed', () => {
-    expect(decide(response(401, '1'), 1, base)).toEqual({ action: 'reject' });
-    expect(decide(response(401), base.retry.limit + 1, base)).toEqual({ action: 'reject' });
+  it.each([401, 403])('rejects a %i without settling or retrying: the server executed nothing, other credentials may succeed', (status) => {
+    expect(decide(response(status, '1'), 1, base)).toEqual({ action: 'reject' });
+    expect(decide(response(status), base.retry.limit + 1, base)).toEqual({ action: 'reject' });
   });
 
   it('retries a network error after the computed backoff', () => {
