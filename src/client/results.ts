@@ -5,6 +5,7 @@
  * @module
  */
 import { HttpError, InvalidKeyError, KeyReusedError, RequestRefusedError, type OncelyError, type OperationRef } from '../errors.js';
+import { parseProblem } from '../errors/message-text.js';
 import type { StoredResult } from '../journal/types.js';
 
 /**
@@ -238,26 +239,21 @@ export function toResult<T>(key: string, stored: StoredResult, attempts: number)
   };
 }
 
-function problemType(stored: StoredResult): string | undefined {
-  try {
-    const parsed: unknown = JSON.parse(stored.body);
-    if (typeof parsed === 'object' && parsed !== null && 'type' in parsed && typeof parsed.type === 'string') return parsed.type;
-  } catch {
-    // Not problem+json: the status alone decides.
-  }
-  return undefined;
-}
-
 /**
  * The typed error for a final non-2xx answer: `422` → {@link KeyReusedError}; `400` whose
  * problem type is `invalid-key` → {@link InvalidKeyError}; anything else → {@link HttpError}.
+ * The server's problem `detail` goes into each of them.
  *
  * @internal
  */
 export function finalError(ref: OperationRef, stored: StoredResult): OncelyError {
   // Status 0: settled locally, nothing was ever sent (see RequestRefusedError).
   if (stored.status === 0) return new RequestRefusedError(ref, stored.body, true);
-  if (stored.status === 422) return new KeyReusedError(ref, 422);
-  if (stored.status === 400 && problemType(stored)?.endsWith('/invalid-key') === true) return new InvalidKeyError(ref, 400);
+  if (stored.status === 422) return new KeyReusedError(ref, 422, { detail: parseProblem(stored.body)?.detail });
+  if (stored.status === 400) {
+    // Only a problem document of the invalid-key type is about the key; any other 400 is an HttpError.
+    const problem = parseProblem(stored.body);
+    if (problem?.type?.endsWith('/invalid-key') === true) return new InvalidKeyError(ref, 400, { detail: problem.detail });
+  }
   return new HttpError(ref, { status: stored.status, headers: stored.headers, body: stored.body, replayed: stored.replayed });
 }

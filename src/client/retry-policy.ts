@@ -10,7 +10,7 @@
  * | `401`, `403`                              | reject: throw, never retried, the operation stays pending |
  * | `501`, `505`, other `4xx`, `3xx`          | settle (failed): final, never retried       |
  * | claimed by another process (not sent)     | poll after the initial backoff, until the budget runs out |
- * | retry limit or time budget exhausted      | fail: {@link OperationPendingError}, the operation stays pending |
+ * | retry limit or time budget exhausted      | fail: {@link OperationPendingError} (`cause`: the last network error), the operation stays pending |
  *
  * Everything that varies (clock, randomness, elapsed time) comes in as an argument, so the
  * policy is tested without timers.

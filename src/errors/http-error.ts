@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { messageText, parseProblem, type ProblemDetails } from './message-text.js';
 import { ErrorCode, OncelyError, describeOperation, type OperationRef } from './oncely-error.js';
 
 /**
@@ -29,10 +30,15 @@ export interface HttpErrorResponse {
  * `401`, where the server executed nothing: the operation stays pending, and `resume()` with
  * valid credentials completes it.
  *
+ * When the body is a problem+json document (RFC 9457), its `title` and `detail` are in the
+ * message (`…: the server answered 400 Invalid request: amount must be an integer`), cleaned of
+ * control characters and cut to 300 characters, and verbatim in {@link HttpError.title},
+ * {@link HttpError.detail} and {@link HttpError.problemType}.
+ *
  * @example
  * ```ts
  * try { await client.post('v1/payments', { json: { amount: 5_000_000, currency: 'EUR' } }); } catch (error) {
- *   if (isOncelyError(error, 'HTTP_ERROR') && error.status === 402) console.log('declined', error.body);
+ *   if (isOncelyError(error, 'HTTP_ERROR') && error.status === 402) console.log('declined:', error.detail ?? error.body);
  * }
  * ```
  */
@@ -46,10 +52,42 @@ export class HttpError extends OncelyError {
   /** The response body text (a problem+json document from the oncely server). */
   readonly body: string;
   readonly replayed: boolean;
+  /**
+   * The problem document's `type` URI (`https://oncely.dev/problems/declined`), verbatim;
+   * `undefined` when the body is not a JSON object or has no string `type`.
+   *
+   * @example
+   * ```ts
+   * if (error.problemType?.endsWith('/declined') === true) showDeclined();
+   * ```
+   */
+  readonly problemType: string | undefined;
+  /**
+   * The problem document's `title`, the summary of its type (`Invalid request`), verbatim;
+   * `undefined` when the body is not a JSON object or has no string `title`.
+   *
+   * @example
+   * ```ts
+   * console.error(error.title ?? `HTTP ${error.status}`);
+   * ```
+   */
+  readonly title: string | undefined;
+  /**
+   * The problem document's `detail`, what was wrong with this request (`amount must be an
+   * integer`), verbatim and uncapped: the server wrote it, so escape it before showing it in a
+   * page. `undefined` when the body is not a JSON object or has no string `detail`.
+   *
+   * @example
+   * ```ts
+   * form.showError(error.detail ?? 'The payment service refused the request.');
+   * ```
+   */
+  readonly detail: string | undefined;
 
   constructor(ref: OperationRef, response: HttpErrorResponse, options?: { readonly cause?: unknown }) {
     const replay = response.replayed ? ' (replayed)' : '';
-    super(ErrorCode.Http, `${describeOperation(ref)}: the server answered ${response.status}${replay}`, options);
+    const problem = parseProblem(response.body);
+    super(ErrorCode.Http, `${describeOperation(ref)}: the server answered ${response.status}${replay}${problemSummary(problem)}`, options);
     this.method = ref.method;
     this.url = ref.url;
     this.key = ref.key;
@@ -57,5 +95,16 @@ export class HttpError extends OncelyError {
     this.headers = response.headers;
     this.body = response.body;
     this.replayed = response.replayed;
+    this.problemType = problem?.type;
+    this.title = problem?.title;
+    this.detail = problem?.detail;
   }
+}
+
+/** ` Title: detail`, ` Title` or `: detail`, to follow the status; empty when the server said neither. */
+function problemSummary(problem: ProblemDetails | undefined): string {
+  const title = messageText(problem?.title ?? '');
+  const detail = messageText(problem?.detail ?? '');
+  if (title === '') return detail === '' ? '' : `: ${detail}`;
+  return ` ${detail === '' || detail === title ? title : messageText(`${title}: ${detail}`)}`;
 }

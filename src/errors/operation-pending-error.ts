@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { describeCause } from './message-text.js';
 import { ErrorCode, OncelyError, describeOperation, type OperationRef } from './oncely-error.js';
 
 /**
@@ -10,10 +11,15 @@ import { ErrorCode, OncelyError, describeOperation, type OperationRef } from './
  * `503`, `5xx`). The operation stays `pending` in the journal: `client.resume()` completes it
  * later with the same key and bytes. Unknown is never reported as failed.
  *
+ * When the last attempt got no response, `cause` is what happened instead — undici's
+ * `TypeError: fetch failed` (its own `cause` holds the `ECONNREFUSED` or reset socket) or ky's
+ * `TimeoutError` — and the message names its innermost error:
+ * `…: outcome still unknown after 2 attempt(s), no response, last error: connect ECONNREFUSED 127.0.0.1:9 (retry limit of 1 reached); …`.
+ *
  * @example
  * ```ts
  * try { await op.send(); } catch (error) {
- *   if (isOncelyError(error, 'OPERATION_PENDING')) showBanner('Payment still processing');
+ *   if (isOncelyError(error, 'OPERATION_PENDING')) showBanner('Payment still processing', error.message);
  * }
  * ```
  */
@@ -29,7 +35,8 @@ export class OperationPendingError extends OncelyError {
 
   /**
    * @param options `reason` says why the client stopped (the retry limit, the time budget, a claim
-   *   held by another process) and goes into the message
+   *   held by another process) and goes into the message; `cause`, the last attempt's network
+   *   error or timeout, is named in the message as `last error: …` (cleaned, at most 300 characters)
    */
   constructor(
     ref: OperationRef,
@@ -37,7 +44,8 @@ export class OperationPendingError extends OncelyError {
     lastStatus?: number,
     options?: { readonly cause?: unknown; readonly reason?: string },
   ) {
-    const last = lastStatus === undefined ? 'no response' : `last status ${lastStatus}`;
+    const status = lastStatus === undefined ? 'no response' : `last status ${lastStatus}`;
+    const last = options?.cause === undefined ? status : `${status}, last error: ${describeCause(options.cause)}`;
     const reason = options?.reason === undefined ? '' : ` (${options.reason})`;
     super(
       ErrorCode.OperationPending,

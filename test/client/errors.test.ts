@@ -39,6 +39,45 @@ describe('errors', () => {
     expect(new JournalError('locked', { path: '/tmp/j.db', hint: 'close the other process', cause }).cause).toBe(cause);
   });
 
+  it('names the innermost cause in an OperationPendingError: every address of an AggregateError, a code the message lacks', () => {
+    const refused = (address: string): Error => Object.assign(new Error(`connect ECONNREFUSED ${address}`), { code: 'ECONNREFUSED' });
+    const both = Object.assign(new AggregateError([refused('::1:9'), refused('127.0.0.1:9')], ''), { code: 'ECONNREFUSED' });
+    const fetchFailed = new TypeError('fetch failed', { cause: both });
+    const error = new OperationPendingError(ref, 2, undefined, { cause: fetchFailed, reason: 'retry limit of 1 reached' });
+    expect(error.message).toContain('no response, last error: connect ECONNREFUSED ::1:9; connect ECONNREFUSED 127.0.0.1:9 (retry limit of 1 reached);');
+    expect(error.cause).toBe(fetchFailed);
+    const reset = new TypeError('fetch failed', { cause: Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }) });
+    expect(new OperationPendingError(ref, 1, undefined, { cause: reset }).message).toContain('last error: UND_ERR_SOCKET: other side closed');
+  });
+
+  it('still builds an OperationPendingError message from a cyclic cause or a thrown non-error', () => {
+    const cyclic = new Error('loop');
+    (cyclic as { cause?: unknown }).cause = cyclic;
+    expect(new OperationPendingError(ref, 1, undefined, { cause: cyclic }).message).toContain('last error: loop');
+    expect(new OperationPendingError(ref, 1, undefined, { cause: 'socket hang up' }).message).toContain('last error: socket hang up');
+    expect(new OperationPendingError(ref, 1, undefined, { cause: Object.create(null) }).message).toContain('last error: an error that cannot be described');
+    expect(new OperationPendingError(ref, 1, 503).message).toContain('after 1 attempt(s), last status 503; the operation stays pending');
+  });
+
+  it('reads only string problem members, and nothing from a body that is not a JSON object', () => {
+    const http = (body: string, replayed = false): HttpError => new HttpError(ref, { status: 400, headers: {}, body, replayed });
+    for (const body of ['[{"title":"x"}]', '"Invalid request"', 'null', '{"title":', '']) {
+      const error = http(body);
+      expect([error.title, error.detail, error.problemType], body).toEqual([undefined, undefined, undefined]);
+      expect(error.message, body).toBe(`POST ${ref.url} (Idempotency-Key ${ref.key}): the server answered 400`);
+    }
+    const mistyped = http('{"type":7,"title":["Invalid"],"detail":"amount must be an integer"}');
+    expect([mistyped.problemType, mistyped.title, mistyped.detail]).toEqual([undefined, undefined, 'amount must be an integer']);
+    expect(mistyped.message).toMatch(/the server answered 400: amount must be an integer$/);
+    expect(http('{"title":"Declined"}', true).message).toMatch(/the server answered 400 \(replayed\) Declined$/);
+  });
+
+  it('leaves the detail out of KeyReusedError and InvalidKeyError messages when there is none', () => {
+    expect(new KeyReusedError(ref, 422).message).toMatch(/the server answered 422: a different request under this key$/);
+    expect(new KeyReusedError(ref).detail).toBeUndefined();
+    expect(new InvalidKeyError(ref, 400, { detail: '' }).message).toMatch(/was refused by the server \(400\)$/);
+  });
+
   it('gives JournalError its path and hint', () => {
     const error = new JournalError('the journal file is locked', { path: '/tmp/j.db', hint: 'close the other process' });
     expect(error).toMatchObject({ code: 'JOURNAL_ERROR', path: '/tmp/j.db', hint: 'close the other process', name: 'JournalError' });

@@ -113,6 +113,14 @@ describe('decide', () => {
     expect(error?.message).toContain('k-1');
   });
 
+  it('fails after a network error with that error as the cause, named in the message', () => {
+    const error = new TypeError('fetch failed', { cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' }) });
+    const decision = decide({ kind: 'network', error }, 4, base);
+    const failed = decision.action === 'fail' ? decision.error : undefined;
+    expect(failed?.cause).toBe(error);
+    expect(failed?.message).toContain('no response, last error: connect ECONNREFUSED 127.0.0.1:9 (retry limit of 3 reached)');
+  });
+
   it('still retries on the last allowed attempt', () => {
     expect(decide(response(503, '1'), 3, base).action).toBe('retry');
   });
