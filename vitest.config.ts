@@ -48,6 +48,20 @@ export default defineConfig({
         },
       },
       {
+        // The packed tarball installed into fresh projects (npm pack, npm install, tsc, vite
+        // build): slow and it needs the npm registry for Vite, so it is its own project,
+        // `npm run test:package`, run by CI.
+        test: {
+          name: 'package',
+          environment: 'node',
+          include: ['test/package/**/*.pkg.ts'],
+          testTimeout: 300_000,
+          hookTimeout: 300_000,
+          pool: 'forks',
+          fileParallelism: false,
+        },
+      },
+      {
         // The checkout page end to end: Node drives Debian's Chromium with Playwright against a
         // real `oncely serve` process (reloads, offline, two tabs are out of reach from inside a
         // page). Files end in .e2e.ts so the node project never picks them up; one file at a time

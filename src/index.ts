@@ -1,32 +1,18 @@
 /**
  * oncely — make a retried operation take effect exactly once.
  *
- * The platform-neutral entry. `oncely` resolves to `oncely/node` in Node and `oncely/browser`
- * in bundlers targeting browsers; this entry is what other runtimes get.
+ * The platform-neutral part both entries share. `oncely` resolves to `oncely/node` in Node and
+ * to `oncely/browser` everywhere else (bundlers, workers, other runtimes), each with its own
+ * types; `oncely/browser`'s default journal reports clearly where IndexedDB is missing.
  *
  * @module
  */
-export { DEFAULT_NAMESPACE, MAX_KEY_LENGTH, deriveKey, isValidKey, newKey, parseKeyHeader, type ParsedKey } from './keys.js';
-export {
-  canonicalJson,
-  defaultDigest,
-  fingerprint,
-  fingerprintInput,
-  webCryptoDigest,
-  type FingerprintBody,
-  type FingerprintDigest,
-  type FingerprintOptions,
-} from './fingerprint.js';
+export { DEFAULT_NAMESPACE, MAX_KEY_LENGTH, deriveKey, isValidKey, newKey } from './keys.js';
+export { fingerprint, type FingerprintBody, type FingerprintOptions } from './fingerprint.js';
 export { memoryJournal } from './journal/memory.js';
-export { buildClient, createClient, type Client, type ResumeOptions } from './client/create-client.js';
+export { createClient, type Client, type ResumeOptions } from './client/create-client.js';
 export type { Operation, SendOptions } from './client/operation.js';
-export {
-  DEFAULT_RETRY,
-  type ClientHooks,
-  type ClientOptions,
-  type ResolvedRetryOptions,
-  type RetryOptions,
-} from './client/options.js';
+export { DEFAULT_RETRY, type ClientHooks, type ClientOptions, type ResolvedRetryOptions, type RetryOptions } from './client/options.js';
 export type { RequestOptions } from './client/request.js';
 export type {
   AttemptEvent,
@@ -38,14 +24,6 @@ export type {
   RetryEvent,
   SettledEvent,
 } from './client/results.js';
-export {
-  backoffDelay,
-  decide,
-  parseRetryAfter,
-  type AttemptOutcome,
-  type DecideOptions,
-  type RetryDecision,
-} from './client/retry-policy.js';
 export {
   ErrorCode,
   ExpiredOperationError,

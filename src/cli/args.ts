@@ -1,15 +1,17 @@
 /**
  * The small argument parser every `oncely` command shares: `node:util`'s `parseArgs` in strict
- * mode, plus generated `--help` text and typed readers for numbers and lists, so each command
- * states its options once and never hand-parses `process.argv`.
+ * mode, plus generated `--help` text and typed readers for numbers, durations and lists, so each
+ * command states its options once and never hand-parses `process.argv`.
  *
  * Parsing never throws and never exits: a bad flag becomes a {@link ParsedArgs} with
  * `ok: false` and the exit code `2` (the Unix convention for a usage error), and the command
- * decides what to print.
+ * decides what to print. Every command keeps one exit-code convention: 0 success, 1 failure,
+ * 2 usage error.
  *
  * @module
  */
 import { parseArgs } from 'node:util';
+import { closest } from './suggest.js';
 
 /** One option of a command: a `parseArgs` option plus the line shown by `--help`. */
 export interface OptionSpec {
@@ -52,12 +54,15 @@ export type ParsedArgs<Options extends Readonly<Record<string, OptionSpec>>> =
  * ```
  */
 export function helpText<Options extends Readonly<Record<string, OptionSpec>>>(spec: CommandSpec<Options>): string {
-  const flags = Object.entries(spec.options).map(([name, option]) => {
-    const flag = `--${name}${option.value ? ` ${option.value}` : ''}`;
-    return `  ${flag.padEnd(26)} ${option.help}`;
-  });
+  const rows: Array<readonly [string, string]> = Object.entries(spec.options).map(([name, option]) => [
+    `--${name}${option.value ? ` ${option.value}` : ''}`,
+    option.help,
+  ]);
+  rows.push(['--help', 'show this help']);
+  // The flag column is as wide as this command's longest flag, so every description lines up.
+  const width = Math.max(...rows.map(([flag]) => flag.length));
   const synopsis = `usage: oncely ${spec.name}${spec.positionals ? ` ${spec.positionals}` : ''} [options]`;
-  return [synopsis, '', spec.description, '', 'options:', ...flags, `  ${'--help'.padEnd(26)} show this help`].join('\n');
+  return [synopsis, '', spec.description, '', 'options:', ...rows.map(([flag, help]) => `  ${flag.padEnd(width)}  ${help}`)].join('\n');
 }
 
 /**
@@ -80,6 +85,8 @@ export function parseCommandArgs<Options extends Readonly<Record<string, OptionS
   for (const [name, option] of Object.entries(spec.options)) {
     options[name] = option.short === undefined ? { type: option.type } : { type: option.type, short: option.short };
   }
+  const problem = optionProblem(argv, options);
+  if (problem !== undefined) return usageError(spec, problem);
   try {
     const { values, positionals } = parseArgs({ args: [...argv], options, strict: true, allowPositionals: true });
     if (values['help'] === true) return { ok: false, exitCode: 0, message: helpText(spec) };
@@ -89,8 +96,32 @@ export function parseCommandArgs<Options extends Readonly<Record<string, OptionS
     }
     return { ok: true, values: values as OptionValues<Options>, positionals };
   } catch (error) {
+    // A backstop only: optionProblem has already found every mistake parseArgs reports.
     return usageError(spec, error instanceof Error ? error.message : String(error));
   }
+}
+
+/**
+ * The first mistake in `argv` that strict `parseArgs` would refuse, said in oncely's words
+ * (`unknown option --tokn; did you mean --token?`) rather than in `parseArgs`' own, which tell
+ * a user to put `--tokn` after `--` as a positional.
+ */
+function optionProblem(argv: readonly string[], options: Readonly<Record<string, { readonly type: 'string' | 'boolean' }>>): string | undefined {
+  const { tokens } = parseArgs({ args: [...argv], options, strict: false, allowPositionals: true, tokens: true });
+  for (const token of tokens) {
+    if (token.kind !== 'option') continue;
+    const option = options[token.name];
+    if (option === undefined) {
+      const near = closest(token.name, Object.keys(options));
+      return `unknown option ${token.rawName}${near === undefined ? '' : `; did you mean --${near}?`}`;
+    }
+    if (option.type === 'boolean' && token.value !== undefined) return `${token.rawName} takes no value`;
+    if (option.type === 'string' && token.value === undefined) return `${token.rawName} needs a value`;
+    if (option.type === 'string' && !token.inlineValue && token.value?.startsWith('-')) {
+      return `${token.rawName} needs a value, got the option ${token.value} (write ${token.rawName}=${token.value} if that is the value)`;
+    }
+  }
+  return undefined;
 }
 
 /**
@@ -110,6 +141,18 @@ export function usageError<Options extends Readonly<Record<string, OptionSpec>>>
 }
 
 /**
+ * The outcome of reading one option's value: the value, or what is wrong with it (to be passed
+ * to {@link usageError}).
+ *
+ * @example
+ * ```ts
+ * const payments: ReadResult<number> = readInteger('payments', '200', 500, 1);
+ * if (!payments.ok) return reportParseFailure(usageError(spec, payments.problem));
+ * ```
+ */
+export type ReadResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly problem: string };
+
+/**
  * Reads an integer option: `fallback` when absent, an error message when not an integer in
  * `[min, max]`.
  *
@@ -125,13 +168,76 @@ export function readInteger(
   fallback: number,
   min: number,
   max: number = Number.MAX_SAFE_INTEGER,
-): { readonly ok: true; readonly value: number } | { readonly ok: false; readonly problem: string } {
+): ReadResult<number> {
   if (raw === undefined) return { ok: true, value: fallback };
   const value = /^-?\d+$/.test(raw.trim()) ? Number(raw) : Number.NaN;
   if (!Number.isSafeInteger(value) || value < min || value > max) {
     return { ok: false, problem: `--${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}` };
   }
   return { ok: true, value };
+}
+
+const DURATION_UNITS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/**
+ * Parses a duration, a number with a unit (`500ms`, `90s`, `1.5m`, `24h`, `7d`) or a bare `0`,
+ * into milliseconds; `undefined` when `text` is not one.
+ *
+ * @example
+ * ```ts
+ * parseDuration('24h'); // 86400000
+ * parseDuration('10');  // undefined: a unit is required
+ * ```
+ */
+export function parseDuration(text: string): number | undefined {
+  if (text.trim() === '0') return 0;
+  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text.trim());
+  if (!match) return undefined;
+  // The pattern admits only the units of DURATION_UNITS.
+  return Math.round(Number(match[1]) * DURATION_UNITS[match[2] as keyof typeof DURATION_UNITS]);
+}
+
+/**
+ * How {@link readDuration} reads one option.
+ *
+ * @example
+ * ```ts
+ * const ttl: DurationOptions = { fallback: '24h', bareHours: true };
+ * ```
+ */
+export interface DurationOptions {
+  /** The value when the option is absent, as a duration, e.g. `'24h'`. */
+  readonly fallback: string;
+  /**
+   * Also accept a bare whole number, as hours: the syntax `--key-ttl` had on `pending` and
+   * `resume` before every command took durations. Unambiguous there, since those commands never
+   * read a bare number any other way; `serve` keeps refusing one (`--lease 10` is an error, not
+   * 10 hours).
+   *
+   * @default false
+   */
+  readonly bareHours?: boolean;
+}
+
+/**
+ * Reads a duration option (see {@link parseDuration}) into milliseconds: `options.fallback`
+ * when absent, a problem when it is not a duration.
+ *
+ * @example
+ * ```ts
+ * readDuration('key-ttl', '7d', { fallback: '24h' });                  // { ok: true, value: 604800000 }
+ * readDuration('key-ttl', '48', { fallback: '24h', bareHours: true }); // { ok: true, value: 172800000 }
+ * readDuration('lease', '10', { fallback: '10s' });                    // { ok: false, problem: '--lease must be a duration ...' }
+ * ```
+ */
+export function readDuration(name: string, raw: string | undefined, options: DurationOptions): ReadResult<number> {
+  const text = (raw ?? options.fallback).trim();
+  const ms = options.bareHours === true && /^\d+$/.test(text) ? Number(text) * DURATION_UNITS.h : parseDuration(text);
+  if (ms === undefined || !Number.isSafeInteger(ms)) {
+    const bare = options.bareHours === true ? ', or a whole number of hours' : '';
+    return { ok: false, problem: `--${name} must be a duration such as 500ms, 90s, 15m, 24h or 7d${bare}; got ${JSON.stringify(raw ?? options.fallback)}` };
+  }
+  return { ok: true, value: ms };
 }
 
 /**

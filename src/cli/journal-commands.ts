@@ -15,11 +15,15 @@ import { createClient } from '../client/create-client.js';
 import { defaultJournalPath } from '../journal/default.node.js';
 import { sqliteJournal } from '../journal/sqlite.node.js';
 import { OperationState, SCOPE_NAME, isExpired, scopeOf, type DamagedRecord, type OperationRecord } from '../journal/types.js';
-import { parseCommandArgs, readInteger, reportParseFailure, usageError } from './args.js';
+import { parseCommandArgs, readDuration, reportParseFailure, usageError, type ReadResult } from './args.js';
 
 const journalOption = { type: 'string', value: 'PATH', help: 'the journal file (default: $ONCELY_JOURNAL, else ~/.oncely/journal.db)' } as const;
 const jsonOption = { type: 'boolean', help: 'print JSON instead of a table' } as const;
-const ttlOption = { type: 'string', value: 'HOURS', help: "the server's key retention; older pending operations are expired (default 24)" } as const;
+const ttlOption = {
+  type: 'string',
+  value: 'DURATION',
+  help: "the server's key retention, e.g. 24h or 7d (a bare number is hours); older pending operations are expired (default 24h)",
+} as const;
 const urlOption = { type: 'string', value: 'URL', help: "the server (its origin is the scope's; a path is ignored)" } as const;
 const scopeOption = { type: 'string', value: 'NAME', help: 'the scope name the client was given (createClient({ scope }))' } as const;
 
@@ -116,15 +120,31 @@ function damagedTable(rows: readonly DamagedRecord[]): string {
   return rows.map((row) => `${row.key}  damaged  ${row.reason}`).join('\n');
 }
 
-function readTtl(raw: string | undefined): { ok: true; value: number } | { ok: false; problem: string } {
-  const hours = readInteger('key-ttl', raw, 24, 1, 24 * 365);
-  return hours.ok ? { ok: true, value: hours.value * 3_600_000 } : hours;
+/** `--key-ttl` in the syntax `serve` reads too, plus the bare hours these commands took before. */
+function readTtl(raw: string | undefined): ReadResult<number> {
+  const ttl = readDuration('key-ttl', raw, { fallback: '24h', bareHours: true });
+  // A zero retention would call every operation expired; 365d is the ceiling HOURS had (8760).
+  if (ttl.ok && (ttl.value <= 0 || ttl.value > 365 * 86_400_000)) {
+    return { ok: false, problem: `--key-ttl must be more than 0 and at most 365d, got ${JSON.stringify(raw)}` };
+  }
+  return ttl;
 }
 
 /**
- * `oncely pending [--journal PATH] [--url URL [--scope NAME]] [--key-ttl HOURS] [--json]`: lists
- * unsettled operations (and damaged rows), of one scope or of all, grouped by scope. Exit code
- * 0 (also when there are none).
+ * Whether the journal at `path` exists, telling the user (exit code 1) when it does not. Never
+ * opened when missing: opening a journal creates it, and a mistyped path must neither leave an
+ * empty journal behind nor read as "nothing pending".
+ */
+function journalExists(command: 'pending' | 'resume', path: string): boolean {
+  if (existsSync(path)) return true;
+  console.error(`oncely ${command}: no journal at ${path}`);
+  return false;
+}
+
+/**
+ * `oncely pending [--journal PATH] [--url URL [--scope NAME]] [--key-ttl DURATION] [--json]`:
+ * lists unsettled operations (and damaged rows), of one scope or of all, grouped by scope. Exit
+ * code 0 (also when there are none), 1 when there is no journal at the path, 2 for a usage error.
  *
  * @example
  * ```ts
@@ -139,12 +159,7 @@ export async function pending(argv: readonly string[]): Promise<number> {
   const scope = readScope(parsed.values.url, parsed.values.scope);
   if (!scope.ok) return reportParseFailure(usageError(pendingSpec, scope.problem));
   const path = defaultJournalPath({ path: parsed.values.journal });
-  // Opening a journal creates it: a mistyped path must not leave an empty journal behind.
-  if (!existsSync(path)) {
-    if (parsed.values.json === true) console.log('[]');
-    else console.log(`no journal at ${path}`);
-    return 0;
-  }
+  if (!journalExists('pending', path)) return 1;
   const journal = sqliteJournal({ path });
   try {
     const now = Date.now();
@@ -184,7 +199,8 @@ export async function pending(argv: readonly string[]): Promise<number> {
  * `oncely resume --url URL [--scope NAME] [--journal PATH] [--token TOKEN] [--json]`: sends the
  * scope's submitted pending operations again. Exit code 0 when every one of them settled
  * (succeeded or failed), 1 when some are still pending (a `401` included: rerun with a valid
- * token), expired, damaged or held by another live process; 2 for a usage error.
+ * token), expired, damaged or held by another live process, or when there is no journal at the
+ * path; 2 for a usage error.
  *
  * @example
  * ```ts
@@ -208,10 +224,7 @@ export async function resume(argv: readonly string[]): Promise<number> {
   // pending, so trying costs nothing lasting, but it is a request per operation for nothing.
   if (token === undefined || token === '') return reportParseFailure(usageError(resumeSpec, '--token (or $ONCELY_TOKEN) is required'));
   const path = defaultJournalPath({ path: parsed.values.journal });
-  if (!existsSync(path)) {
-    console.error(`oncely resume: no journal at ${path}`);
-    return 1;
-  }
+  if (!journalExists('resume', path)) return 1;
   const journal = sqliteJournal({ path });
   try {
     const client = createClient({

@@ -7,6 +7,9 @@
  * @module
  */
 import { pathToFileURL } from 'node:url';
+import { isOncelyError } from '../errors.js';
+import { closest } from './suggest.js';
+import { packageVersion } from './version.js';
 
 /** A command: resolves to the process exit code. */
 export type Command = (argv: readonly string[]) => Promise<number>;
@@ -20,12 +23,40 @@ const commands: Record<string, { readonly summary: string; readonly load: () => 
 };
 
 function usage(): string {
-  const lines = Object.entries(commands).map(([name, { summary }]) => `  ${name.padEnd(8)} ${summary}`);
-  return ['usage: oncely <command> [options]', '', 'commands:', ...lines, '', 'Run `oncely <command> --help` for its options.'].join('\n');
+  const commandRows = Object.entries(commands).map(([name, { summary }]) => [name, summary] as const);
+  const optionRows = [
+    ['-v, --version', 'print the version of oncely'],
+    ['-h, --help', 'show this help'],
+  ] as const;
+  const width = Math.max(...[...commandRows, ...optionRows].map(([name]) => name.length));
+  const render = (rows: ReadonlyArray<readonly [string, string]>): string[] => rows.map(([name, summary]) => `  ${name.padEnd(width)}  ${summary}`);
+  return [
+    'usage: oncely <command> [options]',
+    '',
+    'commands:',
+    ...render(commandRows),
+    '',
+    'options:',
+    ...render(optionRows),
+    '',
+    'Run `oncely <command> --help` for its options.',
+  ].join('\n');
+}
+
+/** The top-level mistake in `name`, said with the nearest thing it may have meant. */
+function unknown(name: string): string {
+  if (name.startsWith('-')) {
+    const near = closest(name.replace(/^--?/, ''), ['help', 'version']);
+    return `oncely: unknown option ${name}${near === undefined ? '' : `; did you mean --${near}?`}\nRun \`oncely --help\` for the commands.`;
+  }
+  const near = closest(name, Object.keys(commands));
+  if (near === undefined) return `oncely: unknown command ${JSON.stringify(name)}\n\n${usage()}`;
+  return `oncely: unknown command ${JSON.stringify(name)}; did you mean ${near}?\nRun \`oncely --help\` for the commands.`;
 }
 
 /**
- * Runs the CLI with `argv` (without the node and script paths).
+ * Runs the CLI with `argv` (without the node and script paths). Resolves with the exit code
+ * every command keeps to: 0 success, 1 failure, 2 usage error.
  *
  * @example
  * ```ts
@@ -34,16 +65,43 @@ function usage(): string {
  */
 export async function main(argv: readonly string[]): Promise<number> {
   const [name, ...rest] = argv;
-  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
-    console.log(usage());
-    return name === undefined ? 2 : 0;
-  }
-  const command = commands[name];
-  if (!command) {
-    console.error(`oncely: unknown command ${JSON.stringify(name)}\n\n${usage()}`);
+  if (name === undefined) {
+    console.error(usage());
     return 2;
   }
-  return (await command.load())(rest);
+  if (name === '--help' || name === '-h' || name === 'help') {
+    console.log(usage());
+    return 0;
+  }
+  if (name === '--version' || name === '-v') {
+    const version = packageVersion();
+    if (version === undefined) {
+      console.error('oncely: no package.json named "oncely" above the CLI, so no version to print');
+      return 1;
+    }
+    console.log(version);
+    return 0;
+  }
+  const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
+  if (command === undefined) {
+    console.error(unknown(name));
+    return 2;
+  }
+  try {
+    return await (await command.load())(rest);
+  } catch (error) {
+    // Whatever a command did not handle is a failure (1), not a crash dump: an OncelyError (a
+    // damaged journal, say) or a system error (ENOENT, EACCES) says in its message what happened;
+    // anything else is a bug, and its stack is what a bug report needs.
+    console.error(`oncely ${name}: ${describeFailure(error)}`);
+    return 1;
+  }
+}
+
+function describeFailure(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const systemError = typeof (error as NodeJS.ErrnoException).syscall === 'string';
+  return isOncelyError(error) || systemError ? error.message : (error.stack ?? error.message);
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -2,7 +2,8 @@
  * `oncely serve`: the reference payments server over HTTP (`@hono/node-server`).
  *
  * stdout: the first line is `oncely listening on http://HOST:PORT` (tests and the demo parse it),
- * then one pino JSON line per request and per lifecycle event. stderr: startup errors only.
+ * then one pino JSON line per request and per lifecycle event; the `started` line says where the
+ * database is (an SQLite file by its absolute path). stderr: startup errors only.
  *
  * SIGTERM/SIGINT: new requests get `503` at once; requests in flight get `--grace` to finish (one
  * still running after that has its lease released: its row keeps its recovery point and is taken
@@ -11,6 +12,7 @@
  * @module
  */
 import { readFile } from 'node:fs/promises';
+import { resolve as resolvePath } from 'node:path';
 import { serve as listen } from '@hono/node-server';
 import { pino } from 'pino';
 import { createReferenceApp, type ReferenceApp } from '../reference/app.js';
@@ -20,7 +22,7 @@ import { createStaticFiles } from '../reference/static-files.node.js';
 import { nodeDigest } from '../digest.node.js';
 import type { KeyStore } from '../server/store/types.js';
 import { sqliteKeyStore } from '../server/store/sqlite.node.js';
-import { type CommandSpec, parseCommandArgs, readInteger, reportParseFailure, usageError } from './args.js';
+import { type CommandSpec, parseCommandArgs, readDuration, readInteger, reportParseFailure, usageError } from './args.js';
 
 const spec = {
   name: 'serve',
@@ -44,32 +46,33 @@ const spec = {
   },
 } as const satisfies CommandSpec<Record<string, { type: 'string' | 'boolean'; help: string; value?: string }>>;
 
-const UNITS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+const isPostgres = (db: string): boolean => /^postgres(ql)?:\/\//.test(db);
+/** A connection URL fit for a log line: its credentials masked. */
+const redacted = (url: string): string => url.replace(/\/\/[^@/]*@/, '//***@');
 
 /**
- * Parses a duration such as `300ms`, `10s`, `1.5m`, `24h`, `7d` (or a bare `0`) into milliseconds.
- *
- * @example
- * ```ts
- * parseDuration('24h'); // 86400000
- * parseDuration('10');  // undefined: a unit is required
- * ```
+ * The database `--db` names: a PostgreSQL URL as given, or an SQLite file made absolute against
+ * the working directory, as SQLite itself would open it, so the startup line says exactly which
+ * file a relative or default `--db` meant.
  */
-export function parseDuration(text: string): number | undefined {
-  if (text.trim() === '0') return 0;
-  const match = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text.trim());
-  if (!match) return undefined;
-  return Math.round(Number(match[1]) * (UNITS[match[2] ?? ''] ?? Number.NaN));
+function resolveDb(db: string): string {
+  return isPostgres(db) || db === ':memory:' ? db : resolvePath(db);
+}
+
+/** The startup line's account of the database, e.g. `SQLite database /srv/oncely-server.db`. */
+function describeDb(db: string, schema: string | undefined): string {
+  if (isPostgres(db)) return `PostgreSQL database ${redacted(db)}, schema ${schema ?? 'public'}`;
+  return db === ':memory:' ? 'SQLite database in memory (gone on exit)' : `SQLite database ${db}`;
 }
 
 async function openStore(db: string, options: { readonly ttlMs: number; readonly schema: string | undefined }): Promise<KeyStore> {
-  if (!/^postgres(ql)?:\/\//.test(db)) return sqliteKeyStore({ path: db });
+  if (!isPostgres(db)) return sqliteKeyStore({ path: db });
   let module: typeof import('../server/store/postgres.node.js');
   try {
     // Loaded only for a postgres:// URL, so an SQLite-only server never loads `pg`.
     module = await import('../server/store/postgres.node.js');
   } catch (error) {
-    throw new Error(`--db ${db.replace(/\/\/[^@/]*@/, '//***@')}: the PostgreSQL key store is not available in this build (${String(error)})`);
+    throw new Error(`--db ${redacted(db)}: the PostgreSQL key store is not available in this build (${String(error)})`);
   }
   return module.postgresKeyStore({ connectionString: db, ttlMs: options.ttlMs, ...(options.schema === undefined ? {} : { schema: options.schema }) });
 }
@@ -112,22 +115,22 @@ export async function serve(argv: readonly string[]): Promise<number> {
     ['reaper-interval', '60s'],
     ['grace', '10s'],
   ] as const) {
-    const raw = values[name] ?? fallback;
-    const ms = parseDuration(raw);
-    if (ms === undefined) return fail(`--${name} must be a duration such as 300ms, 10s, 24h; got ${JSON.stringify(raw)}`);
-    durations[name] = ms;
+    const duration = readDuration(name, values[name], { fallback });
+    if (!duration.ok) return fail(duration.problem);
+    durations[name] = duration.value;
   }
   const leaseMs = durations['lease']!;
   const ttlMs = durations['key-ttl']!;
   if (leaseMs < 100) return fail('--lease must be at least 100ms');
   if (ttlMs < leaseMs) return fail('--key-ttl must be at least the lease');
 
+  const db = resolveDb(values.db ?? 'oncely-server.db');
   const log = pino({ base: { pid: process.pid }, messageKey: 'msg' });
   let app: ReferenceApp;
   try {
     const faults = createFaults({ spec: values.faults ?? process.env['ONCELY_FAULTS'] ?? '' });
     const clients = values.clients === undefined ? createClients() : createClients(await readClientsFile(values.clients));
-    const store = await openStore(values.db ?? 'oncely-server.db', { ttlMs, schema: values['pg-schema'] });
+    const store = await openStore(db, { ttlMs, schema: values['pg-schema'] });
     app = createReferenceApp({
       store,
       clients,
@@ -183,14 +186,16 @@ export async function serve(argv: readonly string[]): Promise<number> {
   log.info({
     event: 'started',
     store: app.store.dialect,
-    db: (values.db ?? 'oncely-server.db').replace(/\/\/[^@/]*@/, '//***@'),
+    db: redacted(db),
     leaseMs,
     ttlMs,
     faults: app.faults.rules.length > 0 ? app.faults.rules.map((rule) => `${rule.kind}:${rule.target}:${rule.value}`) : undefined,
     clients: app.clients.ids,
-    msg: app.clients.demo
-      ? 'demo callers: token test_acme → client acme, token test_globex → client globex (use --clients FILE for real ones)'
-      : 'callers loaded from --clients',
+    msg:
+      `${describeDb(db, values['pg-schema'])}; ` +
+      (app.clients.demo
+        ? 'demo callers: token test_acme → client acme, token test_globex → client globex (use --clients FILE for real ones)'
+        : 'callers loaded from --clients'),
   });
   if (durations['recovery-interval']! > 0) app.worker.start();
   if (durations['reaper-interval']! > 0) app.reaper.start();

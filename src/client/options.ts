@@ -93,9 +93,16 @@ export interface ClientHooks {
  */
 export interface ClientOptions extends ClientHooks {
   /**
-   * Base URL that request paths are resolved against (`new URL(path, baseUrl)`). Its origin is
-   * the client's scope (see `scope`): requests may only go to this origin, and the client's
-   * headers are never sent anywhere else.
+   * Base URL of the API. A relative path (`'v1/payments'`) is joined to it, keeping its path as
+   * ky's `prefixUrl` does (`'http://host/api'` + `'v1/payments'` → `http://host/api/v1/payments`);
+   * a path starting with `/` is taken from the origin (`'/v1/payments'` → `http://host/v1/payments`).
+   * In a page, a relative base URL (`'/api'`) is relative to the page. Its origin is the client's
+   * scope (see `scope`): requests may only go to this origin, and the client's headers are never
+   * sent anywhere else.
+   * @example
+   * ```ts
+   * createClient({ baseUrl: 'https://api.example.com/v2' }); // client.post('payments') → https://api.example.com/v2/payments
+   * ```
    */
   readonly baseUrl: string;
   /**
@@ -193,7 +200,7 @@ export interface ClientOptions extends ClientHooks {
 }
 
 /**
- * {@link RetryOptions} with every default applied: what {@link decide} works with.
+ * {@link RetryOptions} with every default applied: what the retry policy works with.
  *
  * @example
  * ```ts
@@ -294,10 +301,15 @@ export function normalizeOptions(
 ): ResolvedOptions {
   let base: URL;
   try {
-    base = new URL(options.baseUrl);
+    // In a page, a relative base URL ('/api') is relative to the page, as fetch would take it.
+    base = new URL(options.baseUrl, globalThis.location?.href);
   } catch (cause) {
     throw new OncelyError(ErrorCode.Config, `createClient: baseUrl ${JSON.stringify(options.baseUrl)} is not an absolute URL`, { cause });
   }
+  // A base path is kept: 'v1/payments' under 'http://host/api' is 'http://host/api/v1/payments'.
+  if (!base.pathname.endsWith('/')) base.pathname = `${base.pathname}/`;
+  base.search = '';
+  base.hash = '';
   if (base.protocol !== 'http:' && base.protocol !== 'https:') {
     throw new OncelyError(ErrorCode.Config, `createClient: baseUrl ${JSON.stringify(options.baseUrl)} is not an http(s) URL`);
   }

@@ -8,7 +8,8 @@
  *
  * @module
  */
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { requirePeer } from '../optional-peer.node.js';
 import { JournalError } from '../errors.js';
 import {
   OperationState,
@@ -162,7 +163,8 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
       ensureJournalFile(path);
       // The driver's busy wait blocks the event loop, so it stays short; longer waits for a
       // lock are asynchronous retries in the commit queue.
-      db = new Database(path, { timeout: Math.min(busyTimeoutMs, DRIVER_BUSY_WAIT_MS) });
+      const Driver = requirePeer<typeof Database>('better-sqlite3');
+      db = new Driver(path, { timeout: Math.min(busyTimeoutMs, DRIVER_BUSY_WAIT_MS) });
       db.pragma(`synchronous = ${durability === Durability.Power ? 'FULL' : 'NORMAL'}`);
       if (verifyOnOpen) {
         const check = db.pragma('quick_check', { simple: true });

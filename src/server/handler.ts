@@ -81,7 +81,7 @@ export interface IdempotencyHandlerOptions {
 }
 
 /** What {@link IdempotencyHandler.resume} did with a row. */
-export type ResumeOutcome = 'finished' | 'pending' | 'transient' | 'lost' | 'busy' | 'unresumable';
+export type RecoveryOutcome = 'finished' | 'pending' | 'transient' | 'lost' | 'busy' | 'unresumable';
 
 /**
  * The handler built by {@link createIdempotencyHandler}.
@@ -95,7 +95,7 @@ export interface IdempotencyHandler {
   /** Answers a request, or resolves to `undefined` when no operation matches its method and path. */
   handle(request: Request): Promise<Response | undefined>;
   /** Takes over a started row whose lease is gone and runs it from its recovery point (the recovery worker's entry). */
-  resume(row: KeyRow): Promise<ResumeOutcome>;
+  resume(row: KeyRow): Promise<RecoveryOutcome>;
   readonly metrics: ServerMetrics;
 }
 

@@ -33,7 +33,7 @@ export type {
   StepContext,
 } from './types.js';
 export type { FinalResponse } from './store/types.js';
-export { createIdempotencyHandler, type IdempotencyHandler, type IdempotencyHandlerOptions, type ResumeOutcome } from './handler.js';
+export { createIdempotencyHandler, type IdempotencyHandler, type IdempotencyHandlerOptions, type RecoveryOutcome } from './handler.js';
 export { nodeDigest } from '../digest.node.js';
 export { defaultDigest, webCryptoDigest, type FingerprintDigest } from '../fingerprint.js';
 export { runSteps, type PhaseHooks, type RunStepsInput, type StepsOutcome } from './phases.js';

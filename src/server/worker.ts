@@ -7,7 +7,7 @@
  *
  * @module
  */
-import type { IdempotencyHandler, ResumeOutcome } from './handler.js';
+import type { IdempotencyHandler, RecoveryOutcome } from './handler.js';
 import type { ServerMetrics } from './metrics.js';
 import type { KeyStore } from './store/types.js';
 
@@ -46,7 +46,7 @@ export interface RecoveryWorkerOptions {
 }
 
 /** What one recovery pass did, by outcome. */
-export type RecoveryPass = Readonly<Record<ResumeOutcome, number>>;
+export type RecoveryPass = Readonly<Record<RecoveryOutcome, number>>;
 
 /** Options of {@link createReaper}. */
 export interface ReaperOptions {
@@ -121,7 +121,7 @@ export function createRecoveryWorker(options: RecoveryWorkerOptions): Background
   const { store, handler } = options;
   const batchSize = options.batchSize ?? 50;
   return createLoop(options.intervalMs ?? 1000, async () => {
-    const pass: Record<ResumeOutcome, number> = { finished: 0, pending: 0, transient: 0, lost: 0, busy: 0, unresumable: 0 };
+    const pass: Record<RecoveryOutcome, number> = { finished: 0, pending: 0, transient: 0, lost: 0, busy: 0, unresumable: 0 };
     for (const row of await store.sweep(batchSize)) {
       const outcome = await handler.resume(row);
       pass[outcome] += 1;

@@ -79,13 +79,51 @@ describe('oncely pending and oncely resume', () => {
     expect(after).toHaveLength(1);
   });
 
-  it('says there is no journal at a mistyped path instead of creating an empty one there', async () => {
+  it('fails (exit 1) with "no journal at PATH" on stderr for a mistyped path, pending and resume alike, creating nothing', async () => {
     const path = join(dir, 'typo', 'jornal.db');
-    const run = await runCli(['pending', '--journal', path]);
-    expect(run.code).toBe(0);
-    expect(run.stdout).toContain(`no journal at ${path}`);
-    expect(existsSync(path)).toBe(false);
+    const runs = await Promise.all([
+      runCli(['pending', '--journal', path]),
+      runCli(['pending', '--journal', path, '--json']),
+      runCli(['resume', '--journal', path, '--url', server.url, '--token', 'test_acme']),
+    ]);
+    for (const [run, command] of runs.map((run, i) => [run, i < 2 ? 'pending' : 'resume'] as const)) {
+      expect(run.code).toBe(1);
+      expect(run.stderr).toBe(`oncely ${command}: no journal at ${path}\n`);
+      expect(run.stdout).toBe('');
+    }
+    expect(existsSync(join(dir, 'typo'))).toBe(false);
   });
+
+  it('reads --key-ttl as a duration, as serve does, and a bare number as hours', async () => {
+    const path = join(dir, 'ttl.db');
+    const [key] = await journalWithoutSending(path, 1);
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    const state = async (ttl: string): Promise<string | undefined> => {
+      const run = await runCli(['pending', '--journal', path, '--key-ttl', ttl, '--json']);
+      expect(run.code, run.stderr).toBe(0);
+      return (JSON.parse(run.stdout) as Array<{ state: string }>)[0]?.state;
+    };
+    const states = await Promise.all(['500ms', '90s', '15m', '24h', '7d', '1'].map(state));
+    expect(states).toEqual(['expired', 'pending', 'pending', 'pending', 'pending', 'pending']);
+    const [fraction, zero] = await Promise.all([
+      runCli(['pending', '--journal', path, '--key-ttl', '1.5']),
+      runCli(['pending', '--journal', path, '--key-ttl', '0']),
+    ]);
+    expect(fraction.code).toBe(2);
+    expect(fraction.stderr).toMatch(/--key-ttl must be a duration such as 500ms, 90s, 15m, 24h or 7d, or a whole number of hours; got "1.5"/);
+    expect(zero.code).toBe(2);
+    expect(zero.stderr).toMatch(/--key-ttl must be more than 0/);
+
+    const before = await ledgerCount(server);
+    const expired = await runCli(['resume', '--journal', path, '--url', server.url, '--token', 'test_acme', '--key-ttl', '500ms']);
+    expect(expired.code).toBe(1);
+    expect(expired.stdout).toContain(`${key}  expired`);
+    expect(await ledgerCount(server)).toBe(before);
+    const resumed = await runCli(['resume', '--journal', path, '--url', server.url, '--token', 'test_acme', '--key-ttl', '7d']);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stdout).toMatch(/resumed 1: 1 settled/);
+    expect((await ledgerCount(server)) - before).toBe(1);
+  }, 60_000);
 
   it('formats ages the way people read them', () => {
     expect([formatAge(42_000), formatAge(185_000), formatAge(7_620_000), formatAge(273_600_000)]).toEqual(['42s', '3m05s', '2h07m', '3d04h']);

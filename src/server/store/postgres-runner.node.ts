@@ -7,7 +7,8 @@
  * @module
  */
 import { createHash } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
+import { requirePeer } from '../../optional-peer.node.js';
 import { inline, type Statement } from './postgres-inline.node.js';
 
 export type { Statement } from './postgres-inline.node.js';
@@ -107,7 +108,7 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
   const owned = options.pool === undefined;
   const pool =
     options.pool ??
-    new pg.Pool({
+    new (requirePeer<typeof pg>('pg').Pool)({
       connectionString: withoutOptions(options.connectionString),
       max: options.max,
       connectionTimeoutMillis: options.connectTimeoutMs,

@@ -5,7 +5,8 @@
  *
  * @module
  */
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
+import { requirePeer } from '../../optional-peer.node.js';
 import type { Tx } from './types.js';
 
 /** What {@link openSqlite} returns. */
@@ -223,7 +224,8 @@ function enableWal(db: Database.Database, busyTimeoutMs: number): void {
  * ```
  */
 export function openSqlite(path: string, busyTimeoutMs: number): SqliteConnection {
-  const db = new Database(path, { timeout: busyTimeoutMs });
+  const Driver = requirePeer<typeof Database>('better-sqlite3');
+  const db = new Driver(path, { timeout: busyTimeoutMs });
   db.pragma(`busy_timeout = ${Math.max(0, Math.floor(busyTimeoutMs))}`);
   enableWal(db, busyTimeoutMs);
   db.pragma('synchronous = NORMAL');

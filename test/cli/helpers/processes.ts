@@ -4,12 +4,14 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /** The CLI entry, run from source through tsx's loader. */
 export const MAIN = fileURLToPath(new URL('../../../src/cli/main.ts', import.meta.url));
-export const NODE_ARGS = ['--import', 'tsx'];
+/** tsx's loader by absolute URL: a bare `--import tsx` is resolved from the working directory. */
+export const NODE_ARGS = ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href];
 
 export interface RunResult {
   readonly code: number | null;
@@ -18,9 +20,10 @@ export interface RunResult {
   readonly stderr: string;
 }
 
-/** Starts `oncely <args>`; the returned promise resolves when it exits. */
-export function startCli(args: readonly string[], env: NodeJS.ProcessEnv = {}): { child: ChildProcess; done: Promise<RunResult> } {
+/** Starts `oncely <args>` (in `cwd`, default this process's); the promise resolves when it exits. */
+export function startCli(args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd?: string): { child: ChildProcess; done: Promise<RunResult> } {
   const child = spawn(process.execPath, [...NODE_ARGS, MAIN, ...args], {
+    ...(cwd === undefined ? {} : { cwd }),
     env: { ...process.env, ONCELY_FAULTS: '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

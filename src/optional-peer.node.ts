@@ -1,0 +1,66 @@
+/**
+ * The drivers and server pieces are optional peer dependencies: a browser app, or a Node app
+ * that only needs `memoryJournal()`, installs none of them. Each is loaded on first use, and a
+ * missing one fails with the command that installs it, not a bundler or resolver crash.
+ *
+ * @module
+ * @internal
+ */
+import { createRequire } from 'node:module';
+import { ErrorCode, OncelyError } from './errors/oncely-error.js';
+
+const require = createRequire(import.meta.url);
+
+/** The peers, each with the version range known to work on Node 20 and what needs it. */
+export const PEERS = {
+  'better-sqlite3': { range: '12', neededBy: 'the SQLite journal (sqliteJournal, the default journal of oncely/node) and the SQLite key store' },
+  pg: { range: '8', neededBy: 'the PostgreSQL key store' },
+  '@hono/node-server': { range: '2', neededBy: '`oncely serve` and `oncely demo`' },
+  pino: { range: '10', neededBy: '`oncely serve`' },
+} as const;
+
+/** One of {@link PEERS}' names. */
+export type PeerName = keyof typeof PEERS;
+
+/** The error a missing peer turns into. */
+export function missingPeer(name: PeerName, cause: unknown): OncelyError {
+  const { range, neededBy } = PEERS[name];
+  return new OncelyError(ErrorCode.Config, `${neededBy} needs the package ${name}, which is not installed: run \`npm install ${name}@${range}\``, { cause });
+}
+
+const isMissing = (error: unknown, name: string): boolean => {
+  const code = (error as { code?: unknown }).code;
+  return (code === 'MODULE_NOT_FOUND' || code === 'ERR_MODULE_NOT_FOUND') && String((error as Error).message).includes(name);
+};
+
+/**
+ * Loads a CommonJS peer (better-sqlite3, pg) synchronously.
+ *
+ * @example
+ * ```ts
+ * const Database = requirePeer<typeof import('better-sqlite3')>('better-sqlite3');
+ * ```
+ */
+export function requirePeer<T>(name: PeerName): T {
+  try {
+    return require(name) as T;
+  } catch (error) {
+    throw isMissing(error, name) ? missingPeer(name, error) : error;
+  }
+}
+
+/**
+ * Loads an ES module peer (@hono/node-server, pino).
+ *
+ * @example
+ * ```ts
+ * const { serve } = await importPeer<typeof import('@hono/node-server')>('@hono/node-server');
+ * ```
+ */
+export async function importPeer<T>(name: PeerName): Promise<T> {
+  try {
+    return (await import(name)) as T;
+  } catch (error) {
+    throw isMissing(error, name) ? missingPeer(name, error) : error;
+  }
+}

@@ -1,0 +1,57 @@
+import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runCli, startCli } from './helpers/processes.js';
+
+// realpath: the server resolves against its working directory as the OS reports it.
+const dir = realpathSync(mkdtempSync(join(tmpdir(), 'oncely-serve-startup-')));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+interface Started {
+  readonly event: string;
+  readonly db: string;
+  readonly ttlMs: number;
+  readonly msg: string;
+}
+
+/** Runs `oncely serve --port 0 --quiet …args` in `cwd` until its `started` line, then stops it with SIGTERM. */
+async function startedLine(cwd: string, args: readonly string[]): Promise<{ started: Started; code: number | null }> {
+  const { child, done } = startCli(['serve', '--port', '0', '--quiet', ...args], {}, cwd);
+  const started = await new Promise<Started>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (!line.startsWith('{')) return;
+      const entry = JSON.parse(line) as Partial<Started>;
+      if (entry.event === 'started') resolve(entry as Started);
+    });
+    void done.then((run) => reject(new Error(`oncely serve exited (${run.code}) before starting: ${run.stderr}`)));
+  });
+  child.kill('SIGTERM');
+  return { started, code: (await done).code };
+}
+
+describe('oncely serve startup', () => {
+  it('says where its default database is, by absolute path, and puts it there', async () => {
+    const { started, code } = await startedLine(dir, []);
+    const path = join(dir, 'oncely-server.db');
+    expect(started.db).toBe(path);
+    expect(started.msg).toContain(`SQLite database ${path}; demo callers`);
+    expect(existsSync(path)).toBe(true);
+    expect(code).toBe(0);
+  });
+
+  it('makes a relative --db absolute and takes --key-ttl in the duration syntax pending and resume share', async () => {
+    const { started, code } = await startedLine(dir, ['--db', 'relative.db', '--key-ttl', '7d']);
+    expect(started.db).toBe(join(dir, 'relative.db'));
+    expect(started.ttlMs).toBe(7 * 86_400_000);
+    expect(code).toBe(0);
+  });
+
+  it('refuses a bare number for --key-ttl (hours only on pending and resume, for their old syntax) and exits 2', async () => {
+    const run = await runCli(['serve', '--port', '0', '--db', join(dir, 'never.db'), '--key-ttl', '24']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/^oncely serve: --key-ttl must be a duration such as 500ms, 90s, 15m, 24h or 7d; got "24"$/m);
+    expect(existsSync(join(dir, 'never.db'))).toBe(false);
+  });
+});

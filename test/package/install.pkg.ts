@@ -1,0 +1,235 @@
+/**
+ * oncely as people install it: `npm pack`, the tarball installed into fresh projects outside the
+ * repository — Node ESM TypeScript (`nodenext`, `skipLibCheck: false`), CommonJS TypeScript, a
+ * Vite browser build — each typechecked and run against `oncely serve` from the installed
+ * package's own bin. What typechecks there is what runs there.
+ *
+ * The drivers are optional peers: the Node project installs better-sqlite3 (linked from this
+ * repository's node_modules with install scripts off, so its binary is used as built and never
+ * rebuilt in place), the browser project installs none.
+ * Vite comes from the npm registry. Run with `npm run test:package` (CI does).
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
+const link = (name: string): string => join(ROOT, 'node_modules', name);
+
+let work: string;
+let tarball: string;
+let server: { url: string; process: ChildProcess } | undefined;
+
+const npm = (cwd: string, args: string[]): string =>
+  execFileSync('npm', [...args, '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', '--loglevel=error'], { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+
+function project(name: string, packageJson: object, files: Record<string, string>): string {
+  const dir = join(work, name);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name, private: true, version: '1.0.0', ...packageJson }, null, 2));
+  for (const [file, text] of Object.entries(files)) {
+    mkdirSync(join(dir, file, '..'), { recursive: true });
+    writeFileSync(join(dir, file), text);
+  }
+  return dir;
+}
+
+const tsc = (dir: string): string => {
+  try {
+    return execFileSync(process.execPath, [TSC, '-p', dir], { cwd: dir, encoding: 'utf8' });
+  } catch (error) {
+    throw new Error(`tsc failed in ${dir}:\n${String((error as { stdout?: string }).stdout)}`);
+  }
+};
+
+const run = (dir: string, file: string, env: Record<string, string> = {}): Record<string, unknown> => {
+  const out = execFileSync(process.execPath, [file], { cwd: dir, encoding: 'utf8', env: { ...process.env, ...env } });
+  return JSON.parse(out.trim().split('\n').pop() ?? '{}') as Record<string, unknown>;
+};
+
+const NODE_TSCONFIG = {
+  compilerOptions: { target: 'ES2022', module: 'nodenext', moduleResolution: 'nodenext', strict: true, skipLibCheck: false, outDir: 'out', types: ['node'] },
+  include: ['src'],
+};
+
+beforeAll(async () => {
+  work = mkdtempSync(join(tmpdir(), 'oncely-package-'));
+  const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', work], { cwd: ROOT, encoding: 'utf8' })) as Array<{ filename: string }>;
+  tarball = join(work, packed[0]?.filename ?? '');
+}, 240_000);
+
+afterAll(() => {
+  server?.process.kill('SIGKILL');
+  rmSync(work, { recursive: true, force: true });
+});
+
+describe('the packed tarball', () => {
+  it('ships the compiled entries, the CLI, the protocol, the licence and no sources or tests', () => {
+    const listing = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).split('\n');
+    for (const file of ['package/dist/node.js', 'package/dist/node.d.ts', 'package/dist/browser.d.ts', 'package/bin/oncely.js', 'package/docs/PROTOCOL.md', 'package/LICENSE', 'package/README.md']) {
+      expect(listing).toContain(file);
+    }
+    expect(listing.filter((file) => /^package\/(src|test|bench)\//.test(file))).toEqual([]);
+  });
+});
+
+describe('a Node ESM TypeScript project (nodenext, skipLibCheck: false)', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = project(
+      'node-esm',
+      { type: 'module' },
+      {
+        'tsconfig.json': JSON.stringify(NODE_TSCONFIG),
+        // The README's Node backend snippet, made self-contained.
+        'src/pay.ts': `
+import { createClient, sqliteJournal, isOncelyError, type OperationResult } from 'oncely';
+
+const client = createClient({
+  baseUrl: process.env.ONCELY_URL ?? 'http://127.0.0.1:8787',
+  headers: { authorization: 'Bearer test_acme' },
+  journal: sqliteJournal({ path: './journal.db' }),
+  scope: 'settlement',
+});
+await client.resume();
+try {
+  const r: OperationResult<{ id: string }> = await client.post('v1/payments', {
+    json: { amount: 1250, currency: 'EUR', reference: 'inv-7' },
+    naturalKey: ['pay_1001', 'principal'],
+  });
+  console.log(JSON.stringify({ status: r.status, id: r.data.id, replayed: r.replayed, scope: client.scope }));
+} catch (error) {
+  console.log(JSON.stringify({ error: isOncelyError(error) ? error.code : String(error) }));
+} finally {
+  await client.close();
+}
+`,
+        'src/missing-driver.ts': `
+import { createClient } from 'oncely/node';
+const client = createClient({ baseUrl: 'http://127.0.0.1:9' });
+try {
+  await client.post('v1/payments', { json: {} });
+} catch (error) {
+  console.log(JSON.stringify({ message: (error as Error).message }));
+}
+`,
+      },
+    );
+    npm(dir, ['install', tarball, link('better-sqlite3'), link('@hono/node-server'), link('pino'), link('@types/node')]);
+  }, 240_000);
+
+  it('typechecks and pays once against `oncely serve` from the installed bin; a rerun returns the same payment', async () => {
+    tsc(dir);
+    server = await startServe(dir);
+    const first = run(dir, 'out/pay.js', { ONCELY_URL: server.url });
+    expect(first).toMatchObject({ status: 201, replayed: false, scope: `${server.url}#settlement` });
+    const second = run(dir, 'out/pay.js', { ONCELY_URL: server.url });
+    // The journal holds the settled answer: the same payment, no second request.
+    expect(second).toEqual(first);
+  }, 120_000);
+
+  it('names the package to install when an optional driver is missing', () => {
+    const bare = project('node-bare', { type: 'module' }, { 'tsconfig.json': JSON.stringify(NODE_TSCONFIG), 'src/missing-driver.ts': readFileSync(join(dir, 'src/missing-driver.ts'), 'utf8') });
+    npm(bare, ['install', tarball, link('@types/node')]);
+    tsc(bare);
+    expect(String(run(bare, 'out/missing-driver.js').message)).toContain('npm install better-sqlite3@12');
+  }, 240_000);
+});
+
+describe('a CommonJS TypeScript project (type: commonjs, module: nodenext)', () => {
+  it('compiles require("oncely") and runs it', async () => {
+    const dir = project(
+      'node-cjs',
+      { type: 'commonjs' },
+      {
+        'tsconfig.json': JSON.stringify(NODE_TSCONFIG),
+        'src/pay.ts': `
+import { createClient, memoryJournal } from 'oncely';
+
+async function main(): Promise<void> {
+  const client = createClient({ baseUrl: process.env.ONCELY_URL ?? '', headers: { authorization: 'Bearer test_acme' }, journal: memoryJournal() });
+  const r = await client.post<{ id: string }>('v1/payments', { json: { amount: 990, currency: 'EUR', reference: 'cjs-1' } });
+  console.log(JSON.stringify({ status: r.status, replayed: r.replayed }));
+  await client.close();
+}
+void main();
+`,
+      },
+    );
+    npm(dir, ['install', tarball, link('@types/node')]);
+    tsc(dir);
+    expect(readFileSync(join(dir, 'out/pay.js'), 'utf8')).toContain('require("oncely")');
+    server ??= await startServe(join(work, 'node-esm'));
+    expect(run(dir, 'out/pay.js', { ONCELY_URL: server.url })).toEqual({ status: 201, replayed: false });
+  }, 240_000);
+});
+
+describe('a Vite browser project', () => {
+  it('typechecks indexedDbJournal from "oncely" and bundles no driver and no node: module', () => {
+    const dir = project(
+      'vite-app',
+      { type: 'module', scripts: { build: 'vite build' } },
+      {
+        'index.html': '<!doctype html><html><body><button id="pay">Pay</button><script type="module" src="/src/main.ts"></script></body></html>',
+        'tsconfig.json': JSON.stringify({
+          compilerOptions: { target: 'ES2022', module: 'ESNext', moduleResolution: 'bundler', lib: ['ES2022', 'DOM', 'DOM.Iterable'], strict: true, skipLibCheck: false, noEmit: true, types: [] },
+          include: ['src'],
+        }),
+        'src/main.ts': `
+import { createClient, indexedDbJournal, isOncelyError } from 'oncely';
+
+const client = createClient({ baseUrl: '/api', journal: indexedDbJournal({ dbName: 'checkout' }), scope: 'checkout' });
+document.querySelector('#pay')?.addEventListener('click', async () => {
+  const op = await client.prepare('POST', 'v1/payments', { json: { amount: 4900, currency: 'EUR', reference: 'ord-42' }, naturalKey: ['checkout', 'ord-42'] });
+  try {
+    const r = await op.send();
+    document.body.dataset.state = r.replayed ? 'paid (replayed)' : 'paid';
+  } catch (error) {
+    document.body.dataset.state = isOncelyError(error, 'OPERATION_PENDING') ? 'pending' : 'failed';
+  }
+});
+void client.resume();
+`,
+      },
+    );
+    npm(dir, ['install', tarball, 'vite@7.3.8']);
+    execFileSync(process.execPath, [TSC, '-p', dir], { cwd: dir, encoding: 'utf8' });
+    execFileSync('npx', ['vite', 'build', '--logLevel', 'warn'], { cwd: dir, encoding: 'utf8' });
+    const assets = join(dir, 'dist/assets');
+    const bundle = readdirSync(assets).filter((file) => file.endsWith('.js')).map((file) => readFileSync(join(assets, file), 'utf8')).join('\n');
+    expect(bundle).toContain('oncely');
+    // Module specifiers only: the fingerprint code feature-detects process.getBuiltinModule('node:crypto') at run time.
+    const imports = [...bundle.matchAll(/(?:from|import\(|require\()\s*["']([^"']+)["']/g)].map((match) => match[1] as string);
+    expect(imports.filter((specifier) => /^(node:|better-sqlite3|pg$|pino|@hono)/.test(specifier))).toEqual([]);
+    expect(['better-sqlite3', 'pg-protocol', 'pino'].filter((needle) => bundle.includes(needle))).toEqual([]);
+    const installed = readdirSync(join(dir, 'node_modules'));
+    expect(installed.filter((name) => ['better-sqlite3', 'pg', 'pino', '@hono'].includes(name))).toEqual([]);
+  }, 300_000);
+});
+
+/** Starts the installed package's `oncely serve` in `dir` and waits for its listening line. */
+async function startServe(dir: string): Promise<{ url: string; process: ChildProcess }> {
+  const child = spawn(join(dir, 'node_modules/.bin/oncely'), ['serve', '--port', '0', '--db', join(dir, 'server.db'), '--quiet'], {
+    cwd: dir,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`oncely serve did not start: ${stderr}`)), 30_000);
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      const match = /listening on (http:\/\/\S+)/.exec(line);
+      if (match?.[1]) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`oncely serve exited ${String(code)}: ${stderr}`)));
+  });
+  return { url, process: child };
+}
