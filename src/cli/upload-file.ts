@@ -17,7 +17,7 @@ import { createReadStream } from 'node:fs';
 import { canonicalJson } from '../fingerprint.js';
 import { CsvFileError, readCsvBatches } from './upload-csv.js';
 import type { Tally } from './upload-report.js';
-import { createRowMapper, isInvalidRow, type RowMapper, type RowMapperOptions, type RowUpload } from './upload-rows.js';
+import { createRowMapper, isInvalidRow, type InvalidRow, type RowMapper, type RowMapperOptions, type RowUpload } from './upload-rows.js';
 
 /** Rows per batch: journaled in one transaction by the uploader. */
 export const BATCH_SIZE = 500;
@@ -57,21 +57,14 @@ function chunks(file: string): AsyncIterable<Uint8Array> {
  * ```
  */
 export async function inspectFile(settings: FileSettings): Promise<Inspected | { problem: string }> {
-  let map: RowMapper | undefined;
+  const header = { seen: false };
   let rows = 0;
   const seen = new Set<number>();
   const twice = new Set<number>();
   try {
-    for await (const batch of readCsvBatches(chunks(settings.file))) {
-      for (const record of batch) {
-        if (map === undefined) {
-          const made = createRowMapper(record, settings);
-          if (!made.ok) return { problem: made.problem };
-          map = made.map;
-          continue;
-        }
+    for await (const mapped of mappedRows(settings, header)) {
+      for (const row of mapped) {
         rows += 1;
-        const row = map(record);
         if (isInvalidRow(row)) continue;
         const prefix = keyPrefix(row.key);
         if (seen.has(prefix)) twice.add(prefix);
@@ -79,13 +72,35 @@ export async function inspectFile(settings: FileSettings): Promise<Inspected | {
       }
     }
     seen.clear();
-    if (map === undefined) return { problem: 'the file is empty: it needs a header line and at least one row' };
+    if (!header.seen) return { problem: 'the file is empty: it needs a header line and at least one row' };
     return { rows, duplicates: twice.size === 0 ? new Map() : await confirmDuplicates(settings, twice) };
   } catch (error) {
     if (error instanceof CsvFileError) return { problem: error.message };
     const code = (error as { code?: unknown }).code;
     if (code === 'ENOENT' || code === 'EISDIR' || code === 'EACCES') return { problem: `cannot read ${settings.file} (${String(code)})` };
     throw error;
+  }
+}
+
+/**
+ * The file's data rows, mapped, one array per chunk read; the header is checked first (a
+ * `CsvFileError` when it is unusable) and `header.seen` set once it was read.
+ */
+async function* mappedRows(settings: FileSettings, header = { seen: false }): AsyncGenerator<Array<RowUpload | InvalidRow>> {
+  let map: RowMapper | undefined;
+  for await (const records of readCsvBatches(chunks(settings.file))) {
+    const mapped: Array<RowUpload | InvalidRow> = [];
+    for (const record of records) {
+      if (map === undefined) {
+        const made = createRowMapper(record, settings);
+        if (!made.ok) throw new CsvFileError(made.problem, record.line);
+        map = made.map;
+        header.seen = true;
+        continue;
+      }
+      mapped.push(map(record));
+    }
+    yield mapped;
   }
 }
 
@@ -103,16 +118,8 @@ const keyPrefix = (key: string): number => Number.parseInt(key.slice(0, 8), 16) 
 /** Reads the file once more for the rows whose key prefix occurs twice, and compares full keys. */
 async function confirmDuplicates(settings: FileSettings, prefixes: ReadonlySet<number>): Promise<Map<number, string>> {
   const lines = new Map<string, number[]>();
-  let map: RowMapper | undefined;
-  for await (const batch of readCsvBatches(chunks(settings.file))) {
-    for (const record of batch) {
-      if (map === undefined) {
-        const made = createRowMapper(record, settings);
-        if (!made.ok) throw new CsvFileError(made.problem, record.line);
-        map = made.map;
-        continue;
-      }
-      const row = map(record);
+  for await (const mapped of mappedRows(settings)) {
+    for (const row of mapped) {
       if (isInvalidRow(row) || !prefixes.has(keyPrefix(row.key))) continue;
       lines.set(row.key, [...(lines.get(row.key) ?? []), row.line]);
     }
@@ -144,17 +151,9 @@ export async function* validBatches(
   stop: () => boolean,
   duplicates: ReadonlyMap<number, string> = new Map(),
 ): AsyncGenerator<RowUpload[]> {
-  let map: RowMapper | undefined;
   let batch: RowUpload[] = [];
-  for await (const records of readCsvBatches(chunks(settings.file))) {
-    for (const record of records) {
-      if (map === undefined) {
-        const made = createRowMapper(record, settings);
-        if (!made.ok) throw new CsvFileError(made.problem, record.line);
-        map = made.map;
-        continue;
-      }
-      const row = map(record);
+  for await (const mapped of mappedRows(settings)) {
+    for (const row of mapped) {
       if (isInvalidRow(row)) {
         tally.record('invalid', { line: row.line, reason: row.reason });
       } else if (duplicates.has(row.line)) {
