@@ -13,8 +13,10 @@
  */
 import { readFile } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
-import { serve as listen } from '@hono/node-server';
-import { pino } from 'pino';
+import type { serve as listen } from '@hono/node-server';
+import type { pino as Pino } from 'pino';
+import { isOncelyError } from '../errors.js';
+import { importPeer } from '../optional-peer.node.js';
 import { createReferenceApp, type ReferenceApp } from '../reference/app.js';
 import { createClients, parseClients } from '../reference/clients.js';
 import { createFaults } from '../reference/faults.js';
@@ -124,8 +126,21 @@ export async function serve(argv: readonly string[]): Promise<number> {
   if (leaseMs < 100) return fail('--lease must be at least 100ms');
   if (ttlMs < leaseMs) return fail('--key-ttl must be at least the lease');
 
+  // Optional peers of the package: a missing one is named with its install command.
+  let peers: { readonly listen: typeof listen; readonly pino: typeof Pino };
+  try {
+    const [hono, logger] = await Promise.all([
+      importPeer<{ serve: typeof listen }>('@hono/node-server'),
+      importPeer<{ pino: typeof Pino }>('pino'),
+    ]);
+    peers = { listen: hono.serve, pino: logger.pino };
+  } catch (error) {
+    if (!isOncelyError(error)) throw error;
+    console.error(`oncely serve: ${error.message}`);
+    return 1;
+  }
   const db = resolveDb(values.db ?? 'oncely-server.db');
-  const log = pino({ base: { pid: process.pid }, messageKey: 'msg' });
+  const log = peers.pino({ base: { pid: process.pid }, messageKey: 'msg' });
   let app: ReferenceApp;
   try {
     const faults = createFaults({ spec: values.faults ?? process.env['ONCELY_FAULTS'] ?? '' });
@@ -169,7 +184,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   };
 
   const server = await new Promise<ReturnType<typeof listen>>((resolve, reject) => {
-    const started = listen({ fetch, port: port.value, hostname: values.host ?? '127.0.0.1' }, (info) => {
+    const started = peers.listen({ fetch, port: port.value, hostname: values.host ?? '127.0.0.1' }, (info) => {
       const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
       process.stdout.write(`oncely listening on http://${host}:${info.port}\n`);
       resolve(started);

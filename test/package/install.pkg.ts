@@ -9,7 +9,7 @@
  * rebuilt in place), the browser project installs none.
  * Vite comes from the npm registry. Run with `npm run test:package` (CI does).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -138,6 +138,9 @@ try {
     npm(bare, ['install', tarball, link('@types/node')]);
     tsc(bare);
     expect(String(run(bare, 'out/missing-driver.js').message)).toContain('npm install better-sqlite3@12');
+    const serve = spawnSync(join(bare, 'node_modules/.bin/oncely'), ['serve', '--port', '0'], { cwd: bare, encoding: 'utf8', timeout: 30_000 });
+    expect(serve.status).toBe(1);
+    expect(serve.stderr).toContain('npm install @hono/node-server@2');
   }, 240_000);
 });
 
