@@ -1,0 +1,70 @@
+/**
+ * Every TypeScript snippet of the README compiles against the package's own entries, so the
+ * README cannot drift from the API: `oncely` maps to the Node entry (or to the browser entry for
+ * a snippet that uses the DOM), `oncely/node`, `oncely/browser` and `oncely/server` to theirs.
+ */
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+// Inside node_modules: ignored by git, and its packages (@hono/node-server…) resolve from here.
+const DIR = join(ROOT, 'node_modules/.oncely-readme-snippets');
+
+const snippets = [...readFileSync(join(ROOT, 'README.md'), 'utf8').matchAll(/^```ts\n([\s\S]*?)^```/gm)].map((match, i) => ({
+  name: `snippet-${i + 1}.mts`,
+  code: match[1] as string,
+  browser: /\bdocument\.|indexedDbJournal/.test(match[1] as string),
+}));
+
+afterAll(() => rmSync(DIR, { recursive: true, force: true }));
+
+function diagnostics(files: readonly string[], browser: boolean): string[] {
+  const entry = (file: string): string[] => [join(ROOT, 'src', file)];
+  const program = ts.createProgram(files, {
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    strict: true,
+    exactOptionalPropertyTypes: true,
+    noEmit: true,
+    skipLibCheck: true,
+    lib: ['lib.es2023.d.ts', 'lib.dom.d.ts', 'lib.dom.iterable.d.ts'],
+    types: ['node'],
+    typeRoots: [join(ROOT, 'node_modules/@types')],
+    paths: {
+      oncely: entry(browser ? 'browser.ts' : 'node.ts'),
+      'oncely/node': entry('node.ts'),
+      'oncely/browser': entry('browser.ts'),
+      'oncely/server': entry('server/index.ts'),
+    },
+  });
+  return ts
+    .getPreEmitDiagnostics(program)
+    .filter((d) => d.file === undefined || files.includes(d.file.fileName))
+    .map((d) => `${d.file ? `${d.file.fileName.split('/').pop()}:${d.file.getLineAndCharacterOfPosition(d.start ?? 0).line + 1}` : ''} ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
+}
+
+describe('the README snippets', () => {
+  it('are there to check', () => {
+    expect(snippets.length).toBeGreaterThanOrEqual(5);
+    expect(snippets.some((snippet) => snippet.browser)).toBe(true);
+  });
+
+  it('compile against the entries they import, with strict TypeScript', () => {
+    mkdirSync(DIR, { recursive: true });
+    writeFileSync(join(DIR, 'package.json'), '{"type":"module"}');
+    const files = snippets.map((snippet) => {
+      const file = join(DIR, snippet.name);
+      writeFileSync(file, snippet.code);
+      return { file, browser: snippet.browser };
+    });
+    const problems = [
+      ...diagnostics(files.filter((f) => !f.browser).map((f) => f.file), false),
+      ...diagnostics(files.filter((f) => f.browser).map((f) => f.file), true),
+    ];
+    expect(problems).toEqual([]);
+  }, 60_000);
+});
