@@ -36,11 +36,10 @@ export type { FinalResponse } from './store/types.js';
 export { createIdempotencyHandler, type IdempotencyHandler, type IdempotencyHandlerOptions, type RecoveryOutcome } from './handler.js';
 export { nodeDigest } from '../digest.node.js';
 export { defaultDigest, webCryptoDigest, type FingerprintDigest } from '../fingerprint.js';
-export { runSteps, type PhaseHooks, type RunStepsInput, type StepsOutcome } from './phases.js';
+export type { PhaseHooks } from './phases.js';
 export { externalKey } from './derived-key.js';
 export { PROBLEM_BASE, ProblemType, problem, problemBody, type ProblemBody } from './problems.js';
 export { RequestOutcome, ServerEvent, createServerMetrics, type ServerMetrics } from './metrics.js';
-export { readCappedBody, type CappedBody } from './read-body.js';
 export { createReplayCache, type CachedKey, type ReplayCache, type ReplayCacheOptions } from './replay-cache.js';
 export {
   createReaper,
