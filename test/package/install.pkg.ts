@@ -74,7 +74,14 @@ describe('the packed tarball', () => {
     for (const file of ['package/dist/node.js', 'package/dist/node.d.ts', 'package/dist/browser.d.ts', 'package/bin/oncely.js', 'package/docs/PROTOCOL.md', 'package/LICENSE', 'package/README.md']) {
       expect(listing).toContain(file);
     }
-    expect(listing.filter((file) => /^package\/(src|test|bench)\//.test(file))).toEqual([]);
+    expect(listing.filter((file) => /^package\/(src|test|bench\/(?!results\/))/.test(file))).toEqual([]);
+  });
+
+  it('holds every file the README links to, so its links resolve in the published package', () => {
+    const listing = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).split('\n');
+    const links = [...readFileSync(join(ROOT, 'README.md'), 'utf8').matchAll(/\]\(([^)#:]+)(?:#[^)]*)?\)/g)].map((match) => match[1] as string);
+    expect(links.length).toBeGreaterThan(0);
+    expect(links.filter((link) => !listing.includes(`package/${link}`))).toEqual([]);
   });
 });
 
