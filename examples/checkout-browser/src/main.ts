@@ -8,7 +8,7 @@
  */
 import { createClient, type Operation } from '../../../src/browser.js';
 import { orderFromUrl, paymentBody, urlForOrder } from './order.js';
-import { confirmPayment, onSubmittedElsewhere, retryMessage, wasSubmitted, type Report } from './payment.js';
+import { confirmPayment, onSubmittedElsewhere, retryMessage, type Report } from './payment.js';
 import { resumeOtherPayments } from './others.js';
 import { CheckoutStatus, createCheckoutView } from './view.js';
 
@@ -53,26 +53,27 @@ async function start(): Promise<void> {
   }
   view.showKey(operation.key);
 
-  const record = await client.journal.get(client.scope, operation.key);
-  const settled = record !== undefined && record.state !== 'pending';
   let confirming = false;
   const confirm = (): void => {
+    // Pay, a reload and another tab's news may all ask; the payment is confirmed once per page.
+    if (confirming) return;
     confirming = true;
     void confirmPayment(operation, report);
   };
-  if (settled || wasSubmitted(operation.key)) {
+  // Pay pressed in another tab showing this order: follow it here too. Both tabs then send the
+  // same operation, and the journal's claim lets only one of them have it in flight. Listening
+  // starts before the journal is read, so a Pay pressed in between is not missed.
+  onSubmittedElsewhere(operation.key, confirm);
+
+  const record = await client.journal.get(client.scope, operation.key);
+  if (record !== undefined && (record.state !== 'pending' || record.submittedAt !== null)) {
     // Paid or declined before (send() answers from the journal without a request), or Pay was
-    // pressed before this page load: carry on with the same key.
+    // pressed before this page load (send() journaled submittedAt): carry on with the same key.
     confirm();
-  } else {
+  } else if (!confirming) {
     view.showStatus(CheckoutStatus.Pending, 'Review your order, then press Pay.');
   }
   view.onPay(confirm);
-  // Pay pressed in another tab showing this order: follow it here too. Both tabs then send
-  // the same operation, and the journal's claim lets only one of them have it in flight.
-  onSubmittedElsewhere(operation.key, () => {
-    if (!confirming) confirm();
-  });
 
   await resumeOtherPayments(client, operation.key, view.showOthers);
 }

@@ -3,12 +3,15 @@
  * mid-payment, the train entered a tunnel): on load they are finished with their journaled
  * key and bytes and listed under the form.
  *
- * `client.resume()` would send every pending operation, including orders that were only
- * rendered and never paid; only the ones whose Pay was pressed are resumed here.
+ * Only records whose Pay was pressed (`submittedAt` set by `send()`) are resumed; an order that
+ * was only rendered stays prepared. `client.resume()` picks the same records, but it would take
+ * this page's own order too, skip one another tab is sending, report only once all are done and
+ * give up after its retry budget; each is sent through `confirmPayment` instead, so the list
+ * shows its progress and an offline spell is waited out as for the order on the page.
  */
 import { OperationState, type Client, type OperationRecord } from '../../../src/browser.js';
 import { formatAmount } from './order.js';
-import { confirmPayment, wasSubmitted } from './payment.js';
+import { confirmPayment } from './payment.js';
 import { CheckoutStatus, type OtherPayment } from './view.js';
 
 function label(record: OperationRecord): string {
@@ -33,7 +36,7 @@ function label(record: OperationRecord): string {
  */
 export async function resumeOtherPayments(client: Client, currentKey: string, show: (others: readonly OtherPayment[]) => void): Promise<void> {
   const records = (await client.journal.list({ scope: client.scope, state: OperationState.Pending })).filter(
-    (record) => record.key !== currentKey && wasSubmitted(record.key),
+    (record) => record.key !== currentKey && record.submittedAt !== null,
   );
   const list = new Map<string, OtherPayment>();
   const update = (record: OperationRecord, status: CheckoutStatus): void => {

@@ -2,19 +2,27 @@
  * Paying one order with oncely: the page's side of the operation's lifecycle.
  *
  * ```
- * render ─► prepare (key derived from the order, journaled) ─► pending ──Pay──► confirming
- * confirming ─► send() ─► 2xx ─► paid
- *                    ├──► 402 / final 4xx ─► declined
+ * render ─► prepare (key derived from the order, journaled, submittedAt: null) ─► pending ──Pay──► confirming
+ * confirming ─► send() (journals submittedAt, posts `submitted`) ─► 2xx ─► paid (posts `settled`)
+ *                    ├──► 402 / final 4xx ─► declined (posts `settled`)
  *                    └──► still unknown (offline, 409, 202, 5xx) ─► wait for the network ─► send() again
- * reload / another tab ─► prepare returns the same record ─► submitted? ─► confirming ─► send() …
+ * reload / tab opened later ─► prepare returns the same record ─► submittedAt set? ─► confirming ─► send() …
+ * tab already open ─► `submitted` or `settled` for its key on the channel ─► confirming ─► send() …
  * ```
  *
- * A prepared operation is journaled as `pending` before Pay is ever pressed, and the journal
- * only counts an attempt once its answer is back, so neither says whether the customer
- * pressed Pay. A marker in localStorage does: written before the first `send()`, shared by
- * the origin's tabs, it is what makes a reload (or a second tab) carry on with the payment
- * instead of waiting for another click, and what keeps an order the customer only looked at
- * from being charged by a later page load.
+ * Whether the customer pressed Pay is the journal's `submittedAt`: `prepare()` journals the
+ * operation with `submittedAt: null` when the order renders, and `send()` stamps it, durably,
+ * before the first attempt. The IndexedDB journal is shared by every tab of the origin, so a
+ * reload (or a tab opened later) carries on with a payment whose Pay was pressed instead of
+ * waiting for another click, and a later page load never charges an order that was only viewed.
+ *
+ * The journal cannot tell tabs that are already open (IndexedDB has no change events), so a tab
+ * posts `{ type: 'submitted', key }` on the `oncely-checkout` BroadcastChannel right after it
+ * calls `send()`, and `{ type: 'settled', key }` once the journal holds the outcome; a tab showing
+ * that order sends it too, and the journal's claim lets one tab at a time have it in flight.
+ * `send()` stamps `submittedAt` a moment after it is called, so a tab that loads in that moment
+ * can both miss `submitted` and read `submittedAt: null`; `settled` still brings it along, and
+ * its `send()` then answers from the journal without a request.
  */
 import { ErrorCode, isOncelyError, type Operation, type OperationResult } from '../../../src/browser.js';
 import { CheckoutStatus } from './view.js';
@@ -31,23 +39,43 @@ export interface Payment {
 /** What the page shows while and after paying; `paymentId` comes with `paid`. */
 export type Report = (status: CheckoutStatus, message: string, paymentId?: string) => void;
 
-const MARKER = 'oncely-checkout:submitted:';
+/** The BroadcastChannel the checkout tabs of this origin tell each other about payments on. */
+const CHANNEL_NAME = 'oncely-checkout';
 
-/**
- * Whether Pay was pressed for this key, in this tab, another tab, or before a reload.
- *
- * @example
- * ```ts
- * if (wasSubmitted(operation.key)) void confirmPayment(operation, report);
- * ```
- */
-export function wasSubmitted(key: string): boolean {
-  return localStorage.getItem(MARKER + key) !== null;
+/** What a tab posts on the channel after it called `send()` for `key`, or once that settled. */
+interface PaymentMessage {
+  readonly type: 'submitted' | 'settled';
+  readonly key: string;
+}
+
+let channel: BroadcastChannel | undefined;
+
+// One channel per page: a BroadcastChannel never delivers a message to the object that posted
+// it, so a tab does not hear its own announcements (it is already confirming that payment).
+function paymentChannel(): BroadcastChannel {
+  channel ??= new BroadcastChannel(CHANNEL_NAME);
+  return channel;
+}
+
+function announce(type: PaymentMessage['type'], key: string): void {
+  paymentChannel().postMessage({ type, key } satisfies PaymentMessage);
+}
+
+function isPaymentMessage(data: unknown): data is PaymentMessage {
+  return (
+    typeof data === 'object' &&
+    data !== null &&
+    'type' in data &&
+    (data.type === 'submitted' || data.type === 'settled') &&
+    'key' in data &&
+    typeof data.key === 'string'
+  );
 }
 
 /**
- * Calls `handler` when another tab of this origin presses Pay for `key` (the `storage` event
- * fires in every tab but the one that wrote the marker).
+ * Calls `handler` when another tab of this origin sends the payment for `key` (Pay pressed
+ * there, or a payment it carries on with) or sees it settled. Subscribe before reading the
+ * journal: a Pay pressed in between is then heard rather than missed.
  *
  * @example
  * ```ts
@@ -55,17 +83,9 @@ export function wasSubmitted(key: string): boolean {
  * ```
  */
 export function onSubmittedElsewhere(key: string, handler: () => void): void {
-  window.addEventListener('storage', (event) => {
-    if (event.key === MARKER + key && event.newValue !== null) handler();
+  paymentChannel().addEventListener('message', (event: MessageEvent<unknown>) => {
+    if (isPaymentMessage(event.data) && event.data.key === key) handler();
   });
-}
-
-function markSubmitted(key: string): void {
-  localStorage.setItem(MARKER + key, String(Date.now()));
-}
-
-function clearSubmitted(key: string): void {
-  localStorage.removeItem(MARKER + key);
 }
 
 /** Resolves when the browser reports it is back online, or after `ms` (the report can lag). */
@@ -122,21 +142,24 @@ export function retryMessage(status: number | undefined, networkFailed: boolean)
  * ```
  */
 export async function confirmPayment(operation: Operation, report: Report): Promise<void> {
-  markSubmitted(operation.key);
   report(CheckoutStatus.Confirming, navigator.onLine ? 'Confirming your payment…' : retryMessage(undefined, true));
+  let sending = operation.send<Payment>();
+  announce('submitted', operation.key);
   for (;;) {
     let result: OperationResult<Payment>;
     try {
-      result = await operation.send<Payment>();
+      result = await sending;
     } catch (error) {
       if (isOncelyError(error, ErrorCode.OperationPending) || isOncelyError(error, ErrorCode.Aborted)) {
         const lastStatus = isOncelyError(error, ErrorCode.OperationPending) ? error.lastStatus : undefined;
         report(CheckoutStatus.Confirming, retryMessage(lastStatus, true));
         await waitForNetwork(2_000);
+        sending = operation.send<Payment>();
         continue;
       }
-      clearSubmitted(operation.key);
       if (isOncelyError(error, ErrorCode.Http)) {
+        // A 401 or 403 leaves the operation pending: those credentials were refused, nothing settled.
+        if (error.status !== 401 && error.status !== 403) announce('settled', operation.key);
         const detail = problemDetail(error.body) ?? `The payment service answered ${error.status}.`;
         report(CheckoutStatus.Declined, error.status === 402 ? `Your payment was declined. ${detail}` : detail);
         return;
@@ -144,7 +167,7 @@ export async function confirmPayment(operation: Operation, report: Report): Prom
       report(CheckoutStatus.Unresolved, `We could not confirm this payment (${error instanceof Error ? error.message : String(error)}).`);
       return;
     }
-    clearSubmitted(operation.key);
+    announce('settled', operation.key);
     report(CheckoutStatus.Paid, result.replayed ? 'Already paid — thank you!' : 'Payment confirmed — thank you!', result.data.id);
     return;
   }
