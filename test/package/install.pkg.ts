@@ -140,6 +140,24 @@ try {
     expect(second).toEqual(first);
   }, 120_000);
 
+  it('npx oncely upload: a wrong token exits 1 with rows pending; two rows of one key are both reported, nothing sent', async () => {
+    server ??= await startServe(dir);
+    const csv = join(dir, 'payroll.csv');
+    writeFileSync(csv, 'client_ref,operation,value_date,amount,currency,reference\nr-1,pay,2026-12-01,100,EUR,a\nr-2,pay,2026-12-01,200,EUR,b\nr-1,pay,2026-12-01,300,EUR,c\n');
+    const oncely = join(dir, 'node_modules/.bin/oncely');
+    const upload = (token: string, report: string) =>
+      spawnSync(oncely, ['upload', csv, '--url', `${server!.url}/v1/payments`, '--token', token, '--journal', join(dir, 'upload.db'), '--report', report], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
+    const wrong = upload('wrong-token', join(dir, 'wrong.json'));
+    expect(wrong.status).toBe(1);
+    expect(wrong.stdout).toContain('unauthorized: check --token');
+    const wrongReport = JSON.parse(readFileSync(join(dir, 'wrong.json'), 'utf8')) as { complete: boolean; executed: number; invalidRows: Array<{ line: number }> };
+    expect([wrongReport.complete, wrongReport.executed, wrongReport.invalidRows.map((row) => row.line)]).toEqual([false, 0, [2, 4]]);
+    const right = upload('test_acme', join(dir, 'right.json'));
+    expect(right.status).toBe(0);
+    const rightReport = JSON.parse(readFileSync(join(dir, 'right.json'), 'utf8')) as { complete: boolean; executed: number; invalid: number };
+    expect([rightReport.complete, rightReport.executed, rightReport.invalid]).toEqual([true, 1, 2]);
+  }, 120_000);
+
   it('names the package to install when an optional driver is missing', () => {
     const bare = project('node-bare', { type: 'module' }, { 'tsconfig.json': JSON.stringify(NODE_TSCONFIG), 'src/missing-driver.ts': readFileSync(join(dir, 'src/missing-driver.ts'), 'utf8') });
     npm(bare, ['install', tarball, link('@types/node')]);
