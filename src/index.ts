@@ -23,6 +23,7 @@ export type {
   ResumeOutcome,
   RetryEvent,
   SettledEvent,
+  UnansweredEvent,
 } from './client/results.js';
 export {
   ErrorCode,

@@ -12,7 +12,7 @@
  *              headers: client's (evaluated now) + journaled + this call's unjournaled ones
  *                       ── fetch would refuse them → RequestRefusedError: failed if nothing
  *                          was ever sent, else the record stays pending
- *              attempt: journaled bytes + key + headers  → update(attempts, lastStatus)
+ *              attempt: journaled bytes + key + headers  → update(attempts, lastStatus) → no answer? onUnanswered
  *              decide:  settle → update(state, result) → result | HttpError…
  *                       reject (401) → HttpError, record stays pending
  *                       retry  → wait delayMs (claim kept alive meanwhile)
@@ -212,6 +212,8 @@ async function runChain(
       const lastStatus = outcome.kind === 'response' ? { lastStatus: outcome.status } : {};
       await journal.update(scope, ref.key, { attempts, ...lastStatus });
     }
+    // After the journal has the attempt: a hook that throws stops the operation, pending.
+    if (outcome.kind === 'network') hooks.onUnanswered?.({ ...ref, attempt: sent, error: outcome.error });
     if (decision.action === 'fail') throw new AbortError(decision.error);
     if (decision.action === 'reject') throw new AbortError(finalError(ref, toLive(report as ResponseReport)));
     const status = outcome.kind === 'response' ? outcome.status : undefined;

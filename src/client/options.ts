@@ -8,7 +8,7 @@ import { OncelyError, ErrorCode } from '../errors.js';
 import { JOURNALED_HEADERS, SCOPE_NAME, scopeOf, type Journal } from '../journal/types.js';
 import { DEFAULT_NAMESPACE } from '../keys.js';
 import { defaultDigest, type FingerprintDigest } from '../fingerprint.js';
-import type { AttemptEvent, RetryEvent, SettledEvent } from './results.js';
+import type { AttemptEvent, RetryEvent, SettledEvent, UnansweredEvent } from './results.js';
 import { nonNegative, normalizeRetryOptions, type ResolvedRetryOptions, type RetryOptions } from './retry-options.js';
 
 export { DEFAULT_RETRY, normalizeRetryOptions, type ResolvedRetryOptions, type RetryOptions } from './retry-options.js';
@@ -27,6 +27,12 @@ export interface ClientHooks {
   readonly onAttempt?: (event: AttemptEvent) => void;
   /** After an attempt whose outcome will be retried, before the wait. */
   readonly onRetry?: (event: RetryEvent) => void;
+  /**
+   * After every attempt that got no answer (a network error or a timeout), retried or not: the
+   * outcome is unknown and the operation stays pending. A page can ask its Service Worker to
+   * finish the operation from here (`requestBackgroundSync()` of `oncely/service-worker`).
+   */
+  readonly onUnanswered?: (event: UnansweredEvent) => void;
   /** Once, when an operation settles as `succeeded` or `failed`. */
   readonly onSettled?: (event: SettledEvent) => void;
 }
@@ -243,6 +249,7 @@ export function normalizeOptions(
   const hooks: ClientHooks = {
     ...(options.onAttempt ? { onAttempt: options.onAttempt } : {}),
     ...(options.onRetry ? { onRetry: options.onRetry } : {}),
+    ...(options.onUnanswered ? { onUnanswered: options.onUnanswered } : {}),
     ...(options.onSettled ? { onSettled: options.onSettled } : {}),
   };
   return {

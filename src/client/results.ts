@@ -64,6 +64,21 @@ export interface RetryEvent extends OperationRef {
 }
 
 /**
+ * Passed to `onUnanswered` after an attempt that got no answer.
+ *
+ * @example
+ * ```ts
+ * createClient({ baseUrl, onUnanswered: (e) => console.warn(`${e.key}: no answer to attempt ${e.attempt}`, e.error) });
+ * ```
+ */
+export interface UnansweredEvent extends OperationRef {
+  /** The attempt that got no answer (1-based within this send). */
+  readonly attempt: number;
+  /** The network error or timeout. */
+  readonly error: unknown;
+}
+
+/**
  * Passed to `onSettled` once the operation has a final answer.
  *
  * @example
