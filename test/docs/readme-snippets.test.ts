@@ -38,6 +38,7 @@ function diagnostics(files: readonly string[], browser: boolean): string[] {
       oncely: entry(browser ? 'browser.ts' : 'node.ts'),
       'oncely/node': entry('node.ts'),
       'oncely/browser': entry('browser.ts'),
+      'oncely/service-worker': entry('service-worker/index.ts'),
       'oncely/server': entry('server/index.ts'),
     },
   });
