@@ -10,6 +10,7 @@
  *
  * @module
  */
+import { commitsOf } from '../src/server/commits.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,7 +25,7 @@ const body = JSON.stringify({ amount: 1250, currency: 'EUR', reference: 'bench' 
 const response = { status: 201, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 'pay_1', status: 'succeeded', amount: 1250 }) };
 
 async function operation(store: KeyStore, key: string): Promise<void> {
-  const admitted = await store.admit(
+  const admitted = await commitsOf(store).admit(
     { clientId: 'bench', key, requestHash: 'a'.repeat(64), endpoint: 'POST /pay', requestBody: body, leaseMs: 10_000, ttlMs: 86_400_000 },
     {
       commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, dataFrom: (id) => ({ payment: id }) },

@@ -7,7 +7,7 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import type { AdmitResult, FinalResponse, FirstPhase, KeyRow, KeyStore, Lease, PhaseCommit, StoredResponse, Tx } from '../../src/server/store/types.js';
+import type { AdmitResult, FinalResponse, KeyRow, KeyStore, Lease, PhaseCommit, StoredResponse, Tx } from '../../src/server/store/types.js';
 
 /**
  * The Map-backed store; each call resolves on the next turn of the event loop, as a group commit
@@ -38,36 +38,31 @@ export function noStore(): KeyStore {
   return {
     dialect: 'sqlite',
     migrate: async () => undefined,
-    async admit<T>(input: Parameters<KeyStore['admit']>[0], first?: FirstPhase<T>): Promise<AdmitResult<T>> {
+    async admit(input: Parameters<KeyStore['admit']>[0]): Promise<AdmitResult> {
       await turn();
       const existing = rows.get(id(input.clientId, input.key));
       if (existing) return { owned: false, row: existing };
       const token = randomUUID();
       const at = Date.now();
-      let row: KeyRow = { clientId: input.clientId, key: input.key, requestHash: input.requestHash, endpoint: input.endpoint, requestBody: input.requestBody, state: 'started', recoveryPoint: null, data: {}, response: null, leaseRemainingMs: input.leaseMs, attempts: 0, createdAt: at, expiresAt: at + input.ttlMs };
-      const value = first ? await first.work(tx) : undefined;
-      if (first) row = merge(row, first.commit.next ?? first.commit, first.commit.dataFrom?.(value));
+      const row: KeyRow = { clientId: input.clientId, key: input.key, requestHash: input.requestHash, endpoint: input.endpoint, requestBody: input.requestBody, state: 'started', recoveryPoint: null, data: {}, response: null, leaseRemainingMs: input.leaseMs, attempts: 0, createdAt: at, expiresAt: at + input.ttlMs };
       rows.set(id(input.clientId, input.key), { ...row, token });
-      const lease = { clientId: input.clientId, key: input.key, token };
-      return { owned: true, lease, row: first ? { ...row, recoveryPoint: first.commit.recoveryPoint } : row, ...(first ? { first: { value, next: first.commit.next !== undefined } } : {}) };
+      return { owned: true, lease: { clientId: input.clientId, key: input.key, token }, row };
     },
     async commitPhase<T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>) {
       await turn();
       const row = held(lease);
       if (!row) return { ok: false as const };
       const value = work ? await work(tx) : undefined;
-      const marked = phase.prior ? merge(row, phase.prior) : row;
-      rows.set(id(lease.clientId, lease.key), { ...merge(marked, phase.next ?? phase, phase.dataFrom?.(value)), token: lease.token });
-      return phase.next ? { ok: true as const, value, next: true } : { ok: true as const, value };
+      rows.set(id(lease.clientId, lease.key), { ...merge(row, phase, phase.dataFrom?.(value)), token: lease.token });
+      return { ok: true as const, value };
     },
-    async finish<T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>, options?: { readonly prior?: PhaseCommit['prior'] }) {
+    async finish<T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>) {
       await turn();
       const row = held(lease);
       if (!row) return { ok: false as const };
       const value = work ? await work(tx) : undefined;
       const stored: StoredResponse = typeof response === 'function' ? response(value) : response;
-      const marked = options?.prior ? merge(row, options.prior) : row;
-      rows.set(id(lease.clientId, lease.key), { ...marked, state: 'finished', response: stored, leaseRemainingMs: null, token: null });
+      rows.set(id(lease.clientId, lease.key), { ...row, state: 'finished', response: stored, leaseRemainingMs: null, token: null });
       return { ok: true as const, value };
     },
     load: async (clientId, key) => rows.get(id(clientId, key)),

@@ -1,11 +1,12 @@
 /**
  * An operation's first local step as the admission's own phase (see `FirstPhase` in
- * `store/types.ts`), and the `EXTn_SENT` a local phase hands the store when a call follows.
+ * `commits.ts`), and the `EXTn_SENT` a local phase hands the store when a call follows.
  *
  * @module
  */
 import { externalKey } from './derived-key.js';
-import type { FirstPhase, PointCommit, Tx } from './store/types.js';
+import type { FirstPhase, PointCommit } from './commits.js';
+import type { Tx } from './store/types.js';
 import type { IdempotentOperation, Step, StepContext } from './types.js';
 
 /** A {@link FirstPhase} built from an operation's first step, and whether an error came from its work. */
@@ -20,7 +21,7 @@ export interface FirstLocalPhase extends FirstPhase<Readonly<Record<string, unkn
  *
  * @example
  * ```ts
- * const first = firstLocalPhase(operation, { clientId, key, input, namespace, leaseMs, chain: true });
+ * const first = firstLocalPhase(operation, { clientId, key, input, namespace, leaseMs, handOver: true });
  * const admitted = await store.admit(admission, first);
  * ```
  */
@@ -33,7 +34,7 @@ export function firstLocalPhase<Input>(
     readonly namespace: string;
     readonly leaseMs: number;
     /** Hand the store the next step's `EXTn_SENT` to commit with the phase (false when an `afterCommit` hook must see each point alone). */
-    readonly chain: boolean;
+    readonly handOver: boolean;
   },
 ): FirstLocalPhase | undefined {
   const step = operation.steps[0];
@@ -54,7 +55,7 @@ export function firstLocalPhase<Input>(
       leaseMs: at.leaseMs,
       dataFrom: (produced) => produced ?? undefined,
       durable: false,
-      next: at.chain ? sentOf(following, at.leaseMs) : undefined,
+      next: at.handOver ? sentOf(following, at.leaseMs) : undefined,
     },
     async work(tx: Tx) {
       try {

@@ -24,7 +24,8 @@ import { reportError, runSteps, type PhaseHooks, type StepsOutcome } from './pha
 import { ProblemType, problem } from './problems.js';
 import { readCappedBody } from './read-body.js';
 import { createReplayCache, type CachedKey, type ReplayCache, type ReplayCacheOptions } from './replay-cache.js';
-import type { AdmitResult, KeyRow, KeyStore, Lease, StoredResponse } from './store/types.js';
+import { commitsOf, type FoldedAdmitResult } from './commits.js';
+import type { KeyRow, KeyStore, Lease, StoredResponse } from './store/types.js';
 import type { IdempotentOperation } from './types.js';
 
 /** Options of {@link createIdempotencyHandler}. */
@@ -138,6 +139,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     operations.set(endpoint, operation);
   }
   const { store, metrics } = config;
+  const commits = commitsOf(store);
   const cache: ReplayCache | undefined = options.replayCache === false ? undefined : createReplayCache(options.replayCache);
   /** Remembers a finished key (replayed now or just executed) for the next replay. */
   const remember = (row: Pick<KeyRow, 'clientId' | 'key' | 'endpoint' | 'expiresAt'>, admission: Admission, response: StoredResponse): void =>
@@ -156,14 +158,13 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       Date.now(),
     );
 
-  const run = (
+  /** Runs the operation's steps under `lease` from `row`'s recovery point (see `phases.ts`). */
+  const execute = (
     operation: IdempotentOperation<unknown>,
     lease: Lease,
     row: KeyRow,
     input: unknown,
-    onTransient: 'release' | 'park',
-    admittedAt?: string,
-    admittedNext?: string,
+    how: { readonly onTransient: 'release' | 'park'; readonly admittedAt?: string | undefined; readonly admittedNext?: string | undefined },
   ): Promise<StepsOutcome> =>
     // Spelled out, not spread from `config`: this literal is built for every executed request.
     runSteps({
@@ -178,10 +179,10 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       leaseMs: config.leaseMs,
       hooks: config.hooks,
       metrics,
-      onTransient,
+      onTransient: how.onTransient,
       backoff: config.backoff,
-      admittedAt,
-      admittedNext,
+      admittedAt: how.admittedAt,
+      admittedNext: how.admittedNext,
     });
 
   /** Parses a stored or received body into the operation's input. */
@@ -216,12 +217,12 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       input,
       namespace: config.namespace,
       leaseMs: config.leaseMs,
-      chain: config.hooks.afterCommit === undefined,
+      handOver: config.hooks.afterCommit === undefined,
     });
-    let result: AdmitResult;
+    let result: FoldedAdmitResult;
     try {
       const { clientId, key, requestHash, endpoint, requestBody } = admission;
-      result = await store.admit({ clientId, key, requestHash, endpoint, requestBody, leaseMs: config.leaseMs, ttlMs: config.ttlMs }, first);
+      result = await commits.admit({ clientId, key, requestHash, endpoint, requestBody, leaseMs: config.leaseMs, ttlMs: config.ttlMs }, first);
     } catch (error) {
       if (!first?.threw(error)) throw error;
       // The step failed, so nothing was stored, not even the key: as when a step fails after its
@@ -232,7 +233,8 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     if (result.owned) {
       const { first: ran } = result;
       const admittedNext = ran?.next ? first?.commit.next?.recoveryPoint : undefined;
-      const outcome = await run(operation, result.lease, result.row, input, 'release', ran ? result.row.recoveryPoint ?? undefined : undefined, admittedNext);
+      const admittedAt = ran ? (result.row.recoveryPoint ?? undefined) : undefined;
+      const outcome = await execute(operation, result.lease, result.row, input, { onTransient: 'release', admittedAt, admittedNext });
       return executed(outcome, result.row, admission, echo);
     }
     const row = result.row;
@@ -250,7 +252,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     // Reload under our lease: the previous owner may have committed more phases since `admit` read it.
     const current = await store.load(row.clientId, row.key);
     if (!current) return ['transient', problem(ProblemType.UpstreamUnavailable, 'the key vanished during takeover', { ...echo, 'retry-after': '1' })];
-    return executed(await run(operation, lease, current, input, 'release'), current, admission, echo);
+    return executed(await execute(operation, lease, current, input, { onTransient: 'release' }), current, admission, echo);
   }
 
   function executed(outcome: StepsOutcome, row: KeyRow, admission: Admission, echo: Record<string, string>): [RequestOutcome, Response] {
@@ -330,7 +332,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       }
       const current = await store.load(row.clientId, row.key);
       if (!current) return 'lost';
-      const outcome = await run(operation, lease, current, parsed.input, 'park');
+      const outcome = await execute(operation, lease, current, parsed.input, { onTransient: 'park' });
       return outcome.kind;
     },
   };

@@ -1,26 +1,12 @@
 /**
  * The server library (`oncely/server`): the idempotency state machine of PROTOCOL.md over a
- * pluggable {@link KeyStore}.
+ * pluggable {@link KeyStore}. Runtime-neutral (web `Request`/`Response`, no Node built-ins): the
+ * stores are entries of their own, `oncely/server/sqlite` and `oncely/server/postgres`.
  *
  * @module
  */
 export { KeyState } from './store/types.js';
-export type {
-  AdmitInput,
-  AdmitResult,
-  AppSchema,
-  Fenced,
-  FinishOptions,
-  FirstPhase,
-  KeyRow,
-  KeyStore,
-  Lease,
-  PhaseCommit,
-  PointCommit,
-  PriorCommit,
-  StoredResponse,
-  Tx,
-} from './store/types.js';
+export type { AdmitInput, AdmitResult, AppSchema, Fenced, KeyRow, KeyStore, Lease, PhaseCommit, StoredResponse, Tx } from './store/types.js';
 export type {
   ExternalOutcome,
   ExternalStep,
@@ -34,7 +20,6 @@ export type {
 } from './types.js';
 export type { FinalResponse } from './store/types.js';
 export { createIdempotencyHandler, type IdempotencyHandler, type IdempotencyHandlerOptions, type RecoveryOutcome } from './handler.js';
-export { nodeDigest } from '../digest.node.js';
 export { defaultDigest, webCryptoDigest, type FingerprintDigest } from '../fingerprint.js';
 export type { PhaseHooks } from './phases.js';
 export { externalKey } from './derived-key.js';
@@ -49,5 +34,3 @@ export {
   type RecoveryPass,
   type RecoveryWorkerOptions,
 } from './worker.js';
-export { sqliteKeyStore, type SqliteKeyStoreOptions } from './store/sqlite.node.js';
-export { postgresKeyStore, type PgliteLike, type PgliteQueryable, type PgliteResults, type PostgresKeyStoreOptions } from './store/postgres.node.js';

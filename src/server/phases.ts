@@ -18,24 +18,18 @@
  * safe because the new owner probes by `Kn` before calling again.
  *
  * Durability: `EXTn_SENT` (the call follows) and the final response (the client learns it) are
- * durable commits. A local phase and an outcome mark are `durable: false`: one of those two always
- * follows before anything irreversible or final happens (an external call, a stored response),
- * and the store's log is written in order, so a crash never loses them without losing everything
- * after them. PostgreSQL commits such a transaction without waiting for the WAL flush; SQLite
- * (WAL, `synchronous=NORMAL`) never waits. Answers that are not final may see such a commit
- * before it is on disk — a `409` or `422` to a duplicate, a key lookup showing `H1_DONE` — and
- * a database crash may then take it back, exactly as if the attempt had stopped earlier.
+ * durable commits. A local phase and an outcome mark are `durable: false`, a hint the store may
+ * use: one of those two durable commits always follows before anything irreversible or final
+ * happens, and the store's log is written in order, so a crash never loses them without losing
+ * everything after them. Answers that are not final may see such a commit before it is on disk
+ * (a `409` or `422` to a duplicate), and a database crash may then take it back, exactly as if
+ * the attempt had stopped earlier.
  *
- * Round trips: an outcome mark (`EXTn_DONE`) is handed to the store with the commit that follows
- * it ({@link PhaseCommit.prior}), and a local phase followed by an external call hands over that
- * call's `EXTn_SENT` ({@link PhaseCommit.next}). The order stays: `EXTn_SENT` is written as the
- * phase's own point (one UPDATE, one durable commit: nothing runs between the two, so no reader
- * needs to see the phase's point alone); the mark commits before the phase's work — on PostgreSQL
- * as a transaction of its own in the round trip that sends BEGIN, on SQLite in the phase's turn
- * of its group commit, outside the phase's savepoint — or, when the phase runs no statement, in
- * the phase's own UPDATE. With an `afterCommit` hook, each point is seen committed before
- * anything after it commits: the store gets no `next`, and a mark with a hook is committed alone,
- * before the phase.
+ * Commits go through the commit layer (`commits.ts`): an outcome mark (`EXTn_DONE`) is handed
+ * over with the commit that follows it, and a local phase followed by an external call hands
+ * over that call's `EXTn_SENT`. A store with no folding of its own gets them one by one. With an
+ * `afterCommit` hook, each point must be seen committed before anything after it commits: the
+ * runner then hands over no `EXTn_SENT`, and a mark carries the hook (committed alone, first).
  *
  * Every commit is fenced by the lease token. A fenced write that comes back `ok: false` means
  * another actor took the row over: this attempt stops at once and commits nothing more; the new
@@ -43,10 +37,12 @@
  *
  * @module
  */
+import { commitsOf, type PriorCommit } from './commits.js';
 import { externalKey } from './derived-key.js';
 import { sentOf } from './first-phase.js';
 import type { ServerMetrics } from './metrics.js';
-import type { KeyStore, Lease, PhaseCommit, PriorCommit, StoredResponse } from './store/types.js';
+import { LeaseLostError } from './store/lease-lost.js';
+import type { KeyStore, Lease, StoredResponse } from './store/types.js';
 import type { ExternalOutcome, IdempotentOperation, StepContext } from './types.js';
 
 /** Called after every commit; the reference app's crash faults kill the process here. */
@@ -114,10 +110,6 @@ export interface RunStepsInput<Input> {
   readonly admittedNext?: string | undefined;
 }
 
-class LeaseLost extends Error {
-  override readonly name = 'LeaseLost';
-}
-
 /** Index of the first step still to run, and whether that step is an external call found at `sent`. */
 function resumePosition<Input>(operation: IdempotentOperation<Input>, point: string | null): { index: number; atSent: boolean } {
   if (point === null) return { index: 0, atSent: false };
@@ -142,6 +134,7 @@ function resumePosition<Input>(operation: IdempotentOperation<Input>, point: str
  */
 export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsOutcome> {
   const { store, operation, lease, leaseMs } = run;
+  const commits = commitsOf(store);
   const ref = { clientId: lease.clientId, key: lease.key };
   let point = run.recoveryPoint;
   let data: Readonly<Record<string, unknown>> = run.data;
@@ -166,13 +159,13 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
     return taken;
   };
   // Points ride with the commits next to them unless an afterCommit hook must see each alone.
-  const chain = run.hooks.afterCommit === undefined;
+  const handOver = run.hooks.afterCommit === undefined;
   // This attempt committed the coming external step's EXTn_SENT itself, with the phase before:
   // the call has not been made, so no probe.
   let sentCommitted = false;
   const finish = async (response: StoredResponse): Promise<StepsOutcome> => {
-    const done = await store.finish(lease, response, undefined, { prior: takeMark() });
-    if (!done.ok) throw new LeaseLost();
+    const done = await commits.finish(lease, response, undefined, takeMark());
+    if (!done.ok) throw new LeaseLostError();
     await committed('finished');
     return { kind: 'finished', response };
   };
@@ -196,13 +189,13 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
     for (; index < operation.steps.length; index += 1, atSent = false) {
       const step = operation.steps[index]!;
       if (step.kind === 'local') {
-        const next = chain ? sentOf(operation.steps[index + 1], leaseMs) : undefined;
-        const phase = await store.commitPhase<Readonly<Record<string, unknown>> | void>(
+        const next = handOver ? sentOf(operation.steps[index + 1], leaseMs) : undefined;
+        const phase = await commits.commitPhase<Readonly<Record<string, unknown>> | void>(
           lease,
           { recoveryPoint: step.point, leaseMs, dataFrom: (produced) => produced ?? undefined, durable: false, prior: takeMark(), next },
           (tx) => step.run(ctx(), tx),
         );
-        if (!phase.ok) throw new LeaseLost();
+        if (!phase.ok) throw new LeaseLostError();
         data = merged(data, phase.value);
         await committed(step.point);
         if (next && phase.next) {
@@ -214,8 +207,8 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
       const kn = externalKey(run.namespace, lease.clientId, lease.key, step.system);
       if (!atSent && !sentCommitted) {
         // Durable: the call follows, and a resumed attempt must find EXTn_SENT to probe before calling again.
-        const sent = await store.commitPhase(lease, { recoveryPoint: step.sent, leaseMs, durable: true, prior: takeMark() });
-        if (!sent.ok) throw new LeaseLost();
+        const sent = await commits.commitPhase(lease, { recoveryPoint: step.sent, leaseMs, durable: true, prior: takeMark() });
+        if (!sent.ok) throw new LeaseLostError();
         await committed(step.sent);
       }
       sentCommitted = false;
@@ -239,7 +232,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
         case 'done': {
           const produced = outcome.data ?? {};
           const { done } = step;
-          mark = { recoveryPoint: done, data: produced, leaseMs, durable: false, ...(chain ? {} : { committed: () => committed(done) }) };
+          mark = { recoveryPoint: done, data: produced, leaseMs, durable: false, ...(handOver ? {} : { committed: () => committed(done) }) };
           data = merged(data, produced);
           break;
         }
@@ -247,19 +240,19 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
           return await finish(outcome.response);
         case 'unknown': {
           const retryAfterMs = backoffMs(run);
-          if (!(await store.park(lease, { retryAfterMs }))) throw new LeaseLost();
+          if (!(await store.park(lease, { retryAfterMs }))) throw new LeaseLostError();
           return { kind: 'pending', retryAfterMs };
         }
         case 'unavailable':
           return await giveUp(outcome.retryAfterMs ?? 1000);
       }
     }
-    const final = await store.finish<StoredResponse>(lease, (response) => response!, (tx) => operation.final.run(ctx(), tx), { prior: takeMark() });
-    if (!final.ok) throw new LeaseLost();
+    const final = await commits.finish<StoredResponse>(lease, (response) => response!, (tx) => operation.final.run(ctx(), tx), takeMark());
+    if (!final.ok) throw new LeaseLostError();
     await committed('finished');
     return { kind: 'finished', response: final.value! };
   } catch (error) {
-    if (error instanceof LeaseLost) {
+    if (error instanceof LeaseLostError) {
       run.metrics.add('leases_lost');
       return { kind: 'lost' };
     }

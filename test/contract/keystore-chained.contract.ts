@@ -7,6 +7,7 @@
  * Usage: `runKeyStoreChainedContract('sqlite', async () => sqliteKeyStore({ path: ':memory:' }))`.
  */
 import { describe, expect, it } from 'vitest';
+import { commitsOf } from '../../src/server/commits.js';
 import type { AdmitInput, KeyStore, Lease, Tx } from '../../src/server/store/types.js';
 import { contractHarness } from './keystore-harness.js';
 
@@ -20,14 +21,14 @@ export function runKeyStoreChainedContract(name: string, factory: () => Promise<
     const steps = async (key: string): Promise<string[]> =>
       (await h.store.transaction((tx) => tx.all<{ step: string }>('SELECT step FROM contract_chained WHERE client_id = $1 AND key = $2', [h.clientId, key]))).map((row) => row.step);
     const owned = async (key: string, over: Partial<AdmitInput> = {}): Promise<Lease> => {
-      const admitted = await h.store.admit(h.input(key, over));
+      const admitted = await commitsOf(h.store).admit(h.input(key, over));
       if (!admitted.owned) throw new Error('not owned');
       return admitted.lease;
     };
 
     it('admits with a first phase and the EXTn_SENT after it, each committed, and says so', async () => {
       await h.open();
-      const admitted = await h.store.admit(h.input('k1'), {
+      const admitted = await commitsOf(h.store).admit(h.input('k1'), {
         commit: { recoveryPoint: 'H1_DONE', data: { h1: 1 }, leaseMs: 10_000, durable: false, next: { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000, durable: true } },
         work: record('k1', 'H1'),
       });
@@ -39,7 +40,7 @@ export function runKeyStoreChainedContract(name: string, factory: () => Promise<
     it('commits a phase, then its next point; the next point merges its data and refreshes the lease', async () => {
       await h.open();
       const lease = await owned('k2', { leaseMs: 1000 });
-      const phase = await h.store.commitPhase(
+      const phase = await commitsOf(h.store).commitPhase(
         lease,
         { recoveryPoint: 'H2_DONE', data: { h2: true }, leaseMs: 1000, durable: false, next: { recoveryPoint: 'EXT2_SENT', data: { sent: 2 }, leaseMs: 60_000, durable: true } },
         record('k2', 'H2'),
@@ -60,8 +61,8 @@ export function runKeyStoreChainedContract(name: string, factory: () => Promise<
         const order: string[] = [];
         const mark = (point: string) => ({ recoveryPoint: point, data: { [point]: 'outcome' }, leaseMs: 10_000, durable: false, ...hook(() => void order.push(`mark ${point}`)) });
         const lease = await owned('k3');
-        await h.store.commitPhase(lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
-        const afterStatement = h.store.commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior: mark('EXT1_DONE') }, async (tx) => {
+        await commitsOf(h.store).commitPhase(lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
+        const afterStatement = commitsOf(h.store).commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior: mark('EXT1_DONE') }, async (tx) => {
           await record('k3', 'H2')(tx);
           order.push('statement answered');
           throw new Error('boom');
@@ -72,21 +73,21 @@ export function runKeyStoreChainedContract(name: string, factory: () => Promise<
         // The hook runs once the mark is in, before the work sees its first statement's answer.
         expect(order).toEqual(hooked ? ['mark EXT1_DONE', 'statement answered'] : ['statement answered']);
 
-        await h.store.commitPhase(lease, { recoveryPoint: 'EXT2_SENT', leaseMs: 10_000 });
-        const beforeStatement = h.store.finish(
+        await commitsOf(h.store).commitPhase(lease, { recoveryPoint: 'EXT2_SENT', leaseMs: 10_000 });
+        const beforeStatement = commitsOf(h.store).finish(
           lease,
           { status: 201, headers: {}, body: '{}' },
           async () => {
             throw new Error('before any statement');
           },
-          { prior: mark('EXT2_DONE') },
+          mark('EXT2_DONE'),
         );
         await expect(beforeStatement).rejects.toThrow('before any statement');
         expect(await h.store.load(h.clientId, 'k3')).toMatchObject({ state: 'started', recoveryPoint: 'EXT2_DONE', data: { EXT1_DONE: 'outcome', EXT2_DONE: 'outcome' } });
 
         // The work ran and the response is refused (too large): the mark stays, the response does not.
-        await h.store.commitPhase(lease, { recoveryPoint: 'EXT3_SENT', leaseMs: 10_000 });
-        const tooLarge = h.store.finish(lease, { status: 201, headers: {}, body: 'x'.repeat(10_000_000) }, async () => 'no statement', { prior: mark('EXT3_DONE') });
+        await commitsOf(h.store).commitPhase(lease, { recoveryPoint: 'EXT3_SENT', leaseMs: 10_000 });
+        const tooLarge = commitsOf(h.store).finish(lease, { status: 201, headers: {}, body: 'x'.repeat(10_000_000) }, async () => 'no statement', mark('EXT3_DONE'));
         await expect(tooLarge).rejects.toThrow(/exceeds maxResponseBytes/);
         expect(await h.store.load(h.clientId, 'k3')).toMatchObject({ state: 'started', recoveryPoint: 'EXT3_DONE', response: null });
         expect(order).toEqual(hooked ? ['mark EXT1_DONE', 'statement answered', 'mark EXT2_DONE', 'mark EXT3_DONE'] : ['statement answered']);
@@ -101,10 +102,14 @@ export function runKeyStoreChainedContract(name: string, factory: () => Promise<
         ];
         for (const [key, work] of cases) {
           const lease = await owned(key);
-          await h.store.commitPhase(lease, { recoveryPoint: 'EXT1_SENT', data: { sent: 1 }, leaseMs: 10_000 });
+          await commitsOf(h.store).commitPhase(lease, { recoveryPoint: 'EXT1_SENT', data: { sent: 1 }, leaseMs: 10_000 });
           let calls = 0;
-          const done = await h.store.finish(lease, { status: 201, headers: { 'content-type': 'application/json' }, body: '{"ok":true}' }, work, {
-            prior: { recoveryPoint: 'EXT1_DONE', data: { risk: 'low' }, leaseMs: 10_000, durable: false, ...hook(() => void (calls += 1)) },
+          const done = await commitsOf(h.store).finish(lease, { status: 201, headers: { 'content-type': 'application/json' }, body: '{"ok":true}' }, work, {
+            recoveryPoint: 'EXT1_DONE',
+            data: { risk: 'low' },
+            leaseMs: 10_000,
+            durable: false,
+            ...hook(() => void (calls += 1)),
           });
           expect(done.ok, key).toBe(true);
           expect(calls, key).toBe(hooked ? 1 : 0);
@@ -122,8 +127,8 @@ export function runKeyStoreChainedContract(name: string, factory: () => Promise<
       it(`commits a point after the outcome mark and the phase${hooked ? ' (with a hook)' : ''}, with every data patch in order`, async () => {
         await h.open();
         const lease = await owned('k8');
-        await h.store.commitPhase(lease, { recoveryPoint: 'EXT1_SENT', data: { a: 'sent', b: 'sent' }, leaseMs: 10_000 });
-        const phase = await h.store.commitPhase(
+        await commitsOf(h.store).commitPhase(lease, { recoveryPoint: 'EXT1_SENT', data: { a: 'sent', b: 'sent' }, leaseMs: 10_000 });
+        const phase = await commitsOf(h.store).commitPhase(
           lease,
           {
             recoveryPoint: 'H2_DONE',
@@ -153,14 +158,14 @@ export function runKeyStoreChainedContract(name: string, factory: () => Promise<
         },
       });
       const lease = await owned('k7');
-      await h.store.commitPhase(lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
+      await commitsOf(h.store).commitPhase(lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
       // A point with no work after the mark (two external calls in a row: EXT2_SENT).
-      expect((await h.store.commitPhase(lease, { recoveryPoint: 'EXT2_SENT', leaseMs: 10_000, prior: watched('k7', 'EXT1_DONE') })).ok).toBe(true);
+      expect((await commitsOf(h.store).commitPhase(lease, { recoveryPoint: 'EXT2_SENT', leaseMs: 10_000, prior: watched('k7', 'EXT1_DONE') })).ok).toBe(true);
       // A phase with work after the mark.
-      expect((await h.store.commitPhase(lease, { recoveryPoint: 'H3_DONE', leaseMs: 10_000, prior: watched('k7', 'EXT2_DONE') }, record('k7', 'H3'))).ok).toBe(true);
-      await h.store.commitPhase(lease, { recoveryPoint: 'EXT3_SENT', leaseMs: 10_000 });
+      expect((await commitsOf(h.store).commitPhase(lease, { recoveryPoint: 'H3_DONE', leaseMs: 10_000, prior: watched('k7', 'EXT2_DONE') }, record('k7', 'H3'))).ok).toBe(true);
+      await commitsOf(h.store).commitPhase(lease, { recoveryPoint: 'EXT3_SENT', leaseMs: 10_000 });
       // The final response with no work after the mark.
-      expect((await h.store.finish(lease, { status: 201, headers: {}, body: '{}' }, undefined, { prior: watched('k7', 'EXT3_DONE') })).ok).toBe(true);
+      expect((await commitsOf(h.store).finish(lease, { status: 201, headers: {}, body: '{}' }, undefined, watched('k7', 'EXT3_DONE'))).ok).toBe(true);
       expect(seen).toEqual(['EXT1_DONE: started/EXT1_DONE', 'EXT2_DONE: started/EXT2_DONE', 'EXT3_DONE: started/EXT3_DONE']);
       expect(await h.store.load(h.clientId, 'k7')).toMatchObject({ state: 'finished', recoveryPoint: 'EXT3_DONE' });
     });
@@ -170,9 +175,9 @@ export function runKeyStoreChainedContract(name: string, factory: () => Promise<
       for (const hooked of [true, false]) {
         const key = `k9-${hooked}`;
         const lease = await owned(key);
-        await h.store.commitPhase(lease, { recoveryPoint: 'EXT1_SENT', data: { status: 'pending', kept: 1 }, leaseMs: 10_000 });
+        await commitsOf(h.store).commitPhase(lease, { recoveryPoint: 'EXT1_SENT', data: { status: 'pending', kept: 1 }, leaseMs: 10_000 });
         const prior = { recoveryPoint: 'EXT1_DONE', data: { status: 'captured' }, leaseMs: 10_000, ...(hooked ? { committed: () => undefined } : {}) };
-        const done = await h.store.commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior, dataFrom: () => ({ status: undefined, h2: true }) }, async () => 'no statement');
+        const done = await commitsOf(h.store).commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior, dataFrom: () => ({ status: undefined, h2: true }) }, async () => 'no statement');
         expect(done.ok, key).toBe(true);
         expect((await h.store.load(h.clientId, key))?.data, key).toEqual({ status: 'captured', kept: 1, h2: true });
       }
@@ -181,9 +186,9 @@ export function runKeyStoreChainedContract(name: string, factory: () => Promise<
     it('keeps a statement the work sends after it returned out of the phase', async () => {
       await h.open();
       const lease = await owned('k10');
-      await h.store.commitPhase(lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
+      await commitsOf(h.store).commitPhase(lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
       let late: Promise<unknown> | undefined;
-      const done = await h.store.commitPhase(
+      const done = await commitsOf(h.store).commitPhase(
         lease,
         { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior: { recoveryPoint: 'EXT1_DONE', leaseMs: 10_000 }, next: { recoveryPoint: 'EXT2_SENT', leaseMs: 10_000 } },
         async (tx) => {
@@ -204,14 +209,14 @@ export function runKeyStoreChainedContract(name: string, factory: () => Promise<
     it('commits nothing, not even the mark, for an owner whose lease was taken over', async () => {
       await h.open();
       const old = await owned('k6', { leaseMs: 50 });
-      await h.store.commitPhase(old, { recoveryPoint: 'EXT1_SENT', leaseMs: 50 });
+      await commitsOf(h.store).commitPhase(old, { recoveryPoint: 'EXT1_SENT', leaseMs: 50 });
       await new Promise((resolve) => setTimeout(resolve, 120));
       const fresh = await h.store.takeOver(h.clientId, 'k6', 10_000);
       expect(fresh).not.toBeNull();
       const prior = { recoveryPoint: 'EXT1_DONE', data: { stale: true }, leaseMs: 10_000, durable: false };
-      expect(await h.store.commitPhase(old, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior }, record('k6', 'H2'))).toEqual({ ok: false });
-      expect(await h.store.commitPhase(old, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior })).toEqual({ ok: false });
-      expect(await h.store.finish(old, { status: 201, headers: {}, body: '{}' }, undefined, { prior })).toEqual({ ok: false });
+      expect(await commitsOf(h.store).commitPhase(old, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior }, record('k6', 'H2'))).toEqual({ ok: false });
+      expect(await commitsOf(h.store).commitPhase(old, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior })).toEqual({ ok: false });
+      expect(await commitsOf(h.store).finish(old, { status: 201, headers: {}, body: '{}' }, undefined, prior)).toEqual({ ok: false });
       expect(await h.store.load(h.clientId, 'k6')).toMatchObject({ state: 'started', recoveryPoint: 'EXT1_SENT', data: {} });
       expect(await steps('k6')).toEqual([]);
     });

@@ -40,6 +40,8 @@ function diagnostics(files: readonly string[], browser: boolean): string[] {
       'oncely/browser': entry('browser.ts'),
       'oncely/service-worker': entry('service-worker/index.ts'),
       'oncely/server': entry('server/index.ts'),
+      'oncely/server/sqlite': entry('server/sqlite.ts'),
+      'oncely/server/postgres': entry('server/postgres.ts'),
     },
   });
   return ts

@@ -5,12 +5,16 @@
  * - `crash <path> <point>`: posts one payment and SIGKILLs itself right after `point` commits.
  * - `retry <path>`: posts the same payment like a client (waiting out 409s) and prints the result.
  * - `worker <path>`: runs the recovery worker until the row is finished, then posts the payment.
+ *
+ * `ONCELY_TEST_STORE=reference` runs it on the minimal reference store (`test/support/reference-store.ts`).
  */
-import { createIdempotencyHandler, createRecoveryWorker, sqliteKeyStore } from '../../src/server/index.js';
+import { createIdempotencyHandler, createRecoveryWorker } from '../../src/server/index.js';
+import { sqliteKeyStore } from '../../src/server/sqlite.js';
 import type { ExternalStep, IdempotentOperation, KeyStore, Tx } from '../../src/server/index.js';
+import { referenceKeyStore } from '../support/reference-store.js';
 
 const [mode = '', path = '', point = ''] = process.argv.slice(2);
-const store: KeyStore = sqliteKeyStore({ path, busyTimeoutMs: 10_000 });
+const store: KeyStore = process.env['ONCELY_TEST_STORE'] === 'reference' ? referenceKeyStore(path) : sqliteKeyStore({ path, busyTimeoutMs: 10_000 });
 await store.migrate({
   sqlite: `CREATE TABLE IF NOT EXISTS ext_applied (kn TEXT PRIMARY KEY, system INTEGER NOT NULL);
            CREATE TABLE IF NOT EXISTS ext_calls (kn TEXT NOT NULL);

@@ -11,12 +11,13 @@ const child = fileURLToPath(new URL('./crash.child.ts', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'oncely-crash-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const node = (args: string[]) => run(process.execPath, ['--import', 'tsx', child, ...args], { timeout: 60_000 });
+const node = (args: string[], store: string) =>
+  run(process.execPath, ['--import', 'tsx', child, ...args], { timeout: 60_000, env: { ...process.env, ONCELY_TEST_STORE: store } });
 
 /** Runs the crashing child; resolves to the signal that ended it. */
-async function crash(path: string, point: string): Promise<string | undefined> {
+async function crash(path: string, point: string, store: string): Promise<string | undefined> {
   try {
-    await node(['crash', path, point]);
+    await node(['crash', path, point], store);
     return undefined;
   } catch (error) {
     return (error as { signal?: string }).signal;
@@ -32,16 +33,17 @@ const CASES = [
   { point: 'EXT2_SENT', recovery: 'worker' },
 ];
 
-describe('a server process SIGKILLed after each recovery point', () => {
+// The built-in SQLite store, and the minimal reference store over the primitives alone.
+describe.each(['sqlite', 'reference'])('a server process SIGKILLed after each recovery point (%s store)', (store) => {
   it(
     'is completed exactly once by a restarted process: by the client retry, or by the recovery worker alone',
     { timeout: 120_000 },
     async () => {
       const results = await Promise.all(
         CASES.map(async ({ point, recovery }, i) => {
-          const path = join(dir, `crash-${i}.db`);
-          const signal = await crash(path, point);
-          const { stdout } = await node([recovery, path]);
+          const path = join(dir, `crash-${store}-${i}.db`);
+          const signal = await crash(path, point, store);
+          const { stdout } = await node([recovery, path], store);
           return { point, recovery, signal, ...(JSON.parse(stdout) as Record<string, unknown>) };
         }),
       );

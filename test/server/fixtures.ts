@@ -3,7 +3,8 @@
  * → final (ledger), over a real SQLite KeyStore. The external systems keep their own counters,
  * honour their derived keys and can be told to time out, refuse or be unavailable.
  */
-import { createIdempotencyHandler, problemBody, ProblemType, sqliteKeyStore } from '../../src/server/index.js';
+import { createIdempotencyHandler, problemBody, ProblemType } from '../../src/server/index.js';
+import { sqliteKeyStore } from '../../src/server/sqlite.js';
 import type { IdempotencyHandlerOptions, IdempotentOperation, KeyStore, ProbeOutcome } from '../../src/server/index.js';
 import type { ExternalOutcome, StepContext } from '../../src/server/types.js';
 

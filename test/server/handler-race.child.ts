@@ -2,7 +2,7 @@
  * Child process of handler-processes.test.ts: opens the shared SQLite file, and at a shared
  * start time fires `count` identical keyed POSTs at its own handler; prints the answers as JSON.
  */
-import { sqliteKeyStore } from '../../src/server/index.js';
+import { sqliteKeyStore } from '../../src/server/sqlite.js';
 import { createTestApp } from './fixtures.js';
 
 const [path = '', startAt = '0', count = '50'] = process.argv.slice(2);

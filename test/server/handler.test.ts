@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createIdempotencyHandler, sqliteKeyStore, type KeyStore } from '../../src/server/index.js';
-import type { AdmitInput, FirstPhase, Lease, PhaseCommit, Tx } from '../../src/server/store/types.js';
+import { commitsOf, withFoldedCommits } from '../../src/server/commits.js';
+import { createIdempotencyHandler, type KeyStore } from '../../src/server/index.js';
+import { sqliteKeyStore } from '../../src/server/sqlite.js';
 import { createTestApp, paymentOperation, type TestApp } from './fixtures.js';
 
 let app: TestApp;
@@ -287,13 +288,14 @@ describe('createIdempotencyHandler: fail closed', () => {
     // The store commits EXT1_SENT with the admission when it can: here it reports that it could
     // not (as when the lease was lost in between), so the handler sends it alone, and that fails.
     const inner = sqliteKeyStore({ path: ':memory:' });
-    const noNext: KeyStore = new Proxy(inner, {
-      get: (target, property, receiver) =>
-        property === 'admit'
-          ? (input: AdmitInput, first?: FirstPhase) => target.admit(input, first && { ...first, commit: { ...first.commit, next: undefined } })
-          : (Reflect.get(target, property, receiver) as unknown),
+    const folded = commitsOf(inner);
+    let failures = 1;
+    const noNext = withFoldedCommits<KeyStore>({ ...inner }, {
+      admit: (input, first) => folded.admit(input, first && { ...first, commit: { ...first.commit, next: undefined } }),
+      commitPhase: (lease, phase, work) => (failures-- > 0 ? Promise.reject(new Error('SQLITE_BUSY: database is locked')) : folded.commitPhase(lease, phase, work)),
+      finish: (lease, response, work, prior) => folded.finish(lease, response, work, prior),
     });
-    app = await createTestApp({ store: failing(noNext, 'commitPhase', 1) });
+    app = await createTestApp({ store: noNext });
     expect((await app.post({ amount: 5 })).status).toBe(503);
     // EXT1_SENT could not commit: the row stays at H1_DONE, with its lease released, and nothing was sent.
     const row = await app.store.load('acme', 'key-1');
@@ -305,14 +307,16 @@ describe('createIdempotencyHandler: fail closed', () => {
   });
 
   it('answers 503 when the phase after an external call cannot commit, and a retry probes by Kn instead of calling again', async () => {
-    const h2Fails: KeyStore = new Proxy(sqliteKeyStore({ path: ':memory:' }), {
-      get: (target, property, receiver) =>
-        property === 'commitPhase'
-          ? (lease: Lease, phase: PhaseCommit, work?: (tx: Tx) => Promise<unknown>) =>
-              phase.recoveryPoint === 'H2_DONE' && !failed++ ? Promise.reject(new Error('SQLITE_BUSY: database is locked')) : target.commitPhase(lease, phase, work)
-          : (Reflect.get(target, property, receiver) as unknown),
-    });
+    const inner = sqliteKeyStore({ path: ':memory:' });
+    const folded = commitsOf(inner);
     let failed = 0;
+    // H2 fails as a whole (with the EXT1_DONE mark handed over in front of it).
+    const h2Fails = withFoldedCommits<KeyStore>({ ...inner }, {
+      admit: (input, first) => folded.admit(input, first),
+      commitPhase: (lease, phase, work) =>
+        phase.recoveryPoint === 'H2_DONE' && !failed++ ? Promise.reject(new Error('SQLITE_BUSY: database is locked')) : folded.commitPhase(lease, phase, work),
+      finish: (lease, response, work, prior) => folded.finish(lease, response, work, prior),
+    });
     app = await createTestApp({ store: h2Fails });
     expect((await app.post({ amount: 5 })).status).toBe(503);
     // H2 (with the EXT1_DONE mark in front of it) could not commit: the row stays at EXT1_SENT,

@@ -1,7 +1,8 @@
 import { v5 as uuidv5 } from 'uuid';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_NAMESPACE } from '../../src/keys.js';
-import { createIdempotencyHandler, externalKey, sqliteKeyStore } from '../../src/server/index.js';
+import { createIdempotencyHandler, externalKey } from '../../src/server/index.js';
+import { sqliteKeyStore } from '../../src/server/sqlite.js';
 import { createTestApp, paymentOperation, type TestApp } from './fixtures.js';
 
 let app: TestApp | undefined;

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { fingerprint } from '../../src/fingerprint.js';
-import { createIdempotencyHandler, createReplayCache, nodeDigest, sqliteKeyStore, type CachedKey, type IdempotentOperation, type KeyStore } from '../../src/server/index.js';
+import { createIdempotencyHandler, createReplayCache, type CachedKey, type IdempotentOperation, type KeyStore } from '../../src/server/index.js';
+import { sqliteKeyStore } from '../../src/server/sqlite.js';
+import { nodeDigest } from '../../src/digest.node.js';
 import { createTestApp } from './fixtures.js';
 
 const entry = (body: string, expiresAt = 10_000_000): CachedKey => ({

@@ -5,7 +5,8 @@
  *
  * @module
  */
-import type { PhaseCommit, PointCommit } from './types.js';
+import type { PointCommit } from '../commits.js';
+import type { PhaseCommit } from './types.js';
 
 /**
  * What a phase merges into the row's data: its given data, then what its work produced.

@@ -6,10 +6,9 @@
  * @module
  */
 import type { OpenTransaction, Query, Runner, Statement } from './postgres-runner.node.js';
-import type { Fenced, Lease, PointCommit, PriorCommit, Tx } from './types.js';
-
-/** Thrown inside a transaction to roll it back when the lease no longer holds the row. */
-class LeaseLost {}
+import type { FoldedFenced, PointCommit, PriorCommit } from '../commits.js';
+import { LOST, LeaseLostError, isLeaseLost } from './lease-lost.js';
+import type { Lease, Tx } from './types.js';
 
 /** What the store builds its fenced writes from. */
 export interface Fencing {
@@ -19,7 +18,7 @@ export interface Fencing {
     write: (result: T | undefined, mark: PriorCommit | undefined) => Statement,
     prior?: PriorCommit,
     at?: { readonly point: string; readonly next: boolean },
-  ): Promise<Fenced<T>>;
+  ): Promise<FoldedFenced<T>>;
   /** `oncely_point` (raises OLOST when the lease no longer holds the row) for `point`. */
   pointStatement(lease: Lease, point: PointCommit, data?: Readonly<Record<string, unknown>>): Statement;
   /** Whether the row is at `point` under `lease` (a failed round trip's phase did commit). */
@@ -76,7 +75,7 @@ export function createFencing(runner: Runner, schema: string): Fencing {
     write: (result: T | undefined, mark: PriorCommit | undefined) => Statement,
     prior?: PriorCommit,
     at?: { readonly point: string; readonly next: boolean },
-  ): Promise<Fenced<T>> {
+  ): Promise<FoldedFenced<T>> {
     // A round trip whose answer was lost (connection reset) may have committed: the row says so.
     const unlessLanded = async (error: unknown): Promise<void> => {
       if (!at || isLeaseLost(error) || !(await landed(lease, at.point))) throw error;
@@ -91,7 +90,7 @@ export function createFencing(runner: Runner, schema: string): Fencing {
     };
     // A mark with a hook must be seen committed before anything after it commits, and its hook
     // may use the store: it goes alone, before the work starts.
-    if (prior?.committed && !(await markAlone(takeMark()!, prior))) return { ok: false };
+    if (prior?.committed && !(await markAlone(takeMark()!, prior))) return LOST;
     let open: OpenTransaction | undefined;
     let opening: Promise<OpenTransaction> | undefined;
     const begin = (): Promise<OpenTransaction> =>
@@ -99,7 +98,7 @@ export function createFencing(runner: Runner, schema: string): Fencing {
         .open<{ held: boolean }>({ sql: LOCK, params: fenceArgs(lease) }, takeMark())
         .then(({ result, tx }) => {
           open = tx;
-          if (result.rows[0]?.held !== true) throw new LeaseLost();
+          if (result.rows[0]?.held !== true) throw new LeaseLostError();
           return tx;
         }));
     // A statement sent after the work returned (an unawaited promise) would open a transaction
@@ -138,10 +137,10 @@ export function createFencing(runner: Runner, schema: string): Fencing {
       // that transaction (and the row lock it takes) would never end.
       await opening?.catch(() => undefined);
       await open?.rollback();
-      if (error instanceof LeaseLost || isLeaseLost(error)) return { ok: false };
+      if (isLeaseLost(error)) return LOST;
       // A work that failed before it reached the database never sent the mark: it goes alone.
       const unsent = takeMark();
-      if (unsent && !(await markAlone(unsent, prior!))) return { ok: false };
+      if (unsent && !(await markAlone(unsent, prior!))) return LOST;
       throw error;
     }
   }
@@ -170,7 +169,6 @@ export function createFencing(runner: Runner, schema: string): Fencing {
     }
   }
 
-  const isLeaseLost = (error: unknown): boolean => (error as { code?: unknown } | null | undefined)?.code === 'OLOST';
   /**
    * An ERROR PostgreSQL (or PGlite) answered a statement with: that statement and its implicit
    * transaction rolled back. Not FATAL (the session ends, possibly after a commit) nor a lost

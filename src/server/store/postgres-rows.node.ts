@@ -80,7 +80,7 @@ export interface Admitted {
 }
 
 /** `oncely_admit`'s answer → {@link AdmitResult}: a lease only for the owner. */
-export const toAdmitResult = <T = unknown>(clientId: string, key: string, found: Admitted): AdmitResult<T> => {
+export const toAdmitResult = (clientId: string, key: string, found: Admitted): AdmitResult => {
   const row = fromJson(found.row_json, found.now_ms);
   return found.owned && found.lease !== null ? { owned: true, lease: { clientId, key, token: found.lease }, row } : { owned: false, row };
 };

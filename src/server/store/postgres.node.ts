@@ -19,7 +19,8 @@ import { createPgliteRunner, type PgliteLike } from './postgres-pglite.node.js';
 import { createPgRunner, schemaFromUrl, type Runner } from './postgres-runner.node.js';
 import { dropDetachedPartitions, dropExpiredPartitions, ensurePartitions, migrate, type PartitionPlan } from './postgres-schema.node.js';
 import { ROW, toAdmitResult, toRow, type Admitted, type RawRow } from './postgres-rows.node.js';
-import type { AdmitInput, AdmitResult, AppSchema, Fenced, FinalResponse, FinishOptions, FirstPhase, KeyStore, Lease, PhaseCommit, StoredResponse, Tx } from './types.js';
+import { withFoldedCommits, type Commits, type FirstPhase, type FoldedAdmitResult, type FoldedPhase, type PriorCommit } from '../commits.js';
+import type { AdmitInput, AppSchema, Fenced, FinalResponse, KeyStore, Lease, StoredResponse, Tx } from './types.js';
 
 export type { PgliteLike, PgliteQueryable, PgliteResults } from './postgres-pglite.node.js';
 
@@ -146,12 +147,8 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
 
   const { fenced, pointStatement, landed, fenceArgs, txOver } = createFencing(runner, schema);
 
-  return {
-    dialect: 'postgres',
-
-    migrate: (app?: AppSchema) => migrate(runner, schema, app?.postgres, plan),
-
-    async admit<T>(input: AdmitInput, first?: FirstPhase<T>): Promise<AdmitResult<T>> {
+  const commits: Commits = {
+    async admit<T>(input: AdmitInput, first?: FirstPhase<T>): Promise<FoldedAdmitResult<T>> {
       const args = [input.clientId, input.key, input.requestHash, input.endpoint, input.requestBody, input.leaseMs, input.ttlMs];
       // 23514: no partition covers this expiry (a retention longer than planned): create the one
       // it needs and the next (the clock moves on before the retry), then admit again.
@@ -168,7 +165,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
           const { result, tx } = await runner.open<Admitted>({ sql: ADMIT, params: args });
           admitting = false;
           try {
-            const admitted = toAdmitResult<T>(input.clientId, input.key, result.rows[0]!);
+            const admitted = toAdmitResult(input.clientId, input.key, result.rows[0]!);
             if (!admitted.owned) {
               await tx.rollback();
               return admitted;
@@ -198,6 +195,47 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
       }
     },
 
+    commitPhase: <T>(lease: Lease, phase: FoldedPhase<T>, work?: (tx: Tx) => Promise<T>) =>
+      fenced(
+        lease,
+        work,
+        // EXTn_SENT after the phase, and the mark before a phase with no statement, are written by
+        // the phase's own UPDATE: one commit, durable when any of them is.
+        (result, mark) => {
+          const point = folded(mark, phase, phasePatch(phase, result), phase.next);
+          return pointStatement(lease, point, point.data);
+        },
+        phase.prior,
+        { point: phase.next?.recoveryPoint ?? phase.recoveryPoint, next: phase.next !== undefined },
+      ),
+
+    finish: <T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>, prior?: PriorCommit): Promise<Fenced<T | undefined>> =>
+      fenced(
+        lease,
+        work,
+        (result, mark) => {
+          const final: StoredResponse = typeof response === 'function' ? response(result) : response;
+          const bytes = Buffer.byteLength(final.body, 'utf8');
+          if (bytes > maxResponseBytes) {
+            throw new RangeError(`postgresKeyStore: a ${bytes}-byte response exceeds maxResponseBytes (${maxResponseBytes})`);
+          }
+          const stored = [final.status, JSON.stringify(final.headers), final.body];
+          // A mark before a final step with no statement is written by the same UPDATE.
+          if (mark) return { sql: FINISH_AFTER, params: [...fenceArgs(lease), mark.recoveryPoint, JSON.stringify(mark.data ?? {}), ...stored] };
+          return { sql: FINISH, params: [...fenceArgs(lease), ...stored] };
+        },
+        prior,
+      ),
+
+  };
+
+  const store: KeyStore = {
+    dialect: 'postgres',
+
+    migrate: (app?: AppSchema) => migrate(runner, schema, app?.postgres, plan),
+
+    admit: (input) => commits.admit(input),
+
     async load(clientId, key) {
       const { rows } = await runner.prepared<RawRow>(`SELECT ${ROW} FROM ${t} WHERE client_id = $1 AND key = $2`, [clientId, key]);
       return rows[0] ? toRow(rows[0]) : undefined;
@@ -213,37 +251,9 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
       return rows[0] ? { clientId, key, token: rows[0].lease_token } : null;
     },
 
-    commitPhase: <T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>): Promise<Fenced<T | undefined>> =>
-      fenced(
-        lease,
-        work,
-        // EXTn_SENT after the phase, and the mark before a phase with no statement, are written by
-        // the phase's own UPDATE: one commit, durable when any of them is.
-        (result, mark) => {
-          const point = folded(mark, phase, phasePatch(phase, result), phase.next);
-          return pointStatement(lease, point, point.data);
-        },
-        phase.prior,
-        { point: phase.next?.recoveryPoint ?? phase.recoveryPoint, next: phase.next !== undefined },
-      ),
+    commitPhase: (lease, phase, work) => commits.commitPhase(lease, phase, work),
 
-    finish: <T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>, options?: FinishOptions) =>
-      fenced(
-        lease,
-        work,
-        (result, mark) => {
-          const final: StoredResponse = typeof response === 'function' ? response(result) : response;
-          const bytes = Buffer.byteLength(final.body, 'utf8');
-          if (bytes > maxResponseBytes) {
-            throw new RangeError(`postgresKeyStore: a ${bytes}-byte response exceeds maxResponseBytes (${maxResponseBytes})`);
-          }
-          const stored = [final.status, JSON.stringify(final.headers), final.body];
-          // A mark before a final step with no statement is written by the same UPDATE.
-          if (mark) return { sql: FINISH_AFTER, params: [...fenceArgs(lease), mark.recoveryPoint, JSON.stringify(mark.data ?? {}), ...stored] };
-          return { sql: FINISH, params: [...fenceArgs(lease), ...stored] };
-        },
-        options?.prior,
-      ),
+    finish: (lease, response, work) => commits.finish(lease, response, work),
 
     async release(lease, { forget }) {
       // A row with a recovery point records work that happened: it is kept whatever `forget` says.
@@ -294,4 +304,5 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
 
     close: () => runner.close(),
   };
+  return withFoldedCommits(store, commits);
 }

@@ -33,9 +33,6 @@ CREATE INDEX IF NOT EXISTS oncely_keys_unfinished ON oncely_keys (next_attempt_a
 CREATE INDEX IF NOT EXISTS oncely_keys_finished_expiry ON oncely_keys (expires_at) WHERE state = 'finished';
 `;
 
-/** Thrown inside a fenced write when the lease is gone; becomes `{ ok: false }`. */
-export const LEASE_LOST = Symbol('lease lost');
-
 export const SQL = {
   insert: `INSERT INTO oncely_keys (client_id, key, request_hash, endpoint, request_body, state, lease_token, lease_expires_at, created_at, expires_at)
            VALUES (?, ?, ?, ?, ?, 'started', ?, ?, ?, ?)

@@ -1,16 +1,34 @@
 /**
- * The KeyStore contract: the few primitives a storage backend implements so that the neutral
- * handler (`../handler.ts`) can run PROTOCOL.md's state machine. Each backend owns its SQL in
- * one file (`sqlite.node.ts`, `postgres.node.ts`); the neutral code never builds SQL.
+ * The KeyStore contract: the primitives a storage backend implements so that the neutral handler
+ * (`../handler.ts`) and phase runner (`../phases.ts`) can run PROTOCOL.md's state machine. Each
+ * primitive is one transaction. A store that implements them, and nothing else, is correct:
+ * the contract suite in `test/contract/` and the crash matrix run against such a store.
  *
- * Row lifecycle (every write after admission is fenced by `lease_token = $mine`):
+ * Glossary:
+ * - **key row**: one `(client_id, key)`: the request's fingerprint and body, its state, its
+ *   recovery point, the data its phases produced, and (once finished) the stored response.
+ * - **lease**: a random token with an expiry, held by the one actor allowed to write the row.
+ *   Every write after admission is fenced: it changes the row only while `lease_token = $mine`.
+ * - **recovery point**: the last step that committed (`H1_DONE`, `EXT1_SENT`, …); a new owner
+ *   resumes after it.
+ * - **phase**: a step's work (application SQL on a {@link Tx}) committed together with its
+ *   recovery point, its data and a refreshed lease.
+ * - **lost lease**: a fenced write that found another token; it commits nothing and answers
+ *   `{ ok: false }` ({@link Fenced}).
+ *
+ * Timeline of one request (each arrow is one transaction):
  *
  * ```
  * admit ──► started(lease) ──commitPhase*──► started(point, lease) ──finish──► finished
  *              │    ▲                               │
  *              │    └──────── takeOver ◄────────────┤ lease expired (crash) / released / parked
  *              └── release({forget:true}) deletes a row on which nothing was done yet
+ * sweep: started rows with no live lease, due again      reap: rows past their expiry
  * ```
+ *
+ * A built-in store may also commit several of these transactions in fewer round trips; that
+ * stays inside the store and the runner's commit layer (`../commits.ts`) and changes nothing a
+ * caller of these primitives sees.
  *
  * Time: lease expiry and `leaseRemainingMs` come from the store's own clock (SQLite: this
  * process; PostgreSQL: `now()`), never from comparing an app clock with a database clock.
@@ -103,92 +121,32 @@ export interface AdmitInput {
   readonly ttlMs: number;
 }
 
-/**
- * A local phase that {@link KeyStore.admit} runs in the admission's own transaction when the
- * caller wins the key: the `INSERT`, the phase's work and its recovery point commit together, or
- * nothing does. A first execution then costs one commit less, and never leaves a key row with no
- * recovery point behind (a crash before that commit leaves nothing, as if the request never came).
- */
-export interface FirstPhase<T = unknown> {
-  readonly commit: PhaseCommit<T>;
-  readonly work: (tx: Tx) => Promise<T>;
-}
-
-/**
- * What {@link KeyStore.admit} found. An owner admitted with a {@link FirstPhase} gets `first`
- * (the work's result) and a `row` already at that phase's recovery point.
- */
-export type AdmitResult<T = unknown> =
-  | {
-      readonly owned: true;
-      readonly lease: Lease;
-      readonly row: KeyRow;
-      /** The first phase's result; `next`: whether its {@link PhaseCommit.next} committed too (the row still shows the phase's point). */
-      readonly first?: { readonly value: T | undefined; readonly next?: boolean };
-    }
+/** What {@link KeyStore.admit} found: the caller owns the new row (with a fresh lease), or the existing row. */
+export type AdmitResult =
+  | { readonly owned: true; readonly lease: Lease; readonly row: KeyRow }
   | { readonly owned: false; readonly row: KeyRow };
 
-/** A recovery point committed with no work of its own: `EXTn_SENT`, or an outcome `EXTn_DONE`. */
-export interface PointCommit {
+/** A recovery point to commit under a lease, with the phase's data and a refreshed lease. */
+export interface PhaseCommit<T = unknown> {
   readonly recoveryPoint: string;
   /** Merged into the row's `data`. */
   readonly data?: Readonly<Record<string, unknown>>;
+  /**
+   * Data computed by the phase's own work: called with the work's result inside the transaction
+   * and merged into `data` after {@link PhaseCommit.data}.
+   */
+  readonly dataFrom?: (result: T | undefined) => Readonly<Record<string, unknown>> | undefined | void;
   /** The refreshed lease length. */
   readonly leaseMs: number;
   /**
-   * `false` when a later commit of this attempt is sure to be durable before anything
-   * irreversible or final follows from this one (an external call, a stored response): then the
-   * store may commit without waiting for its log to reach the disk (PostgreSQL:
-   * `synchronous_commit = off`). Its log is written in order, so a crash that loses this commit
-   * loses every later one too — the attempt simply never got this far. `EXTn_SENT` is always
-   * durable: the call follows.
+   * A hint a store may ignore (committing durably is always correct). `false` when a later commit
+   * of this attempt is sure to be durable before anything irreversible or final follows from this
+   * one (an external call, a stored response): the store may then commit without waiting for its
+   * log to reach the disk (PostgreSQL: `synchronous_commit = off`). Its log is written in order,
+   * so a crash that loses this commit loses every later one too: the attempt never got this far.
    * @default true
    */
   readonly durable?: boolean;
-}
-
-/**
- * An outcome mark (`EXTn_DONE`) committed before the phase that follows it, and kept when that
- * phase fails ({@link PhaseCommit.prior}, {@link FinishOptions.prior}).
- */
-export interface PriorCommit extends PointCommit {
-  /**
-   * Runs once the mark has committed and before anything after it commits (the crash-fault hook;
-   * it may use the store). A mark with a hook is committed on its own, before the phase starts.
-   */
-  readonly committed?: () => void | Promise<void>;
-}
-
-/** A phase to commit under a lease. */
-export interface PhaseCommit<T = unknown> extends PointCommit {
-  /**
-   * Data computed by the phase's own work (a local step returns what it produced): called with
-   * the work's result inside the transaction and merged into `data` after {@link PointCommit.data}.
-   */
-  readonly dataFrom?: (result: T | undefined) => Readonly<Record<string, unknown>> | undefined | void;
-  /**
-   * The previous step's outcome mark, committed first. A store may send it with the phase's first
-   * round trip (PostgreSQL, as a transaction of its own) or write it in the phase's turn of its
-   * group commit (SQLite, outside the phase's savepoint); either way it stays committed when the
-   * work then fails. When the work runs no statement, both stores write it with the phase's own
-   * point, in one UPDATE. A mark the lease no longer allows makes the whole call `ok: false`.
-   */
-  readonly prior?: PriorCommit | undefined;
-  /**
-   * A point to commit right after this phase: `EXTn_SENT` when an external call follows. Both
-   * stores write it as the phase's own point (the same UPDATE, one commit, durable when it is):
-   * nothing runs between the phase and it, so no reader needs to see the phase's point alone. If
-   * that write fails, the phase fails with it. The result's `next` says whether it committed; a
-   * store that commits it separately may answer `false` with the phase committed, and the caller
-   * then commits the point on its own.
-   */
-  readonly next?: PointCommit | undefined;
-}
-
-/** Options of {@link KeyStore.finish}. */
-export interface FinishOptions {
-  /** As {@link PhaseCommit.prior}: the last step's outcome mark, committed first and kept if the finish fails. */
-  readonly prior?: PriorCommit | undefined;
 }
 
 /**
@@ -198,10 +156,9 @@ export interface FinishOptions {
 export type FinalResponse<T = unknown> = StoredResponse | ((result: T | undefined) => StoredResponse);
 
 /**
- * A fenced write's result: `ok: false` means the lease was lost and the phase committed nothing
- * (its {@link PhaseCommit.prior} may have). `next` is present when {@link PhaseCommit.next} was asked for.
+ * A fenced write's result: `ok: false` means the lease was lost and the write committed nothing.
  */
-export type Fenced<T> = { readonly ok: true; readonly value: T; readonly next?: boolean } | { readonly ok: false };
+export type Fenced<T> = { readonly ok: true; readonly value: T } | { readonly ok: false };
 
 /** The primitives a backend implements. */
 export interface KeyStore {
@@ -210,11 +167,10 @@ export interface KeyStore {
   migrate(app?: AppSchema): Promise<void>;
   /**
    * `INSERT … ON CONFLICT DO NOTHING RETURNING`: a row back means this caller owns the request
-   * (with a fresh lease); otherwise the existing row is loaded and returned. With `first`, the
-   * owner also runs that phase in the same transaction (see {@link FirstPhase}); if its work
-   * throws, nothing is stored (not even the key) and `admit` rejects with the work's error.
+   * (with a fresh lease); otherwise the existing row is loaded and returned. Atomic: of many
+   * concurrent admissions of one key, exactly one is `owned`.
    */
-  admit<T = unknown>(input: AdmitInput, first?: FirstPhase<T>): Promise<AdmitResult<T>>;
+  admit(input: AdmitInput): Promise<AdmitResult>;
   /** The row, or `undefined`. */
   load(clientId: string, key: string): Promise<KeyRow | undefined>;
   /**
@@ -222,13 +178,17 @@ export interface KeyStore {
    * writes a fresh random token. `null` when someone else holds a live lease or it is finished.
    */
   takeOver(clientId: string, key: string, leaseMs: number): Promise<Lease | null>;
-  /** Work + recovery point + data + lease refresh in one transaction, fenced by the token. */
+  /**
+   * Work + recovery point + data + lease refresh in one transaction, fenced by the token: the
+   * work's statements run only while the lease holds the row, and a work that throws commits
+   * nothing (the call rejects with its error). `ok: false` when the lease was lost.
+   */
   commitPhase<T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>): Promise<Fenced<T | undefined>>;
   /**
    * Work + `state=finished` + the response + lease cleared, in one transaction, fenced. A function
    * `response` is called with the work's result inside the transaction.
    */
-  finish<T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>, options?: FinishOptions): Promise<Fenced<T | undefined>>;
+  finish<T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>): Promise<Fenced<T | undefined>>;
   /**
    * Gives the request up after a transient failure. `forget: true` deletes the row (allowed only
    * while no recovery point is committed); otherwise the lease is cleared and the row stays resumable.

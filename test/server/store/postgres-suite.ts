@@ -4,6 +4,7 @@
  * run by `postgres.test.ts` (a server when available) and `postgres-pglite.test.ts` (PGlite).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { commitsOf } from '../../../src/server/commits.js';
 import type { PgBackend } from '../../support/pg.js';
 import type { AdmitInput, KeyStore, Lease, StoredResponse, Tx } from '../../../src/server/store/types.js';
 
@@ -123,18 +124,18 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       // the phase's transaction, fails.
       const broken = { recoveryPoint: 'EXT1_SENT', leaseMs: 1e300, durable: true };
       const note = (text: string) => (tx: Tx) => tx.run(`INSERT INTO ${store.schema}.work_log (note) VALUES ($1)`, [text]);
-      await expect(store.admit(input('next-1'), { commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false, next: broken }, work: note('h1') })).rejects.toThrow();
+      await expect(commitsOf(store).admit(input('next-1'), { commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false, next: broken }, work: note('h1') })).rejects.toThrow();
       expect(await store.load('acme', 'next-1')).toBeUndefined();
-      const admitted = await store.admit(input('next-2'), { commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false }, work: note('h1') });
+      const admitted = await commitsOf(store).admit(input('next-2'), { commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false }, work: note('h1') });
       if (!admitted.owned) throw new Error('not owned');
       for (const work of [note('h2'), undefined]) {
         const point = work ? 'H2_DONE' : 'H3_DONE';
-        await expect(store.commitPhase(admitted.lease, { recoveryPoint: point, leaseMs: 10_000, data: { [point]: true }, next: broken }, work), point).rejects.toThrow();
+        await expect(commitsOf(store).commitPhase(admitted.lease, { recoveryPoint: point, leaseMs: 10_000, data: { [point]: true }, next: broken }, work), point).rejects.toThrow();
         expect(await store.load('acme', 'next-2'), point).toMatchObject({ recoveryPoint: 'H1_DONE', data: {} });
       }
       // The lease still holds: the same phase without the broken point commits, its point and data with it.
       const sent = { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000, durable: true, data: { sent: 1 } };
-      expect(await store.commitPhase(admitted.lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, data: { h2: true }, next: sent }, note('h2-again'))).toEqual({ ok: true, value: 1, next: true });
+      expect(await commitsOf(store).commitPhase(admitted.lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, data: { h2: true }, next: sent }, note('h2-again'))).toEqual({ ok: true, value: 1, next: true });
       expect(await store.load('acme', 'next-2')).toMatchObject({ recoveryPoint: 'EXT1_SENT', data: { h2: true, sent: 1 } });
       const notes = await backend.query<{ note: string }>(`SELECT note FROM ${store.schema}.work_log WHERE note LIKE 'h%' ORDER BY note`);
       expect(notes.map((n) => n.note)).toEqual(['h1', 'h2-again']);
@@ -144,8 +145,8 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       const mark = { recoveryPoint: 'EXT1_DONE', data: { charge: 'ch_1' }, leaseMs: 10_000, durable: false };
       const cases = [
         // NUL cannot be stored in text (22021), nor \u0000 in jsonb (22P05): the server answers ERROR.
-        { key: 'refused-finish', run: (lease: Lease) => store.finish(lease, { status: 201, headers: {}, body: 'a\u0000b' }, undefined, { prior: mark }) },
-        { key: 'refused-phase', run: (lease: Lease) => store.commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, data: { bad: 'a\u0000b' }, prior: mark }) },
+        { key: 'refused-finish', run: (lease: Lease) => commitsOf(store).finish(lease, { status: 201, headers: {}, body: 'a\u0000b' }, undefined, mark) },
+        { key: 'refused-phase', run: (lease: Lease) => commitsOf(store).commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, data: { bad: 'a\u0000b' }, prior: mark }) },
       ];
       for (const { key, run } of cases) {
         const admitted = await store.admit(input(key));

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { commitsOf } from '../../../src/server/commits.js';
 import { postgresKeyStore } from '../../../src/server/store/postgres.node.js';
 import type { Lease, Tx } from '../../../src/server/store/types.js';
 import { openPgBackend, resolvePgUrl } from '../../support/pg.js';
@@ -66,9 +67,9 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
       const prior = { recoveryPoint: 'EXT1_DONE', data: { risk: 'low' }, leaseMs: 10_000, durable: false };
       const note = (tx: Tx) => tx.run('INSERT INTO notes (note) VALUES ($1)', ['h2']);
       const cases = [
-        { key: 'phase', loses: /oncely_point.*risk/s, at: { state: 'started', recoveryPoint: 'EXT2_SENT', data: { risk: 'low' } }, run: (lease: Lease) => store.commitPhase(lease, { recoveryPoint: 'EXT2_SENT', leaseMs: 10_000, prior }) },
-        { key: 'phase-work', loses: /oncely_point\(.*'EXT1_DONE'.*oncely_lock/s, at: { state: 'started', recoveryPoint: 'EXT1_DONE', data: { risk: 'low' } }, run: (lease: Lease) => store.commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior }, note) },
-        { key: 'finish', loses: /oncely_finish_after/, at: { state: 'finished', recoveryPoint: 'EXT1_DONE', data: { risk: 'low' } }, run: (lease: Lease) => store.finish(lease, { status: 201, headers: {}, body: '{}' }, undefined, { prior }) },
+        { key: 'phase', loses: /oncely_point.*risk/s, at: { state: 'started', recoveryPoint: 'EXT2_SENT', data: { risk: 'low' } }, run: (lease: Lease) => commitsOf(store).commitPhase(lease, { recoveryPoint: 'EXT2_SENT', leaseMs: 10_000, prior }) },
+        { key: 'phase-work', loses: /oncely_point\(.*'EXT1_DONE'.*oncely_lock/s, at: { state: 'started', recoveryPoint: 'EXT1_DONE', data: { risk: 'low' } }, run: (lease: Lease) => commitsOf(store).commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior }, note) },
+        { key: 'finish', loses: /oncely_finish_after/, at: { state: 'finished', recoveryPoint: 'EXT1_DONE', data: { risk: 'low' } }, run: (lease: Lease) => commitsOf(store).finish(lease, { status: 201, headers: {}, body: '{}' }, undefined, prior) },
       ];
       for (const { key, loses, at, run } of cases) {
         const admitted = await store.admit(input(key));
@@ -100,13 +101,13 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
       const note = (tx: Tx) => tx.run('INSERT INTO notes (note) VALUES ($1)', ['n']);
       const sent = (n: number) => ({ recoveryPoint: `EXT${n}_SENT`, leaseMs: 10_000, durable: true });
       const lost = lose(/oncely_point.*'EXT1_SENT'.*COMMIT/s);
-      const admitted = await store.admit(input('landed'), { commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false, next: sent(1) }, work: note });
+      const admitted = await commitsOf(store).admit(input('landed'), { commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false, next: sent(1) }, work: note });
       expect(lost()).toBe(true);
       if (!admitted.owned) throw new Error('not owned');
       expect(admitted.first).toEqual({ value: 1, next: true });
       // The same without a call after the first phase: the row at H1_DONE says the COMMIT ran.
       const alone = lose(/oncely_point.*'H1_DONE'.*COMMIT/s);
-      const local = await store.admit(input('landed-local'), { commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false }, work: note });
+      const local = await commitsOf(store).admit(input('landed-local'), { commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false }, work: note });
       expect(alone()).toBe(true);
       expect(local.owned && local.first).toEqual({ value: 1 });
       expect(await store.load('acme', 'landed-local')).toMatchObject({ state: 'started', recoveryPoint: 'H1_DONE' });
@@ -116,7 +117,7 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
       ];
       for (const { point, loses, work, value } of cases) {
         const gone = lose(loses);
-        expect(await store.commitPhase(admitted.lease, { recoveryPoint: `H${point}_DONE`, leaseMs: 10_000, durable: false, next: sent(point) }, work), `EXT${point}`).toEqual({ ok: true, value, next: true });
+        expect(await commitsOf(store).commitPhase(admitted.lease, { recoveryPoint: `H${point}_DONE`, leaseMs: 10_000, durable: false, next: sent(point) }, work), `EXT${point}`).toEqual({ ok: true, value, next: true });
         expect(gone(), `EXT${point}`).toBe(true);
         expect(await store.load('acme', 'landed')).toMatchObject({ state: 'started', recoveryPoint: `EXT${point}_SENT` });
       }

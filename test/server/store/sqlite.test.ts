@@ -1,3 +1,4 @@
+import { commitsOf } from '../../../src/server/commits.js';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -150,9 +151,9 @@ describe('sqliteKeyStore group commit: failure paths', () => {
     });
     // Three admissions in one group: the refused one is undone alone.
     const [refused, owned, duplicate] = await Promise.allSettled([
-      store.admit(admission('k-refused'), first('refused')),
-      store.admit(admission('k-owned'), first('owned')),
-      store.admit(admission('k-owned'), first('duplicate')),
+      commitsOf(store).admit(admission('k-refused'), first('refused')),
+      commitsOf(store).admit(admission('k-owned'), first('owned')),
+      commitsOf(store).admit(admission('k-owned'), first('duplicate')),
     ]);
     expect(refused.status).toBe('rejected');
     expect(owned.status === 'fulfilled' && owned.value.owned && owned.value.first).toEqual({ value: 'owned', next: true });
@@ -169,7 +170,7 @@ describe('sqliteKeyStore group commit: failure paths', () => {
     await store.migrate({ sqlite: 'CREATE TABLE IF NOT EXISTS work (w TEXT);', postgres: '' });
     await store.transaction((tx) => tx.run("CREATE TRIGGER roll_back BEFORE INSERT ON work WHEN NEW.w = 'boom' BEGIN SELECT RAISE(ROLLBACK, 'disk full'); END"));
     const swallowed: string[] = [];
-    const admitted = store.admit(admission('k-swallowed'), {
+    const admitted = commitsOf(store).admit(admission('k-swallowed'), {
       commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false, next: { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000, durable: true } },
       work: async (tx: Tx) => {
         try {
@@ -203,7 +204,7 @@ describe('sqliteKeyStore group commit: failure paths', () => {
       tx.run(`CREATE TRIGGER refuse_mark BEFORE UPDATE ON oncely_keys WHEN NEW.recovery_point = 'EXT1_DONE' BEGIN SELECT RAISE(${raise}, 'no room'); END`),
     );
     const failed: string[] = [];
-    const phase = store.commitPhase(
+    const phase = commitsOf(store).commitPhase(
       admitted.lease,
       { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior: { recoveryPoint: 'EXT1_DONE', data: { charge: 'ch_1' }, leaseMs: 10_000, durable: false } },
       async (tx) => {

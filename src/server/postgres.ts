@@ -1,0 +1,8 @@
+/**
+ * The PostgreSQL key store (`oncely/server/postgres`): for many server instances on one
+ * database, on `pg` (an optional peer dependency: `npm install pg@8`), or over an in-process
+ * PGlite. Node only.
+ *
+ * @module
+ */
+export { postgresKeyStore, type PgliteLike, type PgliteQueryable, type PgliteResults, type PostgresKeyStoreOptions } from './store/postgres.node.js';
