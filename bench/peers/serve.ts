@@ -8,6 +8,8 @@
  * `BENCH_REDIS_URL`. `unguarded-postgres` keeps its charges in PostgreSQL (`BENCH_ONCELY_DB`,
  * `BENCH_PG_SCHEMA`), the baseline for oncely on PostgreSQL. `oncely-nostore` is oncely over a
  * store that writes nothing (`nostore.ts`): what the layer costs without its database.
+ * `recipe-sqlite` and `recipe-postgres` are the design article's recipe written by hand
+ * (`recipe.ts`), on the file or schema oncely's store would use.
  *
  * @module
  */
@@ -32,6 +34,8 @@ export const PEERS = [
   'unguarded',
   'unguarded-postgres',
   'unguarded-express',
+  'recipe-sqlite',
+  'recipe-postgres',
   'trivial',
 ] as const;
 
@@ -85,6 +89,15 @@ if (peer === 'oncely-sqlite' || peer === 'oncely-postgres' || peer === 'oncely-n
     await receiptWork(input, work);
     return Response.json(payment, { status: 201 });
   });
+} else if (peer === 'recipe-sqlite') {
+  const { sqliteRecipe } = await import('./recipe.js');
+  serveFetch(sqliteRecipe(env('BENCH_ONCELY_DB', ':memory:'), work).fetch);
+} else if (peer === 'recipe-postgres') {
+  const [{ default: pg }, { postgresRecipe }] = await Promise.all([import('pg'), import('./recipe.js')]);
+  const schema = env('BENCH_PG_SCHEMA', 'bench');
+  const pool = new pg.Pool({ connectionString: env('BENCH_ONCELY_DB', ''), max: 10, options: `-c search_path=${schema}` });
+  await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+  serveFetch((await postgresRecipe(pool, work)).fetch);
 } else if (peer === 'trivial') {
   serveFetch(() => new Response('ok'));
 } else {

@@ -55,6 +55,21 @@ for (const { name, label } of PEERS) {
   throughputRows.push(row);
 }
 
+// The goal: oncely's first execution against the fastest other idempotency layer of each round
+// (the unguarded app is no layer: it is left out).
+const layers = PEERS.filter(({ name }) => name !== 'oncely-sqlite' && !name.startsWith('unguarded'));
+const firstRps = (name: string): number[] => (loads[`${name}.first`] ?? []).map((r) => r.rps);
+const oncelyFirst = firstRps('oncely-sqlite');
+figures.push(
+  figure(
+    'peers.oncely_vs_fastest_peer.first',
+    'oncely (SQLite) first execution ÷ the fastest other idempotency layer',
+    '×',
+    oncelyFirst.map((rps, round) => rps / Math.max(...layers.map(({ name }) => firstRps(name)[round] ?? 0))),
+    { op: '>=', value: 1.5 },
+  ),
+);
+
 emit({
   suite: 'peer-throughput',
   figures,
