@@ -8,7 +8,8 @@
  * ```
  *
  * The page imports oncely from `src/browser.ts` directly, the file an application reaches as
- * `oncely/browser`; esbuild bundles it for the browser platform, so nothing Node-only can slip in.
+ * `oncely/browser`, and the worker `src/service-worker/index.ts` (`oncely/service-worker`);
+ * esbuild bundles both for the browser platform, so nothing Node-only can slip in.
  */
 import { copyFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -32,36 +33,41 @@ export interface BuildCheckoutOptions {
 }
 
 /**
- * Builds the page; resolves to the output folder and the size of `app.js` in bytes.
+ * Builds the page (`app.js`) and its Service Worker (`sw.js`, a classic script at the root, so its
+ * scope is the whole site); resolves to the output folder and their sizes in bytes.
  *
  * @example
  * ```ts
  * const { outDir } = await buildCheckout({ outDir: '/tmp/checkout', minify: false });
  * ```
  */
-export async function buildCheckout(options: BuildCheckoutOptions = {}): Promise<{ outDir: string; bytes: number }> {
+export async function buildCheckout(options: BuildCheckoutOptions = {}): Promise<{ outDir: string; bytes: number; workerBytes: number }> {
   const outDir = options.outDir ?? join(here, 'dist');
   await mkdir(outDir, { recursive: true });
-  const result = await build({
-    entryPoints: [join(here, 'src/main.ts')],
-    outfile: join(outDir, 'app.js'),
-    bundle: true,
-    platform: 'browser',
-    format: 'esm',
-    target: 'es2022',
-    minify: options.minify ?? true,
-    sourcemap: true,
-    metafile: true,
-    logLevel: 'warning',
-  });
+  const bundle = async (entry: string, outfile: string, format: 'esm' | 'iife'): Promise<number> => {
+    const result = await build({
+      entryPoints: [join(here, entry)],
+      outfile: join(outDir, outfile),
+      bundle: true,
+      platform: 'browser',
+      format,
+      target: 'es2022',
+      minify: options.minify ?? true,
+      sourcemap: true,
+      metafile: true,
+      logLevel: 'warning',
+    });
+    return Object.entries(result.metafile.outputs).find(([path]) => path.endsWith(outfile))?.[1].bytes ?? 0;
+  };
+  // A classic worker script: module Service Workers are not everywhere yet, and it imports nothing.
+  const [bytes, workerBytes] = await Promise.all([bundle('src/main.ts', 'app.js', 'esm'), bundle('src/service-worker.ts', 'sw.js', 'iife')]);
   await Promise.all(['index.html', 'styles.css'].map((file) => copyFile(join(here, file), join(outDir, file))));
-  const bytes = Object.entries(result.metafile.outputs).find(([path]) => path.endsWith('app.js'))?.[1].bytes ?? 0;
-  return { outDir, bytes };
+  return { outDir, bytes, workerBytes };
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const outIndex = process.argv.indexOf('--out');
   const outDir = outIndex > 0 ? process.argv[outIndex + 1] : undefined;
   const built = await buildCheckout(outDir === undefined ? {} : { outDir });
-  console.log(`built ${built.outDir} (app.js ${(built.bytes / 1024).toFixed(1)} KB)`);
+  console.log(`built ${built.outDir} (app.js ${(built.bytes / 1024).toFixed(1)} KB, sw.js ${(built.workerBytes / 1024).toFixed(1)} KB)`);
 }

@@ -1,22 +1,25 @@
 /**
  * The checkout page: renders the order, journals its payment (the key is fixed from that
  * moment), pays it once however often Pay is pressed, and on load finishes whatever an
- * earlier page load left unconfirmed.
+ * earlier page load left unconfirmed. It registers the Service Worker (`sw.js`) that finishes a
+ * payment after its tab is closed, and asks it for a background sync whenever an attempt gets
+ * no answer.
  *
- * In an application this module imports `oncely/browser`; the example imports the same file
- * from the repository's sources so it always runs against the code under test.
+ * In an application this module imports `oncely/browser` and `oncely/service-worker`; the
+ * example imports the same files from the repository's sources so it always runs against the
+ * code under test.
  */
 import { createClient, type Operation } from '../../../src/browser.js';
+import { requestBackgroundSync } from '../../../src/service-worker/index.js';
+import { demoHeaders } from './config.js';
 import { orderFromUrl, paymentBody, urlForOrder } from './order.js';
 import { confirmPayment, onSubmittedElsewhere, retryMessage, type Report } from './payment.js';
 import { resumeOtherPayments } from './others.js';
 import { CheckoutStatus, createCheckoutView } from './view.js';
 
-/**
- * The reference server's built-in demo caller. A real shop would not put a token in its page:
- * its own backend authenticates the session and forwards the keyed request.
- */
-const DEMO_TOKEN = 'test_acme';
+// Where Service Workers exist (secure contexts: https, or http://localhost / 127.0.0.1). Without
+// one, or without Background Sync, the page's resume on load below is the way payments finish.
+navigator.serviceWorker?.register('./sw.js').catch(() => undefined);
 
 const root = document.querySelector<HTMLElement>('main.checkout');
 if (!root) throw new Error('checkout page: missing <main class="checkout">');
@@ -30,7 +33,10 @@ view.showOrder(order);
 // No `journal` option: oncely/browser's default is the IndexedDB journal, shared by the tabs.
 const client = createClient({
   baseUrl: location.origin,
-  headers: { authorization: `Bearer ${DEMO_TOKEN}` },
+  headers: demoHeaders,
+  // No answer (offline, a dropped connection): the worker is woken once the network is back,
+  // and finishes the payment even if this tab is closed by then.
+  onUnanswered: () => void requestBackgroundSync(),
   onRetry: ({ key, status, error }) => {
     if (key === root.dataset.key) view.showStatus(CheckoutStatus.Confirming, retryMessage(status, error !== undefined));
   },

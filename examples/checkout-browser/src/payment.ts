@@ -5,7 +5,8 @@
  * render ─► prepare (key derived from the order, journaled, submittedAt: null) ─► pending ──Pay──► confirming
  * confirming ─► send() (journals submittedAt, posts `submitted`) ─► 2xx ─► paid (posts `settled`)
  *                    ├──► 402 / final 4xx ─► declined (posts `settled`)
- *                    └──► still unknown (offline, 409, 202, 5xx) ─► wait for the network ─► send() again
+ *                    ├──► no answer to an attempt ─► background sync registered (the worker takes over if the tab closes)
+ *                    └──► still unknown (offline, 409, 202, 5xx) ─► wait for the network or `settled` ─► send() again
  * reload / tab opened later ─► prepare returns the same record ─► submittedAt set? ─► confirming ─► send() …
  * tab already open ─► `submitted` or `settled` for its key on the channel ─► confirming ─► send() …
  * ```
@@ -22,9 +23,12 @@
  * that order sends it too, and the journal's claim lets one tab at a time have it in flight.
  * `send()` stamps `submittedAt` a moment after it is called, so a tab that loads in that moment
  * can both miss `submitted` and read `submittedAt: null`; `settled` still brings it along, and
- * its `send()` then answers from the journal without a request.
+ * its `send()` then answers from the journal without a request. The Service Worker posts
+ * `settled` on the same channel when it finishes a payment, so a tab waiting for the network
+ * shows the outcome at once.
  */
 import { ErrorCode, isOncelyError, type Operation, type OperationResult } from '../../../src/browser.js';
+import { CHANNEL_NAME } from './config.js';
 import { CheckoutStatus } from './view.js';
 
 /** What the reference server answers `201` with. */
@@ -38,9 +42,6 @@ export interface Payment {
 
 /** What the page shows while and after paying; `paymentId` comes with `paid`. */
 export type Report = (status: CheckoutStatus, message: string, paymentId?: string) => void;
-
-/** The BroadcastChannel the checkout tabs of this origin tell each other about payments on. */
-const CHANNEL_NAME = 'oncely-checkout';
 
 /** What a tab posts on the channel after it called `send()` for `key`, or once that settled. */
 interface PaymentMessage {
@@ -88,16 +89,24 @@ export function onSubmittedElsewhere(key: string, handler: () => void): void {
   });
 }
 
-/** Resolves when the browser reports it is back online, or after `ms` (the report can lag). */
-function waitForNetwork(ms: number): Promise<void> {
+/**
+ * Resolves when the browser reports it is back online, when another tab or the Service Worker
+ * reports `key` settled, or after `ms` (the report can lag).
+ */
+function waitForNetwork(ms: number, key: string): Promise<void> {
   return new Promise((resolve) => {
+    const onMessage = (event: MessageEvent<unknown>): void => {
+      if (isPaymentMessage(event.data) && event.data.type === 'settled' && event.data.key === key) done();
+    };
     const done = (): void => {
       clearTimeout(timer);
       window.removeEventListener('online', done);
+      paymentChannel().removeEventListener('message', onMessage);
       resolve();
     };
     const timer = setTimeout(done, ms);
     window.addEventListener('online', done);
+    paymentChannel().addEventListener('message', onMessage);
   });
 }
 
@@ -153,7 +162,7 @@ export async function confirmPayment(operation: Operation, report: Report): Prom
       if (isOncelyError(error, ErrorCode.OperationPending) || isOncelyError(error, ErrorCode.Aborted)) {
         const lastStatus = isOncelyError(error, ErrorCode.OperationPending) ? error.lastStatus : undefined;
         report(CheckoutStatus.Confirming, retryMessage(lastStatus, true));
-        await waitForNetwork(2_000);
+        await waitForNetwork(2_000, operation.key);
         sending = operation.send<Payment>();
         continue;
       }
