@@ -77,6 +77,16 @@ function inFlight(shop: Shop, sender: SentPayment['sender'], since: number): Pro
     .toBe(true);
 }
 
+/** The notifications the worker's registration shows, as `[title, tag]`. */
+async function workerNotifications(shop: Shop): Promise<string[][]> {
+  const worker = shop.context.serviceWorkers().at(-1);
+  if (!worker) throw new Error('no Service Worker is running');
+  return worker.evaluate(async () => {
+    const { registration } = self as unknown as { registration: ServiceWorkerRegistration };
+    return (await registration.getNotifications()).map((notification) => [notification.title, notification.tag]);
+  });
+}
+
 /** Fires `online` in the worker: Chromium fires none there when DevTools' offline emulation ends. */
 async function workerOnline(shop: Shop): Promise<void> {
   const worker = shop.context.serviceWorkers().at(-1);
@@ -94,8 +104,9 @@ function syncTags(tab: Page): Promise<string[]> {
 const answered = (sent: readonly SentPayment[]): SentPayment[] => sent.filter((request) => request.status !== undefined);
 
 describe('the checkout Service Worker', () => {
-  it('finishes a payment whose Pay was pressed offline after the tab is closed, when the network is back and the sync fires, and the reopened page shows it paid without a request', async () => {
+  it('finishes a payment whose Pay was pressed offline after the tab is closed, when the network is back and the sync fires, notifies, and the reopened page shows it paid without a request', async () => {
     const shop = await openShop(server.origin);
+    await shop.worker.allowNotifications();
     const url = orderUrl(server.origin);
     const key = await payOfflineThenClose(shop, url);
     expect(await server.entriesFor(key)).toHaveLength(0);
@@ -107,6 +118,8 @@ describe('the checkout Service Worker', () => {
     expect(await server.entriesFor(key)).toHaveLength(1);
     // Sent by the worker alone: the page's attempts, made offline, got no answer.
     expect(answered(shop.sent).map((request) => [request.sender, request.key, request.status])).toEqual([['worker', key, 201]]);
+    // The example's onSettled hook: no tab of the shop was open, so the customer is notified.
+    await expect.poll(() => workerNotifications(shop)).toEqual([['Payment confirmed', key]]);
 
     const before = shop.sent.length;
     const reopened = await shop.context.newPage();

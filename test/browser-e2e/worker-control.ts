@@ -61,6 +61,11 @@ export interface WorkerControl {
   start(): Promise<void>;
   /** Makes `registration.sync.register()` reject, as in a browser without Background Sync. */
   refuseBackgroundSync(): Promise<void>;
+  /**
+   * Lets the origin show notifications, leaving every other permission as it is (Playwright's
+   * `grantPermissions` refuses all the others, Background Sync included).
+   */
+  allowNotifications(): Promise<void>;
 }
 
 interface Version {
@@ -108,6 +113,18 @@ export async function controlWorker(browser: Browser, context: BrowserContext, o
       changed.add(test);
       test();
     });
+  let browserSession: CDPSession | undefined;
+  const setPermission = async (name: string, setting: 'granted' | 'denied'): Promise<void> => {
+    const { targetInfo } = await session.send('Target.getTargetInfo');
+    // Never detached: Chromium drops a session's permission overrides when it detaches.
+    browserSession ??= await browser.newBrowserCDPSession();
+    await browserSession.send('Browser.setPermission', {
+      permission: { name },
+      setting,
+      origin,
+      ...(targetInfo.browserContextId === undefined ? {} : { browserContextId: targetInfo.browserContextId }),
+    });
+  };
   const mine = (): Version | undefined => versions.find((version) => version.registrationId === registrationId && version.status === 'activated');
 
   return {
@@ -124,16 +141,7 @@ export async function controlWorker(browser: Browser, context: BrowserContext, o
       await session.send('ServiceWorker.startWorker', { scopeURL: `${origin}/` });
       await until(() => mine()?.runningStatus === 'running', 'running');
     },
-    async refuseBackgroundSync() {
-      const { targetInfo } = await session.send('Target.getTargetInfo');
-      // Never detached: Chromium drops a session's permission overrides when it detaches.
-      const browserSession = await browser.newBrowserCDPSession();
-      await browserSession.send('Browser.setPermission', {
-        permission: { name: 'background-sync' },
-        setting: 'denied',
-        origin,
-        ...(targetInfo.browserContextId === undefined ? {} : { browserContextId: targetInfo.browserContextId }),
-      });
-    },
+    refuseBackgroundSync: () => setPermission('background-sync', 'denied'),
+    allowNotifications: () => setPermission('notifications', 'granted'),
   };
 }
