@@ -159,6 +159,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
       assets: values.static === undefined ? undefined : createStaticFiles(values.static),
       digest: nodeDigest,
       onError: (error, request) => log.error({ err: error, method: request.method, path: new URL(request.url).pathname }, 'request failed'),
+      onAttemptError: (error, ref) => log.warn({ err: error, client: ref.clientId, key: ref.key }, 'attempt failed; the request stays retryable'),
     });
     await app.ready;
   } catch (error) {

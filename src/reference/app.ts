@@ -80,6 +80,8 @@ export interface ReferenceAppOptions {
    * so the server can log what the client only sees as "unavailable".
    */
   readonly onError?: ((error: unknown, request: Request) => void) | undefined;
+  /** Called with the cause whenever an attempt ended in a `503` or a worker backoff (the handler's `hooks.onError`). */
+  readonly onAttemptError?: ((error: unknown, ref: { readonly clientId: string; readonly key: string }) => void) | undefined;
   /** Answers a GET that no API route matched (static files), or `undefined` for `404`. */
   readonly assets?: ((request: Request) => Promise<Response | undefined>) | undefined;
   /**
@@ -161,14 +163,16 @@ export function createReferenceApp(options: ReferenceAppOptions): ReferenceApp {
     metrics,
     // Only with crash faults: the hook makes each point around an external call a commit of its
     // own on PostgreSQL, so that the process dies exactly where the fault says.
-    hooks:
-      crash === undefined || !faults.rules.some((rule) => rule.kind === FaultKind.CrashAfter)
+    hooks: {
+      ...(options.onAttemptError === undefined ? {} : { onError: options.onAttemptError }),
+      ...(crash === undefined || !faults.rules.some((rule) => rule.kind === FaultKind.CrashAfter)
         ? {}
         : {
-            afterCommit(point) {
+            afterCommit(point: string) {
               if (faults.fires(FaultKind.CrashAfter, point)) crash(point);
             },
-          },
+          }),
+    },
     ...(options.parkBackoff === undefined ? {} : { parkBackoff: options.parkBackoff }),
     ...(options.digest === undefined ? {} : { digest: options.digest }),
   });

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { jsonTextProblem } from '../server/json-text.js';
 import { readCappedBody } from '../server/read-body.js';
 import { ProblemType, problem } from '../server/problems.js';
 
@@ -49,8 +50,17 @@ export async function readJson(
 ): Promise<{ readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly response: Response }> {
   const body = await readCappedBody(request, maxBytes);
   if (!body.ok) return { ok: false, response: problem(ProblemType.TooLarge, `the body is larger than ${maxBytes} bytes`) };
+  let text: string;
   try {
-    return { ok: true, value: JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(body.bytes)) };
+    text = new TextDecoder('utf-8', { fatal: true }).decode(body.bytes);
+  } catch {
+    return { ok: false, response: problem(ProblemType.InvalidRequest, 'the body is not UTF-8 JSON') };
+  }
+  // As for the idempotent operations: a body no store could keep is refused before it is walked.
+  const refused = jsonTextProblem(text);
+  if (refused !== undefined) return { ok: false, response: problem(ProblemType.InvalidRequest, refused) };
+  try {
+    return { ok: true, value: JSON.parse(text) };
   } catch {
     return { ok: false, response: problem(ProblemType.InvalidRequest, 'the body is not UTF-8 JSON') };
   }

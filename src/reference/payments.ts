@@ -21,6 +21,7 @@
  * @module
  */
 import { v7 as uuidv7 } from 'uuid';
+import { numberLiteral } from '../server/json-text.js';
 import { ProblemType, problemBody } from '../server/problems.js';
 import type { StoredResponse, Tx } from '../server/store/types.js';
 import type { ExternalOutcome, IdempotentOperation, ParseResult, ProbeOutcome, StepContext } from '../server/types.js';
@@ -68,7 +69,7 @@ const FIELDS = new Set(['amount', 'currency', 'reference']);
  * parsePayment({ amount: 0, currency: 'EUR', reference: '' });         // { ok: false, detail: 'amount must be ...' }
  * ```
  */
-export function parsePayment(body: unknown): ParseResult<PaymentInput> {
+export function parsePayment(body: unknown, text?: string): ParseResult<PaymentInput> {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     return { ok: false, detail: 'the body must be a JSON object {"amount", "currency", "reference"}' };
   }
@@ -78,6 +79,11 @@ export function parsePayment(body: unknown): ParseResult<PaymentInput> {
   const { amount, currency, reference } = fields;
   if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1) {
     return { ok: false, detail: 'amount must be an integer number of minor units, at least 1' };
+  }
+  // As the client wrote it: 12.9999999999999999 parses to 13, and 1e3 to 1000; neither is an integer literal.
+  const literal = text === undefined ? undefined : numberLiteral(text, 'amount');
+  if (literal !== undefined && !/^\d+$/.test(literal)) {
+    return { ok: false, detail: `amount must be written as an integer number of minor units, got ${literal}` };
   }
   if (typeof currency !== 'string' || !/^[A-Z]{3}$/.test(currency)) {
     return { ok: false, detail: 'currency must be three upper-case letters, e.g. "EUR"' };

@@ -17,6 +17,7 @@
 import { validate as validateUuid } from 'uuid';
 import { type FingerprintDigest, canonicalJson, canonicalisesJson, defaultDigest, fingerprintInputParsed } from '../fingerprint.js';
 import { DEFAULT_NAMESPACE, parseKeyHeader } from '../keys.js';
+import { jsonTextProblem } from './json-text.js';
 import { inFlight, mismatch, replayFromCache, replayHeaders, respond, stored } from './answers.js';
 import { createServerMetrics, type RequestOutcome, type ServerMetrics } from './metrics.js';
 import { firstLocalPhase } from './first-phase.js';
@@ -191,6 +192,9 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     text: string,
     contentType?: string | null,
   ): { ok: true; input: unknown; canonical: string | undefined } | { ok: false; detail: string } => {
+    // Refused before anything walks the value: a body no store could keep is a 400, never a 503.
+    const refused = jsonTextProblem(text);
+    if (refused !== undefined) return { ok: false, detail: refused };
     let json: unknown;
     try {
       json = text.length === 0 ? undefined : JSON.parse(text);
@@ -200,7 +204,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     // The fingerprint's canonical form is taken before the operation's parser sees the value: a
     // parser that fills in defaults must not change what the request hashes to.
     const canonical = json !== undefined && contentType !== undefined && canonicalisesJson(contentType) ? canonicalJson(json) : undefined;
-    const parsed = operation.parse(json);
+    const parsed = operation.parse(json, text);
     return parsed.ok ? { ok: true, input: parsed.input, canonical } : parsed;
   };
 
@@ -296,8 +300,10 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     if (known) return known.requestHash === requestHash ? replayFromCache(known) : mismatch(known.endpoint, echo);
     try {
       return await admitted(operation, parsed.input, admission, echo);
-    } catch {
-      // Fail closed: without the store there is no record, so nothing may run.
+    } catch (error) {
+      // Fail closed: without the store there is no record, so nothing may run. The cause is
+      // reported: a 503 says "the same request may succeed later", and someone should know why.
+      reportError(config.hooks, error, { clientId, key: parsedKey.key });
       return ['transient', problem(ProblemType.UpstreamUnavailable, 'the key store is unavailable', { ...echo, 'retry-after': '1' })];
     }
   }

@@ -23,6 +23,7 @@ export { createIdempotencyHandler, type IdempotencyHandler, type IdempotencyHand
 export { defaultDigest, webCryptoDigest, type FingerprintDigest } from '../fingerprint.js';
 export type { PhaseHooks } from './phases.js';
 export { externalKey } from './derived-key.js';
+export { MAX_JSON_DEPTH, jsonTextProblem, numberLiteral } from './json-text.js';
 export { PROBLEM_BASE, ProblemType, problem, problemBody, type ProblemBody } from './problems.js';
 export { RequestOutcome, ServerEvent, createServerMetrics, type ServerMetrics } from './metrics.js';
 export { createReplayCache, type CachedKey, type ReplayCache, type ReplayCacheOptions } from './replay-cache.js';

@@ -86,8 +86,13 @@ export interface IdempotentOperation<Input> {
   readonly method: string;
   /** Exact path, e.g. `/v1/payments`. */
   readonly path: string;
-  /** Validates the JSON body; a failure answers `400` and consumes no key. */
-  parse(body: unknown): ParseResult<Input>;
+  /**
+   * Validates the JSON body; a failure answers `400` and consumes no key. `text` is the body as
+   * received, for what `JSON.parse` hides: {@link numberLiteral} gives a number's literal text
+   * (`12.9999999999999999` parses to 13). Bodies nested deeper than 64 levels, or holding NUL or
+   * an unpaired surrogate, are refused before `parse` is called.
+   */
+  parse(body: unknown, text: string): ParseResult<Input>;
   readonly steps: ReadonlyArray<Step<Input>>;
   readonly final: FinalStep<Input>;
 }

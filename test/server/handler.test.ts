@@ -244,6 +244,16 @@ describe('createIdempotencyHandler: fail closed', () => {
     expect((await app.post({ amount: 5 })).status).toBe(201);
   });
 
+  it('reports the cause of a 503 the store caused to hooks.onError, with the caller and key', async () => {
+    const heard: Array<[string, { clientId: string; key: string }]> = [];
+    app = await createTestApp({
+      store: failing(sqliteKeyStore({ path: ':memory:' }), 'admit', 1),
+      hooks: { onError: (error, ref) => heard.push([String(error), { ...ref }]) },
+    });
+    expect((await app.post({ amount: 5 })).status).toBe(503);
+    expect(heard).toEqual([[expect.stringContaining('SQLITE_BUSY'), { clientId: 'acme', key: 'key-1' }]]);
+  });
+
   it('answers 503 and admits nothing when authenticate throws', async () => {
     app = await createTestApp();
     const broken = createIdempotencyHandler({
