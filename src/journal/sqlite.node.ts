@@ -4,7 +4,7 @@
  *
  * better-sqlite3 is synchronous; the {@link Journal} methods are async to share the contract
  * with IndexedDB, and to group the calls made in one tick into one transaction (group commit,
- * see `sqlite-queue.node.ts`). A method that resolved has committed its transaction.
+ * see `../sqlite/group-commit.node.ts`). A method that resolved has committed its transaction.
  *
  * @module
  */
@@ -25,11 +25,9 @@ import { isProvablyDead, thisProcess } from './process-owner.node.js';
 import { defaultJournalPath, ensureJournalFile } from './default.node.js';
 import { prepareSchema } from './sqlite-schema.node.js';
 import { journalErrorFrom, schemaError, closedError } from './sqlite-errors.node.js';
-import { commitQueue, type TaskKind } from './sqlite-queue.node.js';
+import { DRIVER_BUSY_TIMEOUT_MS } from '../sqlite/busy.node.js';
+import { groupCommit, type CallKind } from '../sqlite/group-commit.node.js';
 import { readRow, statements, type Row, type Statements } from './sqlite-statements.node.js';
-
-/** The longest a single lock wait may block the event loop; see `busyTimeoutMs`. */
-const DRIVER_BUSY_WAIT_MS = 20;
 
 /**
  * How much a committed journal write survives.
@@ -161,10 +159,10 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
     let db: Database.Database | undefined;
     try {
       ensureJournalFile(path);
-      // The driver's busy wait blocks the event loop, so it stays short; longer waits for a
-      // lock are asynchronous retries in the commit queue.
+      // No driver busy wait (it would block the event loop): a lock is waited for by the group
+      // commit, which runs this again later.
       const Driver = requirePeer<typeof Database>('better-sqlite3');
-      db = new Driver(path, { timeout: Math.min(busyTimeoutMs, DRIVER_BUSY_WAIT_MS) });
+      db = new Driver(path, { timeout: DRIVER_BUSY_TIMEOUT_MS });
       db.pragma(`synchronous = ${durability === Durability.Power ? 'FULL' : 'NORMAL'}`);
       if (verifyOnOpen) {
         const check = db.pragma('quick_check', { simple: true });
@@ -183,8 +181,8 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
   };
 
   const mapError = (error: unknown): unknown => journalErrorFrom(error, path, busyTimeoutMs);
-  const queue = commitQueue({ connect: () => open().db, mapError, busyTimeoutMs });
-  const run = <T>(kind: TaskKind, work: (sql: Statements) => T): Promise<T> => {
+  const queue = groupCommit({ connect: () => open().db, mapError, busyTimeoutMs, gather: 'tick' });
+  const run = <T>(kind: CallKind, work: (sql: Statements) => T): Promise<T> => {
     if (closed) return Promise.reject(closedError(path));
     return queue.submit(kind, () => work(open().sql));
   };

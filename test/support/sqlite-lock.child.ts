@@ -1,0 +1,18 @@
+/**
+ * Holds the write lock of a SQLite file from another process: opens `path`, runs `BEGIN
+ * IMMEDIATE`, prints `locked`, keeps the transaction open for `holdMs`, then rolls it back,
+ * prints `released` and exits.
+ *
+ * Usage: `node --import tsx test/support/sqlite-lock.child.ts <path> <holdMs>`
+ */
+import Database from 'better-sqlite3';
+
+const [path = '', holdMs = '1500'] = process.argv.slice(2);
+const db = new Database(path, { fileMustExist: true });
+db.exec('BEGIN IMMEDIATE');
+process.stdout.write('locked\n');
+setTimeout(() => {
+  db.exec('ROLLBACK');
+  db.close();
+  process.stdout.write('released\n');
+}, Number(holdMs));
