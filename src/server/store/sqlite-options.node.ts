@@ -9,7 +9,9 @@ export interface SqliteKeyStoreOptions {
   /** Database file; `:memory:` for a private in-process database (tests). */
   readonly path: string;
   /**
-   * How long a write waits for another process's write lock before failing with `SQLITE_BUSY`.
+   * How long a write waits for another process's write lock before failing (with an error that
+   * says so, its `cause` SQLite's `SQLITE_BUSY`). The wait does not block the event loop: the
+   * write is tried again on a timer.
    * @default 5000
    */
   readonly busyTimeoutMs?: number;
