@@ -43,7 +43,7 @@ export const BACKSTOP_PAGES = 2048;
  */
 export const LIMIT_BYTES = 4 * BACKSTOP_PAGES * 4096;
 
-/** The longest one backpressure checkpoint blocks the writer's thread. */
+/** The longest one backpressure checkpoint holds the writer back. */
 const BOUND_WAIT_MS = 200;
 
 // CommonJS, evaluated in the worker: better-sqlite3 is resolved by the parent (below) and passed in.
@@ -72,10 +72,11 @@ parentPort.on('message', () => {
 /** A running checkpointer. */
 export interface Checkpointer {
   /**
-   * Checkpoints in the calling thread, blocking, if the log file is past {@link LIMIT_BYTES}: the
-   * backpressure that keeps the log bounded. Call it now and then between transactions.
+   * Checkpoints in the calling thread if the log file is past {@link LIMIT_BYTES}: the
+   * backpressure that keeps the log bounded. Call it now and then between transactions, under
+   * the store's lock, so that no write of the connection runs until it resolves.
    */
-  bound(): void;
+  bound(): Promise<void>;
   /** Runs a last checkpoint and stops the worker. */
   close(): Promise<void>;
 }
@@ -101,7 +102,7 @@ export function startCheckpointer(db: Database.Database, path: string, options: 
       workerData: { module: createRequire(import.meta.url).resolve('better-sqlite3'), path, ...options },
     });
   } catch {
-    return { bound: () => undefined, close: () => Promise.resolve() };
+    return { bound: () => Promise.resolve(), close: () => Promise.resolve() };
   }
   db.pragma(`wal_autocheckpoint = ${BACKSTOP_PAGES}`);
   // A worker that could not open the file or died leaves checkpoints to SQLite again.
@@ -116,24 +117,19 @@ export function startCheckpointer(db: Database.Database, path: string, options: 
   // It must never keep a process alive on its own.
   worker.unref();
   const log = `${path}-wal`;
-  const pause = new Int32Array(new SharedArrayBuffer(4));
   return {
-    bound() {
+    async bound() {
       try {
         if (statSync(log).size <= LIMIT_BYTES) return;
-        // A checkpoint that finds the worker's running answers busy at once: wait for it, blocking
-        // (that is the point), but never long. A reader in another process can hold the log for
-        // as long as it likes, and this thread is every request's: after BOUND_WAIT_MS the writer
-        // goes on, and the next call tries again.
+        // A checkpoint that finds the worker's running, another process writing or a reader on
+        // the log's end answers busy at once (the connection has no busy timeout: a wait there
+        // would block the event loop), having copied what it could. So it is tried again after a
+        // pause, holding this connection's writes back (that is the point), but never long: a
+        // reader in another process can hold the log for as long as it likes. After
+        // BOUND_WAIT_MS the writes go on, and the next call tries again.
         const deadline = Date.now() + BOUND_WAIT_MS;
-        const busyTimeoutMs = db.pragma('busy_timeout', { simple: true }) as number;
-        db.pragma(`busy_timeout = ${BOUND_WAIT_MS}`);
-        try {
-          while ((db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>)[0]?.busy === 1 && Date.now() < deadline) {
-            Atomics.wait(pause, 0, 0, 2);
-          }
-        } finally {
-          db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+        while ((db.pragma('wal_checkpoint(TRUNCATE)') as Array<{ busy: number }>)[0]?.busy === 1 && Date.now() < deadline) {
+          await new Promise((resolve) => setTimeout(resolve, 2));
         }
       } catch {
         // No log file (nothing written yet), or SQLite failed: the next call tries again.
