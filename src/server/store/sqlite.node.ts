@@ -2,16 +2,15 @@
  * The SQLite KeyStore (better-sqlite3): the embedded default, safe for several server processes
  * sharing one database file.
  *
- * - WAL + `synchronous=NORMAL` + `busy_timeout`: readers never block the writer, and a process
- *   that finds the write lock taken waits up to `busyTimeoutMs` before failing (the handler then
- *   answers `503`, fail closed).
+ * - WAL + `synchronous=NORMAL`: readers never block the writer, and a process that finds the
+ *   write lock taken waits for it on a timer, without blocking its event loop, up to
+ *   `busyTimeoutMs` before failing (the handler then answers `503`, fail closed).
  * - Every write transaction is `BEGIN IMMEDIATE`, so it takes the write lock up front and can
  *   never deadlock upgrading a read lock held by another process.
- * - better-sqlite3 is synchronous: a write waiting for another process's lock blocks this
- *   process's event loop, which is why every transaction is short and no external call ever
- *   runs inside one (the handler commits `EXTn_SENT`, then calls, then commits the outcome).
+ * - Every transaction is short and no external call ever runs inside one (the handler commits
+ *   `EXTn_SENT`, then calls, then commits the outcome): the database's write lock waits with it.
  * - Writes queued in the same turn of the event loop share one transaction (group commit, see
- *   `sqlite-connection.node.ts`), and a write costs as few statements as it can: a phase commit
+ *   `../../sqlite/group-commit.node.ts`), and a write costs as few statements as it can: a phase commit
  *   with no application work is one fenced `UPDATE` (the lease token in its WHERE; the row's data
  *   merged in SQL), admission is one `INSERT … ON CONFLICT DO NOTHING RETURNING`, and a first
  *   local step runs in the admission's own write (see {@link FirstPhase}).
