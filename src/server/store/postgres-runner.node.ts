@@ -2,16 +2,20 @@
  * A tiny "query + transaction" runner over the two PostgreSQL engines the store accepts: a `pg`
  * pool (production, many server instances) and an in-process PGlite (tests on machines without a
  * server; its runner is in `postgres-pglite.node.ts`). The store's SQL is the same for both; only
- * how a statement reaches the engine differs.
+ * how a statement reaches the engine differs. Values always travel as bind parameters: no key,
+ * body or response is ever part of an SQL text (nor, therefore, of a statement log).
  *
  * @module
  */
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { requirePeer } from '../../optional-peer.node.js';
-import { inline, type Statement } from './postgres-inline.node.js';
 
-export type { Statement } from './postgres-inline.node.js';
+/** A statement of the store's own (never application SQL) and its bind parameters. */
+export interface Statement {
+  readonly sql: string;
+  readonly params: readonly unknown[];
+}
 
 /** What a statement returned: its rows and how many rows it changed (or returned). */
 export interface QueryResult<T> {
@@ -47,9 +51,10 @@ export interface Runner {
   readonly prepared: Query;
   /**
    * BEGIN and `first` in one round trip (a throw rolls back and rethrows). With
-   * {@link OpenTransaction.commit} a transaction of n statements costs n round trips, not n + 2.
-   * `before` goes first in the same round trip, committed as a transaction of its own (it stays
-   * committed whatever happens to this one; if it fails, nothing after it runs).
+   * {@link OpenTransaction.commit} a transaction of n statements costs n round trips, not n + 2
+   * (on a pipelined connection; see {@link createPgRunner}). `before` goes first in the same round
+   * trip, committed as a transaction of its own: it stays committed whatever happens to this one,
+   * and if it fails, nothing after it takes effect and its error is thrown.
    */
   open<T>(first: Statement, before?: Statement): Promise<{ readonly result: QueryResult<T>; readonly tx: OpenTransaction }>;
   /** `BEGIN … COMMIT` on one connection; a throw rolls back and rethrows. */
@@ -96,8 +101,33 @@ export interface PgRunnerOptions {
   readonly prepare: boolean;
 }
 
+/** `pg` 8.23's pipeline mode, which its type definitions do not know yet. */
+type Pipelined = { readonly pipeline?: boolean };
+
+/** A settled answer's value, or its failure thrown. */
+const valueOf = <T>(settled: PromiseSettledResult<T>): T => {
+  if (settled.status === 'rejected') throw settled.reason;
+  return settled.value;
+};
+
+/**
+ * Throws unless COMMIT committed: PostgreSQL answers the COMMIT of a failed transaction with
+ * ROLLBACK and no error (a work that caught the failure of one of its statements).
+ */
+const committed = (result: pg.QueryResult | pg.QueryResult[]): void => {
+  const command = (Array.isArray(result) ? result.at(-1) : result)?.command;
+  if (command !== 'COMMIT') throw new Error(`pgRunner: the transaction was rolled back (${command ?? 'no answer'} to COMMIT)`);
+};
+
 /**
  * A runner over a `pg` pool: its own (from a connection string) or one the caller passes in.
+ *
+ * Round trips: the pool the runner creates is in `pg`'s pipeline mode, so BEGIN, the store's
+ * statements and COMMIT go out without waiting for each other, and one round trip carries what
+ * {@link Runner.open} and {@link OpenTransaction.commit} promise. In a pipeline an error in one
+ * statement does not stop the next: each answer is checked, in order. A pool passed in is used as
+ * its owner configured it: not pipelined (the default), the same statements go one after another —
+ * the same results and transactions, one round trip per statement.
  *
  * Fail closed: `connectionTimeoutMillis` makes every call reject within `connectTimeoutMs` when
  * the server is unreachable, and the pool opens fresh connections once it is back, so the store
@@ -106,20 +136,20 @@ export interface PgRunnerOptions {
  */
 export function createPgRunner(options: PgRunnerOptions): Runner {
   const owned = options.pool === undefined;
-  const pool =
-    options.pool ??
-    new (requirePeer<typeof pg>('pg').Pool)({
-      connectionString: withoutOptions(options.connectionString),
-      max: options.max,
-      connectionTimeoutMillis: options.connectTimeoutMs,
-      // Client-side bound too: `statement_timeout` cannot fire on a server that stopped answering.
-      query_timeout: options.statementTimeoutMs + options.connectTimeoutMs,
-      // Set per session at connect time, so no checkout pays a round trip for it. `pg` lets a
-      // URL's `?options=` replace this field wholesale: keep the URL's settings, then ours.
-      options: [urlOptions(options.connectionString), `-c search_path=${options.schema},public -c statement_timeout=${options.statementTimeoutMs}`]
-        .filter(Boolean)
-        .join(' '),
-    });
+  const config: pg.PoolConfig & Pipelined = {
+    connectionString: withoutOptions(options.connectionString),
+    max: options.max,
+    connectionTimeoutMillis: options.connectTimeoutMs,
+    // Client-side bound too: `statement_timeout` cannot fire on a server that stopped answering.
+    query_timeout: options.statementTimeoutMs + options.connectTimeoutMs,
+    // Set per session at connect time, so no checkout pays a round trip for it. `pg` lets a
+    // URL's `?options=` replace this field wholesale: keep the URL's settings, then ours.
+    options: [urlOptions(options.connectionString), `-c search_path=${options.schema},public -c statement_timeout=${options.statementTimeoutMs}`]
+      .filter(Boolean)
+      .join(' '),
+    pipeline: true,
+  };
+  const pool = options.pool ?? new (requirePeer<typeof pg>('pg').Pool)(config);
   if (owned) pool.on('error', () => undefined);
   // The store's own SQL names its schema; the app's SQL runs in transactions, which on a pool we
   // did not configure set the schema themselves (in the same round trip as BEGIN).
@@ -130,9 +160,6 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
     const result = Array.isArray(results) ? results[results.length - 1]! : results;
     return { rows: result.rows as T[], rowCount: result.rowCount ?? result.rows.length };
   };
-  // An explicit BEGIN … COMMIT around each: a COMMIT ending the implicit transaction of a
-  // multi-statement query would work too, but with a WARNING in the server's log every time.
-  const alone = (statement: Statement): string => `BEGIN; ${inline(statement)}; COMMIT`;
 
   const over =
     (client: pg.Pool | pg.PoolClient): Query =>
@@ -140,13 +167,24 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
       // Without values pg uses the simple protocol, which runs scripts and answers one result each.
       resultOf<T>(await client.query(sql, params as unknown[] | undefined));
 
+  // Named after a hash of the text: stores in different schemas may share an injected pool.
+  const names = new Map<string, string>();
+  const named = (sql: string): string => {
+    let name = names.get(sql);
+    if (name === undefined) names.set(sql, (name = `oncely_${createHash('sha1').update(sql).digest('hex').slice(0, 20)}`));
+    return name;
+  };
+  /** A store statement on `client` (the pool, or a checked-out connection). */
+  const send = (client: pg.Pool | pg.PoolClient, { sql, params }: Statement): Promise<pg.QueryResult> =>
+    client.query(options.prepare ? { name: named(sql), text: sql, values: params as unknown[] } : { text: sql, values: params as unknown[] });
+
   /**
    * A pooled client, released exactly once by `end` (after `sql`, if given; a connection whose
-   * `sql` failed is destroyed instead of pooled). A checked-out client whose server goes away
-   * between two statements (while the caller awaits something else) emits `error` outside any
-   * query; unheard, Node would crash the process.
+   * `sql` failed, or that `end` is told failed, is destroyed instead of pooled). A checked-out
+   * client whose server goes away between two statements (while the caller awaits something
+   * else) emits `error` outside any query; unheard, Node would crash the process.
    */
-  async function checkout(): Promise<{ client: pg.PoolClient; ended(): boolean; end(sql?: string): Promise<void> }> {
+  async function checkout(): Promise<{ client: pg.PoolClient; pipelined: boolean; ended(): boolean; end(sql?: string, failure?: unknown): Promise<void> }> {
     const client = await pool.connect();
     let broken: Error | undefined;
     const onError = (error: Error): void => {
@@ -156,10 +194,12 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
     let ended = false;
     return {
       client,
+      pipelined: (client as Pipelined).pipeline === true,
       ended: () => ended,
-      async end(sql) {
+      async end(sql, failure) {
         if (ended) return;
         ended = true;
+        if (failure !== undefined) broken ??= failure as Error;
         try {
           if (sql) await client.query(sql);
         } catch (error) {
@@ -172,23 +212,11 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
     };
   }
 
-  // Named after a hash of the text: stores in different schemas may share an injected pool.
-  const names = new Map<string, string>();
-  const named = (sql: string): string => {
-    let name = names.get(sql);
-    if (name === undefined) names.set(sql, (name = `oncely_${createHash('sha1').update(sql).digest('hex').slice(0, 20)}`));
-    return name;
-  };
-  const prepared: Query = async <T>(sql: string, params?: readonly unknown[]) => {
-    const result = await pool.query({ name: named(sql), text: sql, values: params as unknown[] });
-    return { rows: result.rows as T[], rowCount: result.rowCount ?? result.rows.length };
-  };
-
   return {
     query: over(pool),
-    prepared: options.prepare ? prepared : over(pool),
+    prepared: options.prepare ? async <T>(sql: string, params?: readonly unknown[]) => resultOf<T>(await send(pool, { sql, params: params ?? [] })) : over(pool),
     async open<T>(first: Statement, before?: Statement) {
-      const { client, ended, end } = await checkout();
+      const { client, pipelined, ended, end } = await checkout();
       const rollback = (): Promise<void> => end('ROLLBACK');
       const onClient = over(client);
       const tx: OpenTransaction = {
@@ -196,8 +224,17 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
         query: (sql, params) => (ended() ? Promise.reject(new Error('pgRunner: this transaction has ended')) : onClient(sql, params)),
         async commit(last) {
           if (ended()) throw new Error('pgRunner: this transaction has ended');
+          if (pipelined) {
+            // A failed `last` leaves the transaction aborted, and the COMMIT behind it ends it.
+            const [wrote, ending] = await Promise.allSettled([send(client, last), client.query('COMMIT')]);
+            await end(undefined, ending.status === 'rejected' ? ending.reason : undefined);
+            valueOf(wrote);
+            committed(valueOf(ending));
+            return;
+          }
           try {
-            await client.query(`${inline(last)}; COMMIT`);
+            await send(client, last);
+            committed(await client.query('COMMIT'));
           } catch (error) {
             // `last` failed (COMMIT never ran) or COMMIT itself did: nothing is left open.
             await rollback();
@@ -207,23 +244,39 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
         },
         rollback,
       };
+      let begun = pipelined;
       try {
-        const results = (await client.query(`${before ? `${alone(before)}; ` : ''}${begin}; ${inline(first)}`)) as unknown as pg.QueryResult[];
-        return { result: resultOf<T>(results), tx };
+        if (pipelined) {
+          // `before` outside BEGIN: in the extended protocol a statement alone is a transaction of
+          // its own, committed at its Sync, before the BEGIN behind it is read.
+          const answers = await Promise.allSettled([before && send(client, before), client.query(begin), send(client, first)]);
+          const [, , opened] = answers.map(valueOf);
+          return { result: resultOf<T>(opened!), tx };
+        }
+        if (before) await send(client, before);
+        begun = true;
+        await client.query(begin);
+        return { result: resultOf<T>(await send(client, first)), tx };
       } catch (error) {
-        await rollback();
+        await (begun ? rollback() : end());
         throw error;
       }
     },
     async transaction<T>(work: (query: Query) => Promise<T>): Promise<T> {
-      const { client, end } = await checkout();
+      const { client, pipelined, end } = await checkout();
+      let began: Promise<unknown> | undefined;
       try {
-        await client.query(begin);
+        // Pipelined, BEGIN goes out with the work's first statement; its answer is checked before COMMIT.
+        began = client.query(begin);
+        began.catch(() => undefined);
+        if (!pipelined) await began;
         const result = await work(over(client));
-        await client.query('COMMIT');
+        await began;
+        committed(await client.query('COMMIT'));
         await end();
         return result;
       } catch (error) {
+        await began?.catch(() => undefined);
         await end('ROLLBACK');
         throw error;
       }
