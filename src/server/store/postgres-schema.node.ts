@@ -36,7 +36,21 @@
  */
 import type { Query, Runner } from './postgres-runner.node.js';
 
-/** The schema version this code writes; each entry of {@link MIGRATIONS} moves one step up. */
+/**
+ * The schema version this code writes; each entry of {@link MIGRATIONS} moves one step up. Version
+ * 1: the key table, and the functions the store calls.
+ *
+ * - `oncely_admit`: the admission above (a row it finds, seen committed, is a correct answer
+ *   whatever happens next).
+ * - `oncely_lock` (sent with BEGIN) checks the lease and locks the row for the transaction;
+ *   `oncely_point`, `oncely_finish` and `oncely_finish_after` (sent with COMMIT, or alone) are the
+ *   fenced writes. They raise OLOST when the lease no longer holds the row, which aborts the
+ *   transaction: the COMMIT pipelined behind them then rolls back instead of committing work whose
+ *   lease was lost. As functions, their statements are planned once per session.
+ * - `oncely_point`'s `p_durable = false` turns `synchronous_commit` off for its own transaction
+ *   (a local phase, an outcome mark); `oncely_finish_after` writes the outcome mark before a final
+ *   step that runs no statement in the response's own UPDATE.
+ */
 const MIGRATIONS: ReadonlyArray<(s: string) => string> = [
   (s) => `
 CREATE TABLE ${s}.oncely_keys (
@@ -72,6 +86,9 @@ BEGIN
   IF current_setting('transaction_isolation') <> 'read committed' THEN
     RAISE EXCEPTION 'oncely_admit needs READ COMMITTED (found %)', current_setting('transaction_isolation');
   END IF;
+  RETURN QUERY SELECT false, NULL::text, row_to_json(k) FROM ${s}.oncely_keys k
+    WHERE k.client_id = p_client AND k.key = p_key;
+  IF FOUND THEN RETURN; END IF;
   PERFORM pg_advisory_xact_lock(hashtextextended(p_client || chr(31) || p_key, 1804));
   RETURN QUERY SELECT false, NULL::text, row_to_json(k) FROM ${s}.oncely_keys k
     WHERE k.client_id = p_client AND k.key = p_key;
@@ -84,12 +101,8 @@ BEGIN
     RETURNING k.*)
   SELECT true, ins.lease_token, row_to_json(ins) FROM ins;
 END
-$fn$;`,
-  // The statements a transaction sends with BEGIN (the lease check) and with COMMIT (the recovery
-  // point, the final response), which go as literal SQL (see postgres.node.ts): as functions,
-  // PL/pgSQL plans their statements once per session instead of at every call. The writes raise
-  // OLOST when the lease no longer holds the row, so that a COMMIT sent after them never runs.
-  (s) => `
+$fn$;
+
 CREATE FUNCTION ${s}.oncely_lock(p_client text, p_key text, p_token text) RETURNS boolean
 LANGUAGE plpgsql VOLATILE AS $fn$
 BEGIN
@@ -98,6 +111,7 @@ BEGIN
   RETURN FOUND;
 END
 $fn$;
+
 CREATE FUNCTION ${s}.oncely_point(p_client text, p_key text, p_token text, p_point text, p_data text,
                                   p_lease_ms float8, p_merge boolean, p_durable boolean) RETURNS void
 LANGUAGE plpgsql VOLATILE AS $fn$
@@ -115,6 +129,7 @@ BEGIN
   END IF;
 END
 $fn$;
+
 CREATE FUNCTION ${s}.oncely_finish(p_client text, p_key text, p_token text, p_status int, p_headers text,
                                    p_body text) RETURNS void
 LANGUAGE plpgsql VOLATILE AS $fn$
@@ -127,27 +142,8 @@ BEGIN
     RAISE EXCEPTION 'oncely_finish: the lease no longer holds this row' USING ERRCODE = 'OLOST';
   END IF;
 END
-$fn$;`,
-  // A point sent after a COMMIT in the same round trip (EXTn_SENT after a local phase) must report
-  // a lost lease, not raise it: the round trip's answer is then the only way to tell that the phase
-  // before it committed. The write itself stays oncely_point's (migration 2); catching its OLOST
-  // costs a subtransaction, once per external call.
-  (s) => `
-CREATE FUNCTION ${s}.oncely_try_point(p_client text, p_key text, p_token text, p_point text, p_data text,
-                                      p_lease_ms float8, p_merge boolean, p_durable boolean) RETURNS boolean
-LANGUAGE plpgsql VOLATILE AS $fn$
-BEGIN
-  PERFORM ${s}.oncely_point(p_client, p_key, p_token, p_point, p_data, p_lease_ms, p_merge, p_durable);
-  RETURN true;
-EXCEPTION WHEN SQLSTATE 'OLOST' THEN
-  RETURN false;
-END
-$fn$;`,
-  // The final response and the outcome mark before it in one UPDATE, when the final step runs no
-  // statement (one round trip, one commit). The store no longer calls oncely_try_point (EXTn_SENT is
-  // now written by its phase's own UPDATE); it stays for instances of the previous version during a
-  // rolling upgrade.
-  (s) => `
+$fn$;
+
 CREATE FUNCTION ${s}.oncely_finish_after(p_client text, p_key text, p_token text, p_point text, p_data text,
                                          p_status int, p_headers text, p_body text) RETURNS void
 LANGUAGE plpgsql VOLATILE AS $fn$
@@ -159,36 +155,6 @@ BEGIN
   IF NOT FOUND THEN
     RAISE EXCEPTION 'oncely_finish_after: the lease no longer holds this row' USING ERRCODE = 'OLOST';
   END IF;
-END
-$fn$;`,
-  // A key that exists is answered before the advisory lock: duplicates and replays of one key no
-  // longer queue on each other's lock, each held until its transaction's ROLLBACK comes back (a
-  // round trip). A row seen committed is a correct answer whatever happens next. Same signature
-  // and answers, so instances of the previous version run it too.
-  (s) => `
-CREATE OR REPLACE FUNCTION ${s}.oncely_admit(p_client text, p_key text, p_hash text, p_endpoint text, p_body text,
-                                             p_lease_ms float8, p_ttl_ms float8)
-RETURNS TABLE (owned boolean, lease text, row_json json)
-LANGUAGE plpgsql VOLATILE AS $fn$
-#variable_conflict use_column
-BEGIN
-  IF current_setting('transaction_isolation') <> 'read committed' THEN
-    RAISE EXCEPTION 'oncely_admit needs READ COMMITTED (found %)', current_setting('transaction_isolation');
-  END IF;
-  RETURN QUERY SELECT false, NULL::text, row_to_json(k) FROM ${s}.oncely_keys k
-    WHERE k.client_id = p_client AND k.key = p_key;
-  IF FOUND THEN RETURN; END IF;
-  PERFORM pg_advisory_xact_lock(hashtextextended(p_client || chr(31) || p_key, 1804));
-  RETURN QUERY SELECT false, NULL::text, row_to_json(k) FROM ${s}.oncely_keys k
-    WHERE k.client_id = p_client AND k.key = p_key;
-  IF FOUND THEN RETURN; END IF;
-  RETURN QUERY WITH ins AS (
-    INSERT INTO ${s}.oncely_keys AS k (client_id, key, request_hash, endpoint, request_body, state,
-                                      lease_token, lease_until, created_at, expires_at)
-    VALUES (p_client, p_key, p_hash, p_endpoint, p_body, 'started', gen_random_uuid()::text,
-            now() + p_lease_ms * interval '1 millisecond', now(), now() + p_ttl_ms * interval '1 millisecond')
-    RETURNING k.*)
-  SELECT true, ins.lease_token, row_to_json(ins) FROM ins;
 END
 $fn$;`,
 ];

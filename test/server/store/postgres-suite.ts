@@ -158,19 +158,6 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       }
     });
 
-    // The store no longer calls oncely_try_point (EXTn_SENT is folded into its phase's write); the
-    // function stays for instances of the previous version during a rolling upgrade.
-    it('answers a lost lease from oncely_try_point (the EXTn_SENT the previous version sent after a COMMIT) instead of raising it', async () => {
-      const admitted = await store.admit(input('try-1'));
-      if (!admitted.owned) throw new Error('not owned');
-      const attempt = async (token: string): Promise<boolean> =>
-        (await backend.query<{ ok: boolean }>(`SELECT ${store.schema}.oncely_try_point('acme', 'try-1', $1, 'EXT1_SENT', '{"n":1}', 10000, true, true) AS ok`, [token]))[0]!.ok;
-      expect(await attempt('not-the-lease')).toBe(false);
-      expect((await store.load('acme', 'try-1'))?.recoveryPoint).toBeNull();
-      expect(await attempt(admitted.lease.token)).toBe(true);
-      expect(await store.load('acme', 'try-1')).toMatchObject({ recoveryPoint: 'EXT1_SENT', data: { n: 1 } });
-    });
-
     it('stores the final response verbatim and clears the lease on finish', async () => {
       const admitted = await store.admit(input('finish-1'));
       if (!admitted.owned) throw new Error('not owned');
@@ -271,7 +258,7 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       const versions = await backend.query<{ n: number; distinct_versions: number; top: number }>(
         `SELECT count(*)::int AS n, count(DISTINCT version)::int AS distinct_versions, max(version) AS top FROM ${schema}.oncely_schema_version`,
       );
-      expect(versions[0]).toEqual({ n: 5, distinct_versions: 5, top: 5 });
+      expect(versions[0]).toEqual({ n: 1, distinct_versions: 1, top: 1 });
       const probe = await backend.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = $1 AND tablename = 'payments_probe'`, [schema]);
       expect(probe[0]!.n).toBe(1);
       const admitted = await peers[3]!.admit(input('after-migrate'));
