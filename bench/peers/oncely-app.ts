@@ -24,6 +24,8 @@ export interface OncelyPeerOptions {
   readonly pgSchema?: string;
   readonly work: WorkOptions;
   readonly leaseMs: number;
+  /** The handler's `inFlightWaitMs`; its default when absent. */
+  readonly inFlightWaitMs?: number;
 }
 
 /** A fetch-style app: `POST /pay` (guarded) and `GET /executions`. */
@@ -96,6 +98,7 @@ export async function createOncelyPeer(options: OncelyPeerOptions): Promise<Fetc
     operations: [paymentOperation(options.work) as IdempotentOperation<unknown>],
     authenticate: () => 'bench',
     leaseMs: options.leaseMs,
+    ...(options.inFlightWaitMs === undefined ? {} : { inFlightWaitMs: options.inFlightWaitMs }),
   });
   return {
     async fetch(request) {

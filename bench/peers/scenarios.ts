@@ -19,6 +19,8 @@ export interface PeerSetup {
   readonly workMs?: number;
   readonly holdMs?: number;
   readonly leaseMs?: number;
+  /** oncely's `inFlightWaitMs` (its default when absent): `0` makes an in-flight duplicate a `409` at once. */
+  readonly inFlightWaitMs?: number;
   /** Reuse the databases and namespace of an earlier start (the restart after a crash). */
   readonly state?: PeerState;
 }
@@ -83,6 +85,7 @@ export async function startPeer(peer: PeerName, setup: PeerSetup = {}): Promise<
       BENCH_WORK_MS: String(setup.workMs ?? 0),
       BENCH_HOLD_MS: String(setup.holdMs ?? 0),
       BENCH_LEASE_MS: String(setup.leaseMs ?? 10_000),
+      ...(setup.inFlightWaitMs === undefined ? {} : { BENCH_IN_FLIGHT_WAIT_MS: String(setup.inFlightWaitMs) }),
     },
   });
   return Object.assign(server, { state });

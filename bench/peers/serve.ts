@@ -71,7 +71,8 @@ function serveExpress(app: express.Express): void {
 if (peer === 'oncely-sqlite' || peer === 'oncely-postgres' || peer === 'oncely-nostore') {
   const pgSchema = process.env['BENCH_PG_SCHEMA'];
   const db = peer === 'oncely-nostore' ? 'nostore' : env('BENCH_ONCELY_DB', ':memory:');
-  const app = await createOncelyPeer({ db, work, leaseMs, ...(pgSchema ? { pgSchema } : {}) });
+  const wait = process.env['BENCH_IN_FLIGHT_WAIT_MS'];
+  const app = await createOncelyPeer({ db, work, leaseMs, ...(pgSchema ? { pgSchema } : {}), ...(wait === undefined ? {} : { inFlightWaitMs: Number(wait) }) });
   serveFetch((request) => app.fetch(request));
 } else if (peer === 'unguarded-postgres') {
   // The same payment work with its charge in PostgreSQL, the way an app without a layer writes it:

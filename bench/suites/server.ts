@@ -55,7 +55,8 @@ interface Target {
 const targets: Target[] = [];
 const start = async (name: string, peer: PeerName, pgBacked: boolean): Promise<ServerProcess> => {
   const state = freshState(pgBacked ? PG_URL : undefined);
-  const server = await startPeer(peer, { leaseMs: LEASE_MS, holdMs: LEASE_MS, state });
+  // Duplicates of the held request answer 409 at once: that is the path the in-flight figure measures.
+  const server = await startPeer(peer, { leaseMs: LEASE_MS, holdMs: LEASE_MS, state, inFlightWaitMs: 0 });
   targets.push({ name, server });
   cleanups.push(async () => discard(state));
   if (pgBacked) cleanups.push(() => dropSchema(state.pgSchema));

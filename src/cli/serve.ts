@@ -39,6 +39,7 @@ const spec = {
     clients: { type: 'string', value: 'FILE', help: 'JSON {"<token>": "<client_id>"} (default: demo callers)' },
     'key-ttl': { type: 'string', value: 'DURATION', help: 'how long finished keys are kept (default 24h)' },
     lease: { type: 'string', value: 'DURATION', help: 'owner lease between phase commits (default 10s)' },
+    'in-flight-wait': { type: 'string', value: 'DURATION', help: 'how long a duplicate waits for the original before 409; 0 answers at once (default 5s)' },
     faults: { type: 'string', value: 'SPEC', help: 'fault injection, e.g. crash-after:EXT2_SENT:0.2 (default $ONCELY_FAULTS)' },
     static: { type: 'string', value: 'DIR', help: 'serve static files from DIR on the same origin' },
     'recovery-interval': { type: 'string', value: 'DURATION', help: 'recovery worker sweep interval; 0 disables it (default 1s)' },
@@ -113,6 +114,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   for (const [name, fallback] of [
     ['key-ttl', '24h'],
     ['lease', '10s'],
+    ['in-flight-wait', '5s'],
     ['recovery-interval', '1s'],
     ['reaper-interval', '60s'],
     ['grace', '10s'],
@@ -152,6 +154,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
       faults,
       leaseMs,
       ttlMs,
+      inFlightWaitMs: durations['in-flight-wait']!,
       // A crash fault is a real crash: no cleanup, no flush, exactly what a power cut leaves behind.
       crash: () => process.kill(process.pid, 'SIGKILL'),
       recoveryIntervalMs: durations['recovery-interval'] || 1000,

@@ -50,6 +50,8 @@ export interface ReferenceAppOptions {
    * @default 10000
    */
   readonly leaseMs?: number | undefined;
+  /** How long a duplicate waits for the original's answer before `409` (the handler's `inFlightWaitMs`). */
+  readonly inFlightWaitMs?: number | undefined;
   /**
    * Key retention, ms.
    * @default 86400000
@@ -159,6 +161,7 @@ export function createReferenceApp(options: ReferenceAppOptions): ReferenceApp {
     authenticate: (request) => clients.authenticate(request.headers.get('authorization')) ?? null,
     leaseMs: options.leaseMs ?? 10_000,
     ttlMs: options.ttlMs ?? 86_400_000,
+    ...(options.inFlightWaitMs === undefined ? {} : { inFlightWaitMs: options.inFlightWaitMs }),
     maxBodyBytes,
     metrics,
     // Only with crash faults: the hook makes each point around an external call a commit of its

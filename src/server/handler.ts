@@ -7,7 +7,7 @@
  *   admit: row returned (a first local step commits with it) ────────► run steps (201 / 402 / 202 / 503)
  *          conflict ─► fingerprint differs ─────────────────────────► 422 (original untouched)
  *                    ─► finished ───────────────────────────────────► stored response + Idempotency-Replay
- *                    ─► started, lease live ────────────────────────► 409 + Retry-After = remaining lease
+ *                    ─► started, lease live ─► wait for its end (≤ inFlightWaitMs), then decide again, or 409
  *                    ─► started, lease expired/released ─► takeOver ─► resume from recovery point (lost race: 409)
  * any store error ──► 503 + Retry-After (fail closed: nothing runs that was not recorded)
  * ```
@@ -15,9 +15,10 @@
  * @module
  */
 import { validate as validateUuid } from 'uuid';
-import { type FingerprintDigest, canonicalJson, canonicalisesJson, defaultDigest, fingerprintInputParsed } from '../fingerprint.js';
+import { type FingerprintDigest, defaultDigest, fingerprintInputParsed } from '../fingerprint.js';
 import { DEFAULT_NAMESPACE, parseKeyHeader } from '../keys.js';
-import { jsonTextProblem } from './json-text.js';
+import { createInFlight, waitBudget } from './in-flight.js';
+import { parseInput, type Admission } from './parse-input.js';
 import { inFlight, mismatch, replayFromCache, replayHeaders, respond, stored } from './answers.js';
 import { createServerMetrics, type RequestOutcome, type ServerMetrics } from './metrics.js';
 import { firstLocalPhase } from './first-phase.js';
@@ -47,6 +48,13 @@ export interface IdempotencyHandlerOptions {
    * @default 86400000 (24 h)
    */
   readonly ttlMs?: number;
+  /**
+   * How long a request that finds its key in flight waits for the original's final answer (then
+   * answered as a replay) before `409`; `0` answers `409` at once. Never longer than the client's
+   * `Prefer: wait=N` nor the owner's lease (see `in-flight.ts`).
+   * @default 5000
+   */
+  readonly inFlightWaitMs?: number;
   /**
    * Largest request body accepted, in bytes; larger is `413`.
    * @default 65536
@@ -131,6 +139,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     metrics: options.metrics ?? createServerMetrics(),
     backoff: options.parkBackoff ?? { baseMs: 1000, maxMs: 60_000 },
     digest: options.digest ?? defaultDigest(),
+    inFlightWaitMs: options.inFlightWaitMs ?? 5000,
   };
   if (!validateUuid(config.namespace)) throw new TypeError(`createIdempotencyHandler: namespace must be a UUID, got ${config.namespace}`);
   const operations = new Map<string, IdempotentOperation<unknown>>();
@@ -141,6 +150,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
   }
   const { store, metrics } = config;
   const commits = commitsOf(store);
+  const keys = createInFlight(store, config.leaseMs);
   const cache: ReplayCache | undefined = options.replayCache === false ? undefined : createReplayCache(options.replayCache);
   /** Remembers a finished key (replayed now or just executed) for the next replay. */
   const remember = (row: Pick<KeyRow, 'clientId' | 'key' | 'endpoint' | 'expiresAt'>, admission: Admission, response: StoredResponse): void =>
@@ -166,9 +176,10 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     row: KeyRow,
     input: unknown,
     how: { readonly onTransient: 'release' | 'park'; readonly admittedAt?: string | undefined; readonly admittedNext?: string | undefined },
-  ): Promise<StepsOutcome> =>
+  ): Promise<StepsOutcome> => {
+    const end = keys.begin(lease.clientId, lease.key);
     // Spelled out, not spread from `config`: this literal is built for every executed request.
-    runSteps({
+    return runSteps({
       store,
       operation,
       lease,
@@ -184,28 +195,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       backoff: config.backoff,
       admittedAt: how.admittedAt,
       admittedNext: how.admittedNext,
-    });
-
-  /** Parses a stored or received body into the operation's input. */
-  const parseInput = (
-    operation: IdempotentOperation<unknown>,
-    text: string,
-    contentType?: string | null,
-  ): { ok: true; input: unknown; canonical: string | undefined } | { ok: false; detail: string } => {
-    // Refused before anything walks the value: a body no store could keep is a 400, never a 503.
-    const refused = jsonTextProblem(text);
-    if (refused !== undefined) return { ok: false, detail: refused };
-    let json: unknown;
-    try {
-      json = text.length === 0 ? undefined : JSON.parse(text);
-    } catch {
-      return { ok: false, detail: 'the body is not valid JSON' };
-    }
-    // The fingerprint's canonical form is taken before the operation's parser sees the value: a
-    // parser that fills in defaults must not change what the request hashes to.
-    const canonical = json !== undefined && contentType !== undefined && canonicalisesJson(contentType) ? canonicalJson(json) : undefined;
-    const parsed = operation.parse(json, text);
-    return parsed.ok ? { ok: true, input: parsed.input, canonical } : parsed;
+    }).finally(end);
   };
 
   async function admitted(
@@ -213,6 +203,8 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     input: unknown,
     admission: Admission,
     echo: Record<string, string>,
+    /** The request's `Prefer` header; `false` once it has waited (a request waits once). */
+    prefer: string | null | false,
   ): Promise<[RequestOutcome, Response]> {
     // A first local step commits with the admission: one transaction fewer per first execution.
     const first = firstLocalPhase(operation, {
@@ -249,9 +241,16 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       remember(row, admission, row.response);
       return ['replayed', stored(row.response, { ...echo, 'idempotency-replay': 'true' })];
     }
-    if (row.leaseRemainingMs !== null && row.leaseRemainingMs > 0) return inFlight(row.leaseRemainingMs, echo);
+    if (row.leaseRemainingMs !== null && row.leaseRemainingMs > 0) {
+      const budget = prefer === false ? 0 : waitBudget(config.inFlightWaitMs, prefer, row.leaseRemainingMs);
+      if (budget === 0) return inFlight(keys.retryAfterMs(row), echo);
+      // Then decided afresh: a replay if it finished, a takeover if its owner died, else 409.
+      await keys.wait(row.clientId, row.key, budget);
+      return admitted(operation, input, admission, echo, false);
+    }
     const lease = await store.takeOver(row.clientId, row.key, config.leaseMs);
-    if (!lease) return inFlight(config.leaseMs, echo);
+    // Lost the race to another taker, who has just begun.
+    if (!lease) return inFlight(1000, echo);
     metrics.add('lease_takeovers');
     // Reload under our lease: the previous owner may have committed more phases since `admit` read it.
     const current = await store.load(row.clientId, row.key);
@@ -299,7 +298,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     // Exactly what `admitted` answers for a finished row, fingerprint first.
     if (known) return known.requestHash === requestHash ? replayFromCache(known) : mismatch(known.endpoint, echo);
     try {
-      return await admitted(operation, parsed.input, admission, echo);
+      return await admitted(operation, parsed.input, admission, echo, request.headers.get('prefer'));
     } catch (error) {
       // Fail closed: without the store there is no record, so nothing may run. The cause is
       // reported: a 503 says "the same request may succeed later", and someone should know why.
@@ -342,15 +341,4 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       return outcome.kind;
     },
   };
-}
-
-/** What the handler passes from admission to the cache. */
-interface Admission {
-  readonly clientId: string;
-  readonly key: string;
-  readonly requestHash: string;
-  readonly endpoint: string;
-  readonly requestBody: string;
-  /** See {@link CachedKey.request}; empty when there is no cache. */
-  readonly identity: string;
 }

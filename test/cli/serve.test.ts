@@ -67,13 +67,27 @@ describe('oncely serve over HTTP: the response matrix', () => {
     expect(stepCount(`${dir}/a.db`, 'H3', 'http-1')).toBe(1);
   });
 
-  it('answers 409 with Retry-After equal to the remaining lease (4.9 s → 5) while the key is in flight', async () => {
+  it('holds a duplicate while the key is in flight and answers it the original response as a replay', async () => {
+    const first = postPayment(a.url, 'http-wait');
+    // The owner is inside the 800 ms rail call once EXT2_SENT is committed.
+    await eventually(() => dbCount(`${dir}/a.db`, "SELECT COUNT(*) AS n FROM oncely_keys WHERE key = 'http-wait' AND recovery_point = 'EXT2_SENT'") === 1);
+    const second = await postPayment(a.url, 'http-wait');
+    const original = await first;
+    expect([original?.status, second?.status]).toEqual([201, 201]);
+    expect(second?.headers.get('idempotency-replay')).toBe('true');
+    expect(await second?.text()).toBe(await original?.text());
+  });
+
+  it('answers 409 with a short Retry-After while the key is in flight to a client that will not wait (Prefer: wait=0)', async () => {
     const first = postPayment(a.url, 'http-409');
-    // The owner is inside the 800 ms rail call once EXT2_SENT is committed (lease just refreshed).
     await eventually(() => dbCount(`${dir}/a.db`, "SELECT COUNT(*) AS n FROM oncely_keys WHERE key = 'http-409' AND recovery_point = 'EXT2_SENT'") === 1);
-    const second = await postPayment(a.url, 'http-409');
-    expect(second?.status).toBe(409);
-    expect(second?.headers.get('retry-after')).toBe('5');
+    const second = await fetch(`${a.url}/v1/payments`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer test_acme', 'idempotency-key': 'http-409', 'content-type': 'application/json', prefer: 'wait=0' },
+      body: paymentBody(),
+    });
+    expect(second.status).toBe(409);
+    expect(second.headers.get('retry-after')).toBe('1');
     expect(await problemType(second)).toBe('https://oncely.dev/problems/key-in-flight');
     expect((await first)?.status).toBe(201);
   });

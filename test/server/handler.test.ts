@@ -48,8 +48,8 @@ describe('createIdempotencyHandler: the response matrix', () => {
     expect(again.headers.get('idempotency-replay')).toBe('true');
   });
 
-  it('answers 409 with Retry-After equal to the remaining lease while the key is in flight', async () => {
-    app = await createTestApp({ leaseMs: 5000 });
+  it('answers 409 with a short Retry-After while the owner is working, when duplicates do not wait', async () => {
+    app = await createTestApp({ leaseMs: 5000, inFlightWaitMs: 0 });
     let open!: () => void;
     app.rail.gate = new Promise((resolve) => (open = resolve));
     const first = app.post({ amount: 10 });
@@ -57,12 +57,70 @@ describe('createIdempotencyHandler: the response matrix', () => {
     const second = await app.post({ amount: 10 });
     expect(second.status).toBe(409);
     expect(second.headers.get('content-type')).toBe('application/problem+json');
-    expect(second.headers.get('retry-after')).toBe('5');
+    expect(second.headers.get('retry-after')).toBe('1');
     expect(second.headers.get('idempotency-key')).toBe('key-1');
     expect((await second.json()).type).toBe('https://oncely.dev/problems/key-in-flight');
     open();
     expect((await first).status).toBe(201);
     expect(await app.count('ledger')).toBe(1);
+  });
+
+  it('holds a duplicate until the original finishes, then answers it the stored response as a replay', async () => {
+    app = await createTestApp();
+    let open!: () => void;
+    app.rail.gate = new Promise((resolve) => (open = resolve));
+    const first = app.post({ amount: 10 });
+    while (app.rail.calls === 0) await new Promise((r) => setTimeout(r, 5));
+    let answered = false;
+    const second = app.post({ amount: 10 }).finally(() => (answered = true));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(answered).toBe(false);
+    open();
+    const [original, duplicate] = await Promise.all([first, second]);
+    expect([original.status, duplicate.status]).toEqual([201, 201]);
+    expect(duplicate.headers.get('idempotency-replay')).toBe('true');
+    expect(await duplicate.text()).toBe(await original.text());
+    expect(await app.count('ledger')).toBe(1);
+    expect(app.rail.calls).toBe(1);
+  });
+
+  it('waits no longer than inFlightWaitMs or the client\'s Prefer: wait, then answers 409', async () => {
+    app = await createTestApp({ inFlightWaitMs: 150 });
+    let open!: () => void;
+    app.rail.gate = new Promise((resolve) => (open = resolve));
+    const first = app.post({ amount: 10 });
+    while (app.rail.calls === 0) await new Promise((r) => setTimeout(r, 5));
+    expect((await app.post({ amount: 10 })).status).toBe(409);
+    const impatient = await createTestApp({ store: app.store, inFlightWaitMs: 60_000 });
+    // Another handler (instance) on the same store: the client says it waits 0 s.
+    expect((await impatient.post({ amount: 10 }, { headers: { prefer: 'wait=0' } })).status).toBe(409);
+    open();
+    expect((await first).status).toBe(201);
+  });
+
+  it('answers a Retry-After of the rest of the lease when the owner stopped committing', async () => {
+    app = await createTestApp({ leaseMs: 10_000, inFlightWaitMs: 0 });
+    expect((await app.post({ amount: 10 }, { key: 'probe' })).status).toBe(201);
+    const row = await app.store.load('acme', 'probe');
+    // An owner elsewhere whose last commit left 3 s of a 10 s lease: it has been silent for 7 s.
+    await app.store.admit({ clientId: 'acme', key: 'key-1', requestHash: row!.requestHash, endpoint: row!.endpoint, requestBody: row!.requestBody, leaseMs: 3000, ttlMs: 60_000 });
+    const answer = await app.post({ amount: 10 });
+    expect(answer.status).toBe(409);
+    expect(answer.headers.get('retry-after')).toBe('3');
+  });
+
+  it('takes a waited-for key over as soon as its dead owner\'s lease runs out, and runs it once', async () => {
+    app = await createTestApp({ leaseMs: 10_000 });
+    const fingerprinted = await app.post({ amount: 10 }, { key: 'probe' });
+    expect(fingerprinted.status).toBe(201);
+    const row = await app.store.load('acme', 'probe');
+    // A dead owner (another process) holding key-1 for 300 ms more, with nothing committed.
+    await app.store.admit({ clientId: 'acme', key: 'key-1', requestHash: row!.requestHash, endpoint: row!.endpoint, requestBody: row!.requestBody, leaseMs: 300, ttlMs: 60_000 });
+    const waited = await app.post({ amount: 10 });
+    expect(waited.status).toBe(201);
+    expect(waited.headers.get('idempotency-replay')).toBeNull();
+    expect(await app.count('ledger')).toBe(2);
+    expect(app.handler.metrics.snapshot().events.lease_takeovers).toBe(1);
   });
 
   it('answers 422 to the same key with another body or path, and keeps the original intact', async () => {

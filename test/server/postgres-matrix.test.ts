@@ -33,18 +33,43 @@ describe.each([
     expect(t.rail.calls).toBe(1);
   });
 
-  it('answers 409 with Retry-After from the lease the database holds while the key is in flight', async () => {
-    const t = await app({ leaseMs: 5000 });
+  it('answers 409 with a short Retry-After while the owner is working, when duplicates do not wait', async () => {
+    const t = await app({ leaseMs: 5000, inFlightWaitMs: 0 });
     let release!: () => void;
     t.rail.gate = new Promise((resolve) => (release = resolve));
     const first = t.post({ amount: 10 });
     while (t.rail.calls === 0) await new Promise((r) => setTimeout(r, 5));
     const second = await t.post({ amount: 10 });
     expect(second.status).toBe(409);
-    expect(second.headers.get('retry-after')).toBe('5');
+    expect(second.headers.get('retry-after')).toBe('1');
     release();
     expect((await first).status).toBe(201);
     expect(await t.count('ledger')).toBe(1);
+  });
+
+  it('holds a duplicate that reaches another instance until the original finishes, then replays it', async () => {
+    const schema = backend.newSchema();
+    const a = await createTestApp({ store: backend.open(schema) });
+    const b = await createTestApp({ store: backend.open(schema) });
+    try {
+      let release!: () => void;
+      a.rail.gate = new Promise((resolve) => (release = resolve));
+      const first = a.post({ amount: 10 });
+      while (a.rail.calls === 0) await new Promise((r) => setTimeout(r, 5));
+      let answered = false;
+      const second = b.post({ amount: 10 }).finally(() => (answered = true));
+      await new Promise((r) => setTimeout(r, 150));
+      expect(answered).toBe(false);
+      release();
+      const [original, duplicate] = await Promise.all([first, second]);
+      expect([original.status, duplicate.status]).toEqual([201, 201]);
+      expect(duplicate.headers.get('idempotency-replay')).toBe('true');
+      expect(await duplicate.text()).toBe(await original.text());
+      expect(b.rail.calls + b.risk.calls).toBe(0);
+      expect(await a.count('ledger')).toBe(1);
+    } finally {
+      await Promise.all([a.store.close(), b.store.close()]);
+    }
   });
 
   it('answers 422 to the same key with another body and keeps the original', async () => {
