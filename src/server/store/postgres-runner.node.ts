@@ -104,11 +104,29 @@ export interface PgRunnerOptions {
 /** `pg` 8.23's pipeline mode, which its type definitions do not know yet. */
 type Pipelined = { readonly pipeline?: boolean };
 
+/** A pooled connection as `pg` makes it: a `Client`, with its wire connection. */
+type Pooled = pg.PoolClient & Pick<pg.Client, 'connection'> & Pipelined;
+
 /** A settled answer's value, or its failure thrown. */
 const valueOf = <T>(settled: PromiseSettledResult<T>): T => {
   if (settled.status === 'rejected') throw settled.reason;
   return settled.value;
 };
+
+/**
+ * Statements `send` issues on a pipelined `client`, written to the socket at once: `pg` writes
+ * each query of a pipeline on its own, and a round trip of three statements would otherwise
+ * cost three writes and as many packets.
+ */
+function together<T>(client: Pooled, send: () => T): T {
+  const { stream } = client.connection;
+  stream.cork();
+  try {
+    return send();
+  } finally {
+    stream.uncork();
+  }
+}
 
 /**
  * Throws unless COMMIT committed: PostgreSQL answers the COMMIT of a failed transaction with
@@ -184,8 +202,8 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
    * client whose server goes away between two statements (while the caller awaits something
    * else) emits `error` outside any query; unheard, Node would crash the process.
    */
-  async function checkout(): Promise<{ client: pg.PoolClient; pipelined: boolean; ended(): boolean; end(sql?: string, failure?: unknown): Promise<void> }> {
-    const client = await pool.connect();
+  async function checkout(): Promise<{ client: Pooled; pipelined: boolean; ended(): boolean; end(sql?: string, failure?: unknown): Promise<void> }> {
+    const client = (await pool.connect()) as Pooled;
     let broken: Error | undefined;
     const onError = (error: Error): void => {
       broken = error;
@@ -194,7 +212,7 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
     let ended = false;
     return {
       client,
-      pipelined: (client as Pipelined).pipeline === true,
+      pipelined: client.pipeline === true,
       ended: () => ended,
       async end(sql, failure) {
         if (ended) return;
@@ -226,7 +244,7 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
           if (ended()) throw new Error('pgRunner: this transaction has ended');
           if (pipelined) {
             // A failed `last` leaves the transaction aborted, and the COMMIT behind it ends it.
-            const [wrote, ending] = await Promise.allSettled([send(client, last), client.query('COMMIT')]);
+            const [wrote, ending] = await Promise.allSettled(together(client, () => [send(client, last), client.query('COMMIT')]));
             await end(undefined, ending.status === 'rejected' ? ending.reason : undefined);
             valueOf(wrote);
             committed(valueOf(ending));
@@ -248,8 +266,9 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
       try {
         if (pipelined) {
           // `before` outside BEGIN: in the extended protocol a statement alone is a transaction of
-          // its own, committed at its Sync, before the BEGIN behind it is read.
-          const answers = await Promise.allSettled([before && send(client, before), client.query(begin), send(client, first)]);
+          // its own, committed at its Sync, before the BEGIN behind it is read. When it fails,
+          // BEGIN and `first` still run behind it, and are rolled back.
+          const answers = await Promise.allSettled(together(client, () => [before && send(client, before), client.query(begin), send(client, first)]));
           const [, , opened] = answers.map(valueOf);
           return { result: resultOf<T>(opened!), tx };
         }
@@ -265,12 +284,16 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
     async transaction<T>(work: (query: Query) => Promise<T>): Promise<T> {
       const { client, pipelined, end } = await checkout();
       let began: Promise<unknown> | undefined;
-      try {
-        // Pipelined, BEGIN goes out with the work's first statement; its answer is checked before COMMIT.
+      const start = (): Promise<T> => {
         began = client.query(begin);
         began.catch(() => undefined);
-        if (!pipelined) await began;
-        const result = await work(over(client));
+        return work(over(client));
+      };
+      try {
+        // Pipelined, BEGIN leaves in one write with the work's first statement; its answer is
+        // checked before COMMIT.
+        if (!pipelined) await (began = client.query(begin));
+        const result = await (pipelined ? together(client, start) : work(over(client)));
         await began;
         committed(await client.query('COMMIT'));
         await end();
