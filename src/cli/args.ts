@@ -21,6 +21,8 @@ export interface OptionSpec {
   /** Placeholder shown after the flag in `--help`, e.g. `N` or `PATH`. */
   readonly value?: string;
   readonly short?: string;
+  /** A string option that may be given several times: its value is every occurrence, in order. */
+  readonly multiple?: true;
 }
 
 /** What a command accepts. */
@@ -36,7 +38,7 @@ export interface CommandSpec<Options extends Readonly<Record<string, OptionSpec>
 
 /** The values of a command's options: strings or booleans, absent when not given. */
 export type OptionValues<Options extends Readonly<Record<string, OptionSpec>>> = {
-  readonly [Name in keyof Options]?: Options[Name]['type'] extends 'boolean' ? boolean : string;
+  readonly [Name in keyof Options]?: Options[Name]['type'] extends 'boolean' ? boolean : Options[Name] extends { readonly multiple: true } ? readonly string[] : string;
 };
 
 /** The outcome of {@link parseCommandArgs}. */
@@ -81,9 +83,13 @@ export function parseCommandArgs<Options extends Readonly<Record<string, OptionS
   argv: readonly string[],
   spec: CommandSpec<Options>,
 ): ParsedArgs<Options> {
-  const options: Record<string, { type: 'string' | 'boolean'; short?: string }> = { help: { type: 'boolean', short: 'h' } };
+  const options: Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }> = { help: { type: 'boolean', short: 'h' } };
   for (const [name, option] of Object.entries(spec.options)) {
-    options[name] = option.short === undefined ? { type: option.type } : { type: option.type, short: option.short };
+    options[name] = {
+      type: option.type,
+      ...(option.short === undefined ? {} : { short: option.short }),
+      ...(option.multiple === undefined ? {} : { multiple: true }),
+    };
   }
   const problem = optionProblem(argv, options);
   if (problem !== undefined) return usageError(spec, problem);

@@ -11,6 +11,7 @@
  *
  * @module
  */
+import { withCors } from '../reference/cors.js';
 import { readFile } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
 import type { serve as listen } from '@hono/node-server';
@@ -24,7 +25,7 @@ import { createStaticFiles } from '../reference/static-files.node.js';
 import { nodeDigest } from '../digest.node.js';
 import type { KeyStore } from '../server/store/types.js';
 import { sqliteKeyStore } from '../server/store/sqlite.node.js';
-import { type CommandSpec, parseCommandArgs, readDuration, readInteger, reportParseFailure, usageError } from './args.js';
+import { type CommandSpec, type OptionSpec, parseCommandArgs, readDuration, readInteger, reportParseFailure, usageError } from './args.js';
 
 const spec = {
   name: 'serve',
@@ -42,12 +43,13 @@ const spec = {
     'in-flight-wait': { type: 'string', value: 'DURATION', help: 'how long a duplicate waits for the original before 409; 0 answers at once (default 5s)' },
     faults: { type: 'string', value: 'SPEC', help: 'fault injection, e.g. crash-after:EXT2_SENT:0.2 (default $ONCELY_FAULTS)' },
     static: { type: 'string', value: 'DIR', help: 'serve static files from DIR on the same origin' },
+    cors: { type: 'string', value: 'ORIGIN', multiple: true, help: 'allow browser callers from ORIGIN (repeatable), e.g. https://shop.example' },
     'recovery-interval': { type: 'string', value: 'DURATION', help: 'recovery worker sweep interval; 0 disables it (default 1s)' },
     'reaper-interval': { type: 'string', value: 'DURATION', help: 'reaper pass interval; 0 disables it (default 60s)' },
     grace: { type: 'string', value: 'DURATION', help: 'how long shutdown waits for requests in flight (default 10s)' },
     quiet: { type: 'boolean', help: 'no per-request log lines' },
   },
-} as const satisfies CommandSpec<Record<string, { type: 'string' | 'boolean'; help: string; value?: string }>>;
+} as const satisfies CommandSpec<Record<string, OptionSpec>>;
 
 const isPostgres = (db: string): boolean => /^postgres(ql)?:\/\//.test(db);
 /** A connection URL fit for a log line: its credentials masked. */
@@ -124,6 +126,9 @@ export async function serve(argv: readonly string[]): Promise<number> {
     durations[name] = duration.value;
   }
   const leaseMs = durations['lease']!;
+  const origins = values.cors ?? [];
+  const badOrigin = origins.find((origin) => !isOrigin(origin));
+  if (badOrigin !== undefined) return fail(`--cors takes an origin such as https://shop.example, got ${JSON.stringify(badOrigin)}`);
   const ttlMs = durations['key-ttl']!;
   if (leaseMs < 100) return fail('--lease must be at least 100ms');
   if (ttlMs < leaseMs) return fail('--key-ttl must be at least the lease');
@@ -171,9 +176,10 @@ export async function serve(argv: readonly string[]): Promise<number> {
   }
 
   const quiet = values.quiet === true;
+  const answer = withCors((request) => app.fetch(request), origins);
   const fetch = async (request: Request): Promise<Response> => {
     const started = performance.now();
-    const response = await app.fetch(request);
+    const response = await answer(request);
     if (!quiet) {
       log.info({
         method: request.method,
@@ -229,4 +235,14 @@ export async function serve(argv: readonly string[]): Promise<number> {
   });
   log.info({ event: 'stopped', unfinished });
   return 0;
+}
+
+/** `scheme://host[:port]` and nothing more, as a browser sends it in `Origin`. */
+function isOrigin(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === text;
+  } catch {
+    return false;
+  }
 }
