@@ -128,7 +128,7 @@ export function groupCommit({ connect, busyTimeoutMs, gather, mapError }: GroupC
     scheduled = false;
     const calls = queue;
     queue = [];
-    if (calls.length > 0) void runGroup(calls, true);
+    if (calls.length > 0) run(calls, true);
     else lock.release();
   };
 
@@ -157,41 +157,66 @@ export function groupCommit({ connect, busyTimeoutMs, gather, mapError }: GroupC
   // the next call) finds the connection free.
   const settle = (calls: readonly Call[], outcomes: readonly Outcome[]): void => {
     lock.release();
-    calls.forEach((call, index) => {
+    for (let index = 0; index < calls.length; index += 1) {
+      const call = calls[index]!;
       const outcome = outcomes[index] ?? { ok: false, error: new Error('the call was not run') };
       if (outcome.ok) call.resolve(outcome.value);
       else call.reject(mapError(outcome.error));
-    });
+    }
   };
   const failAll = (calls: readonly Call[], error: unknown): void => settle(calls, calls.map(() => ({ ok: false, error })));
 
+  // A locked file changed nothing: the calls wait for it (or, when draining, fail at once).
+  const notStarted = (calls: readonly Call[], error: unknown, retry: boolean): void => {
+    if (retry && isBusy(error)) {
+      lock.release();
+      retryLater(calls, error);
+    } else {
+      failAll(calls, error);
+    }
+  };
+
   /**
-   * Runs `calls` as one group under the lock, releases it and settles every call; never throws.
-   * Synchronous to the end when the calls are (nothing else can then run on the connection
-   * while the group's transaction is open, not even a microtask).
+   * A one-statement call on its own needs no BEGIN: SQLite runs a statement in a transaction of
+   * its own, and a locked file fails that statement before it changed anything. Plain functions
+   * down to the call's code: this is the journal's most common path.
+   */
+  const runAlone = (calls: readonly Call[], call: Call, kind: 'read' | 'write', retry: boolean): void => {
+    let value: unknown;
+    try {
+      connect();
+      value = call.run(SCOPES[kind]);
+    } catch (error) {
+      notStarted(calls, error, retry);
+      return;
+    }
+    if (!isThenable(value)) settle(calls, [{ ok: true, value }]);
+    else
+      Promise.resolve(value).then(
+        (result) => settle(calls, [{ ok: true, value: result }]),
+        (error: unknown) => notStarted(calls, error, retry),
+      );
+  };
+
+  /** Runs `calls` under the lock, releases it and settles every call; never throws. */
+  const run = (calls: readonly Call[], retry: boolean): void => {
+    const only = calls.length === 1 ? calls[0] : undefined;
+    if (only?.kind === 'read' || only?.kind === 'write') runAlone(calls, only, only.kind, retry);
+    else void runGroup(calls, retry);
+  };
+
+  /**
+   * Runs `calls` as one transaction. Synchronous to the end when the calls are (nothing else can
+   * then run on the connection while the group's transaction is open, not even a microtask).
    */
   const runGroup = async (calls: readonly Call[], retry: boolean): Promise<void> => {
     let db: Database.Database;
-    const [only] = calls;
     try {
       db = connect();
-      if (calls.length === 1 && only && (only.kind === 'read' || only.kind === 'write')) {
-        // Alone, a one-statement call needs no BEGIN: SQLite runs a statement in a transaction of
-        // its own. A locked file fails that statement before it changed anything.
-        let value = only.run(SCOPES[only.kind]);
-        if (isThenable(value)) value = await value;
-        settle(calls, [{ ok: true, value }]);
-        return;
-      }
       if (control?.db !== db) control = controlStatements(db);
       (calls.some((call) => call.kind !== 'read') ? control.beginWrite : control.beginRead).run();
     } catch (error) {
-      if (retry && isBusy(error)) {
-        lock.release();
-        retryLater(calls, error);
-      } else {
-        failAll(calls, error);
-      }
+      notStarted(calls, error, retry);
       return;
     }
     const statements = control;
@@ -216,7 +241,7 @@ export function groupCommit({ connect, busyTimeoutMs, gather, mapError }: GroupC
         outcomes.push(outcome.ok ? succeeded(db, statements, opened, outcome.value) : failed(db, statements, opened, outcome.error));
       }
       // An atomic call alone has no savepoint: it is undone with its transaction.
-      if (calls.length === 1 && only?.kind === 'atomic' && outcomes[0]?.ok === false) statements.rollback.run();
+      if (calls.length === 1 && calls[0]?.kind === 'atomic' && outcomes[0]?.ok === false) statements.rollback.run();
       else statements.commit.run();
     } catch (error) {
       try {
@@ -262,7 +287,7 @@ export function groupCommit({ connect, busyTimeoutMs, gather, mapError }: GroupC
       if (queue.length === 0 || !lock.tryAcquire()) return;
       const calls = queue;
       queue = [];
-      void runGroup(calls, false);
+      run(calls, false);
     },
   };
 }
