@@ -38,7 +38,7 @@ export interface Fencing {
  */
 export function createFencing(runner: Runner, schema: string): Fencing {
   const t = `${schema}.oncely_keys`;
-  // Built once: the texts travel inlined (see postgres-inline.node.ts), split once per text.
+  // Built once; sent as named prepared statements with bind parameters.
   const LOCK = `SELECT ${schema}.oncely_lock($1, $2, $3) AS held`;
   const POINT = `SELECT ${schema}.oncely_point($1, $2, $3, $4, $5, $6, true, $7)`;
   const txOver = (query: Query): Tx => ({

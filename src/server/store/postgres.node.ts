@@ -38,7 +38,11 @@ export interface PostgresKeyStoreOptions {
    * @example 'postgres://oncely@db.internal:5432/payments'
    */
   readonly connectionString?: string;
-  /** A `pg` pool owned by the caller (not ended by `close()`). */
+  /**
+   * A `pg` pool owned by the caller (not ended by `close()`). One created with `pipeline: true`
+   * gets the same round trips as the store's own pool; otherwise each statement takes a round
+   * trip of its own (the results are the same).
+   */
   readonly pool?: pg.Pool;
   /** An in-process PGlite instance (tests, embedded use), owned by the caller. */
   readonly pglite?: PgliteLike;
@@ -127,7 +131,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
   // Two partitions of slack past the retention, so the reaper can move in-flight rows forward.
   const plan: PartitionPlan = { partitionMs, aheadMs: ttlMs + 2 * partitionMs };
   const t = `${schema}.oncely_keys`;
-  // Built once: the texts travel inlined (see postgres-inline.node.ts), split once per text.
+  // Built once; sent as named prepared statements with bind parameters.
   const ADMIT = `SELECT a.owned, a.lease, a.row_json, floor(extract(epoch FROM now()) * 1000)::float8 AS now_ms
                    FROM ${schema}.oncely_admit($1, $2, $3, $4, $5, $6, $7) a`;
   const FIRST_POINT = `SELECT ${schema}.oncely_point($1, $2, $3, $4, $5, $6, false, $7)`;
