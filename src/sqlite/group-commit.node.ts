@@ -226,19 +226,19 @@ export function groupCommit({ connect, busyTimeoutMs, gather, mapError }: GroupC
         const { kind } = call;
         const scope = kind === 'read' || kind === 'write' ? SCOPES[kind] : new Savepoint(db, statements, kind === 'scoped' || calls.length > 1);
         running = scope;
-        let outcome: Outcome;
+        let value: unknown;
+        let thrown: { readonly error: unknown } | undefined;
         try {
           if (kind === 'atomic') scope.savepoint();
-          let value = call.run(scope);
+          value = call.run(scope);
           // Only async code awaits: a group of synchronous calls runs without a gap.
           if (isThenable(value)) value = await value;
-          outcome = { ok: true, value };
         } catch (error) {
-          outcome = { ok: false, error };
+          thrown = { error };
         }
         running = undefined;
         const opened = scope instanceof Savepoint && scope.opened;
-        outcomes.push(outcome.ok ? succeeded(db, statements, opened, outcome.value) : failed(db, statements, opened, outcome.error));
+        outcomes.push(thrown ? failed(db, statements, opened, thrown.error) : succeeded(db, statements, opened, value));
       }
       // An atomic call alone has no savepoint: it is undone with its transaction.
       if (calls.length === 1 && calls[0]?.kind === 'atomic' && outcomes[0]?.ok === false) statements.rollback.run();
