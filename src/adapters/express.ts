@@ -1,0 +1,184 @@
+/**
+ * `oncely/express`: makes an existing Express route idempotent with one middleware.
+ *
+ * ```ts
+ * app.use(express.json());
+ * app.post('/orders', idempotent({ store, clientId: (req) => req.user.id }), createOrder);
+ * ```
+ *
+ * The handler runs unchanged. Its response is held until it is stored (`res.json`, `res.send`,
+ * `res.end`, streamed writes: all of it), then sent; a replay gets the same status, headers and
+ * bytes with `Idempotency-Replay: true`. A body parser mounted before the middleware is fine
+ * (the fingerprint is canonical JSON either way); with none, the middleware reads the body itself
+ * and sets `req.body` as `express.json()` would (JSON) or as `express.raw()` would (anything else).
+ *
+ * @module
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { NextFunction, Request, RequestHandler, Response } from 'express';
+import { createGuard, type Execution, type GuardContext, type GuardOptions, type GuardedBody, type WireResponse } from './guard.js';
+
+export { isFinalStatus, type GuardContext, type GuardOptions, type WireResponse } from './guard.js';
+
+declare module 'express-serve-static-core' {
+  interface Request {
+    /** Set by `oncely/express` on a guarded request: the caller, the key, and the transaction (`transaction: true`). */
+    oncely?: GuardContext;
+  }
+}
+
+/** Options of the Express {@link idempotent}. */
+export interface ExpressIdempotentOptions extends GuardOptions {
+  /**
+   * The caller whose keys these are (`(req) => req.user.id`): keys of two callers never meet.
+   * `null`/`undefined` answers `401`. Default: one caller per `Authorization` header value (a hash
+   * of it); with cookie sessions, pass the session's user.
+   */
+  readonly clientId?: (req: Request) => string | null | undefined | Promise<string | null | undefined>;
+}
+
+const header = (req: IncomingMessage, name: string): string | null => {
+  const value = req.headers[name];
+  return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
+};
+
+const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
+
+/** The body as a parser left it, or read here (capped), leaving `req.body` as a parser would. */
+function bodyOf(req: Request, maxBytes: number): GuardedBody | (() => Promise<GuardedBody | 'too-large'>) {
+  const parsed = (req as { _body?: boolean })._body === true || req.readableEnded;
+  if (parsed) return req.body === undefined ? { none: true } : { parsed: req.body };
+  return async () => {
+    const length = Number(req.headers['content-length'] ?? 0);
+    if (length > maxBytes) return 'too-large';
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > maxBytes) return 'too-large';
+      chunks.push(chunk);
+    }
+    const bytes = Buffer.concat(chunks);
+    // Later body parsers skip a request whose body was read (body-parser's own flag).
+    (req as { _body?: boolean })._body = true;
+    if (size === 0) return { none: true };
+    const contentType = req.headers['content-type'] ?? '';
+    req.body = bytes;
+    if (JSON_TYPE.test(contentType)) {
+      try {
+        req.body = JSON.parse(bytes.toString('utf8'));
+      } catch {
+        // Left as bytes: the handler sees what was sent.
+      }
+    }
+    return { raw: bytes };
+  };
+}
+
+/** The response headers as lower-case strings (a repeated header joined, as on the wire). */
+function headersOf(res: ServerResponse): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(res.getHeaders())) {
+    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
+  }
+  return headers;
+}
+
+/** Sends `wire` as the whole response (a guard's answer, or an answer replacing the handler's). */
+function send(res: ServerResponse, wire: WireResponse): void {
+  for (const name of res.getHeaderNames()) res.removeHeader(name);
+  res.statusCode = wire.status;
+  for (const [name, value] of Object.entries(wire.headers)) res.setHeader(name, value);
+  const body = wire.body ?? '';
+  res.setHeader('content-length', typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
+  res.end(body);
+}
+
+type Chunk = string | Uint8Array;
+type Callback = (error?: Error | null) => void;
+
+/**
+ * Holds back what the handler writes; when it ends the response, hands it to the guard and sends
+ * what the guard answers: the same bytes once stored, or the guard's answer instead.
+ */
+function capture(res: ServerResponse, execution: Execution, onFailure: (error: unknown) => void): void {
+  const { writeHead, write, end } = res;
+  const chunks: Buffer[] = [];
+  let ended = false;
+  const keep = (chunk: Chunk | undefined, encoding?: BufferEncoding): void => {
+    if (chunk !== undefined && chunk !== null) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk, encoding ?? 'utf8') : Buffer.from(chunk));
+  };
+  res.writeHead = function (this: ServerResponse, status: number, ...rest: unknown[]) {
+    res.statusCode = status;
+    const headers = rest.find((item) => typeof item === 'object' && item !== null) as Record<string, string | string[]> | string[] | undefined;
+    if (Array.isArray(headers)) for (let at = 0; at + 1 < headers.length; at += 2) res.setHeader(headers[at]!, headers[at + 1]!);
+    else if (headers) for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+    return res;
+  } as ServerResponse['writeHead'];
+  res.write = function (chunk: Chunk, encoding?: BufferEncoding | Callback, callback?: Callback) {
+    keep(chunk, typeof encoding === 'string' ? encoding : undefined);
+    const done = typeof encoding === 'function' ? encoding : callback;
+    if (done) queueMicrotask(() => done());
+    return true;
+  } as ServerResponse['write'];
+  res.end = function (chunk?: Chunk | Callback, encoding?: BufferEncoding | Callback, callback?: Callback) {
+    if (ended) return res;
+    ended = true;
+    if (typeof chunk !== 'function') keep(chunk, typeof encoding === 'string' ? encoding : undefined);
+    Object.assign(res, { writeHead, write, end });
+    const body = Buffer.concat(chunks);
+    const handled: WireResponse = { status: res.statusCode, headers: headersOf(res), body };
+    execution.complete(handled).then((answer) => {
+      if (answer.status === handled.status && answer.body === body) {
+        res.setHeader('idempotency-key', execution.context.key);
+        res.end(body);
+      } else send(res, answer);
+    }, onFailure);
+    return res;
+  } as ServerResponse['end'];
+}
+
+/**
+ * The Express middleware: put it in front of a route's existing handler.
+ *
+ * @example
+ * ```ts
+ * import express from 'express';
+ * import { idempotent } from 'oncely/express';
+ * import { sqliteKeyStore } from 'oncely/server/sqlite';
+ *
+ * const store = sqliteKeyStore({ path: 'keys.db' });
+ * await store.migrate();
+ * const app = express();
+ * app.use(express.json());
+ * app.post('/orders', idempotent({ store }), (req, res) => {
+ *   res.status(201).json({ id: 'ord_1', item: req.body.item });
+ * });
+ * ```
+ */
+export function idempotent(options: ExpressIdempotentOptions): RequestHandler {
+  const guard = createGuard(options);
+  async function guarded(req: Request, res: Response, next: NextFunction): Promise<void> {
+    if (!guard.guards(req.method)) return next();
+    const clientId = options.clientId ? ((await options.clientId(req)) ?? null) : await guard.callerOf(req.headers.authorization);
+    const route = req.route as { path?: unknown } | undefined;
+    const decision = await guard.decide({
+      clientId,
+      keyHeader: header(req, 'idempotency-key'),
+      method: req.method,
+      route: req.baseUrl + (route?.path === undefined ? req.path : String(route.path)),
+      path: req.originalUrl,
+      contentType: header(req, 'content-type'),
+      body: bodyOf(req, guard.maxBodyBytes),
+      prefer: header(req, 'prefer'),
+    });
+    if (decision.kind === 'pass') return next();
+    if (decision.kind === 'answer') return send(res, decision.response);
+    req.oncely = decision.execution.context;
+    capture(res, decision.execution, next);
+    next();
+  }
+  return (req, res, next) => {
+    guarded(req, res, next).catch(next);
+  };
+}

@@ -1,0 +1,125 @@
+/**
+ * `oncely/fastify`: makes an existing Fastify route idempotent with its route options.
+ *
+ * ```ts
+ * app.post('/orders', idempotent({ store, clientId: (request) => request.user.id }), createOrder);
+ * app.post('/refunds', { ...idempotent({ store }), schema }, createRefund); // beside other options
+ * ```
+ *
+ * `idempotent()` returns the route's `preHandler` (admission: a replay, `409`, `422` and the
+ * other answers are sent from there, and the handler does not run) and `onSend` (the handler's
+ * serialized reply is stored before it is sent). Fastify has parsed the body by then; a JSON body
+ * is fingerprinted as its canonical JSON, exactly as PROTOCOL.md's fingerprint of the raw text.
+ *
+ * @module
+ */
+import type { Readable } from 'node:stream';
+import type { FastifyReply, FastifyRequest, RouteShorthandOptions, onSendHookHandler, preHandlerAsyncHookHandler } from 'fastify';
+import { createGuard, type Execution, type GuardContext, type GuardOptions, type WireResponse } from './guard.js';
+
+export { isFinalStatus, type GuardContext, type GuardOptions, type WireResponse } from './guard.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Set by `oncely/fastify` on a guarded request: the caller, the key, and the transaction (`transaction: true`). */
+    oncely?: GuardContext;
+  }
+}
+
+/** Options of the Fastify {@link idempotent}. */
+export interface FastifyIdempotentOptions extends GuardOptions {
+  /**
+   * The caller whose keys these are (`(request) => request.user.id`): keys of two callers never
+   * meet. `null`/`undefined` answers `401`. Default: one caller per `Authorization` header value
+   * (a hash of it); with cookie sessions, pass the session's user.
+   */
+  readonly clientId?: (request: FastifyRequest) => string | null | undefined | Promise<string | null | undefined>;
+}
+
+/** The route options {@link idempotent} returns: spread them into a route's own. */
+export interface IdempotentRouteOptions extends RouteShorthandOptions {
+  readonly preHandler: preHandlerAsyncHookHandler;
+  readonly onSend: onSendHookHandler;
+}
+
+const header = (request: FastifyRequest, name: string): string | null => {
+  const value = request.headers[name];
+  return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
+};
+
+function headersOf(reply: FastifyReply): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(reply.getHeaders())) {
+    if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : String(value);
+  }
+  return headers;
+}
+
+const isStream = (payload: unknown): payload is Readable =>
+  payload !== null && typeof payload === 'object' && typeof (payload as { pipe?: unknown }).pipe === 'function';
+
+async function collect(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer));
+  return Buffer.concat(chunks);
+}
+
+/**
+ * The route options that guard a Fastify route.
+ *
+ * @example
+ * ```ts
+ * import Fastify from 'fastify';
+ * import { idempotent } from 'oncely/fastify';
+ * import { sqliteKeyStore } from 'oncely/server/sqlite';
+ *
+ * const store = sqliteKeyStore({ path: 'keys.db' });
+ * await store.migrate();
+ * const app = Fastify();
+ * app.post('/orders', idempotent({ store }), async (request, reply) => reply.code(201).send({ id: 'ord_1' }));
+ * ```
+ */
+export function idempotent(options: FastifyIdempotentOptions): IdempotentRouteOptions {
+  const guard = createGuard(options);
+  const running = new WeakMap<FastifyRequest, Execution>();
+
+  const preHandler: preHandlerAsyncHookHandler = async function (request, reply) {
+    if (!guard.guards(request.method)) return;
+    const clientId = options.clientId ? ((await options.clientId(request)) ?? null) : await guard.callerOf(request.headers.authorization);
+    const decision = await guard.decide({
+      clientId,
+      keyHeader: header(request, 'idempotency-key'),
+      method: request.method,
+      route: request.routeOptions.url ?? request.url.split('?')[0]!,
+      path: request.url,
+      contentType: header(request, 'content-type'),
+      body: request.body === undefined || request.body === null ? { none: true } : { parsed: request.body },
+      prefer: header(request, 'prefer'),
+    });
+    if (decision.kind === 'pass') return;
+    if (decision.kind === 'answer') {
+      const { status, headers, body } = decision.response;
+      return reply.code(status).headers(headers).send(body);
+    }
+    running.set(request, decision.execution);
+    request.oncely = decision.execution.context;
+  };
+
+  const onSend: onSendHookHandler = async function (request, reply, payload) {
+    const execution = running.get(request);
+    if (execution === undefined) return payload;
+    running.delete(request);
+    const body = isStream(payload) ? await collect(payload) : (payload as string | Buffer | null | undefined);
+    const handled: WireResponse = { status: reply.statusCode, headers: headersOf(reply), body: body ?? null };
+    const answer = await execution.complete(handled);
+    if (answer.status === handled.status && answer.body === handled.body) {
+      reply.header('idempotency-key', execution.context.key);
+      return body;
+    }
+    for (const name of Object.keys(reply.getHeaders())) reply.removeHeader(name);
+    reply.code(answer.status).headers(answer.headers);
+    return answer.body;
+  };
+
+  return { preHandler, onSend };
+}

@@ -1,0 +1,372 @@
+/**
+ * The neutral core of the framework middleware (`oncely/hono`, `oncely/express`,
+ * `oncely/fastify`): PROTOCOL.md's response matrix around an application's existing route
+ * handler, over a {@link KeyStore}. Each framework edge only translates its request and response
+ * to the shapes below.
+ *
+ * ```
+ * request ─► caller (401) ─► key (400) ─► body (400/413) ─► fingerprint ─► admit
+ *   owned ──────────────────────────────────────────────► the route's handler runs ─► its response:
+ *        final (2xx, 3xx, 4xx but 401/408/409/429) ─► stored with the key (finish), then sent
+ *        anything else (5xx, 429, …) or a throw ─────► key released (a retry runs afresh), sent as is
+ *   conflict ─► other fingerprint ─► 422 · finished ─► stored response + Idempotency-Replay
+ *            ─► lease live ─► wait (≤ inFlightWaitMs) then decide again, or 409 · lease gone ─► takeOver, run
+ * ```
+ *
+ * With `transaction: true` the handler runs inside the store transaction that stores its
+ * response: what it writes through `tx` commits together with the key, or not at all. Without it,
+ * the effect and the stored response are two commits: a crash between them frees the key after
+ * one lease, and a retry runs the handler again.
+ *
+ * @module
+ * @internal
+ */
+import { canonicalJson, canonicalisesJson, defaultDigest, fingerprintInput, fingerprintInputParsed, type FingerprintDigest } from '../fingerprint.js';
+import { parseKeyHeader } from '../keys.js';
+import { replayHeaders, seconds } from '../server/answers.js';
+import { createInFlight, waitBudget } from '../server/in-flight.js';
+import { MAX_JSON_DEPTH } from '../server/json-text.js';
+import { ProblemType, problemBody } from '../server/problems.js';
+import type { KeyRow, KeyStore, Lease, StoredResponse, Tx } from '../server/store/types.js';
+import { captureStored, isFinalStatus, type WireResponse } from './wire.js';
+
+export { isFinalStatus, type WireResponse } from './wire.js';
+
+/** Options shared by every framework's `idempotent()`. */
+export interface GuardOptions {
+  /** Where keys, leases and stored responses live: `sqliteKeyStore` or `postgresKeyStore` (migrated). */
+  readonly store: KeyStore;
+  /**
+   * Run the handler inside the transaction that stores its response, and give it that
+   * transaction as `tx`: its writes and the key commit together (exactly once). Without it, a
+   * crash after the handler's effect and before its response is stored lets a retry run it again.
+   * @default false
+   */
+  readonly transaction?: boolean;
+  /**
+   * How long a handler may run before another request with the same key may take it over: longer
+   * than the slowest run of the handler. A crashed process's key is free again after one lease.
+   * @default 30000
+   */
+  readonly leaseMs?: number;
+  /** How long a key and its stored response are kept. @default 86400000 (24 h) */
+  readonly ttlMs?: number;
+  /** How long a duplicate waits for the original's answer before `409`; `0` answers `409` at once. @default 5000 */
+  readonly inFlightWaitMs?: number;
+  /** Largest request body read when no body parser ran, in bytes (`413` above). @default 65536 */
+  readonly maxBodyBytes?: number;
+  /** Largest response stored for replay, in bytes (see {@link isFinalStatus} and the README). @default 1048576 */
+  readonly maxResponseBytes?: number;
+  /** HTTP methods guarded; others pass through untouched. @default ['POST', 'PUT', 'PATCH', 'DELETE'] */
+  readonly methods?: readonly string[];
+  /** A request without `Idempotency-Key`: `'reject'` answers `400`; `'pass'` runs the handler unguarded. @default 'reject' */
+  readonly keyMissing?: 'reject' | 'pass';
+  /** Called with a store error (answered `503`) or a lease lost after the handler ran. */
+  readonly onError?: (error: unknown, ref: { readonly clientId: string; readonly key: string }) => void;
+  /** SHA-256 for the request fingerprint. @default defaultDigest() */
+  readonly digest?: FingerprintDigest;
+}
+
+/** A request's body as the framework has it. */
+export type GuardedBody =
+  /** The body as received (no parser ran): fingerprinted as PROTOCOL.md says. */
+  | { readonly raw: string | Uint8Array }
+  /** What a JSON body parser produced: fingerprinted as its canonical JSON, which equals the raw text's. */
+  | { readonly parsed: unknown }
+  /** No body. */
+  | { readonly none: true };
+
+/** The parts of a request the guard decides on. */
+export interface GuardedRequest {
+  /** The caller, from the framework (`req.user.id`); `null` or `''` answers `401`. Keys are kept apart per caller. */
+  readonly clientId: string | null;
+  readonly keyHeader: string | null;
+  readonly method: string;
+  /** The matched route pattern with its mount prefix, e.g. `/v1/orders/:id`. */
+  readonly route: string;
+  /** The path as requested, with its query: part of the fingerprint. */
+  readonly path: string;
+  readonly contentType: string | null;
+  readonly body: GuardedBody | (() => Promise<GuardedBody | 'too-large'>);
+  readonly prefer: string | null;
+}
+
+/** What the handler sees as `oncely` (`c.get('oncely')`, `req.oncely`, `request.oncely`). */
+export interface GuardContext {
+  readonly clientId: string;
+  readonly key: string;
+  /** The transaction the response is stored in (`transaction: true` only). */
+  readonly tx: Tx | undefined;
+}
+
+/** A request the guard admitted: the handler runs, then {@link Execution.complete} with its response. */
+export interface Execution {
+  readonly context: GuardContext;
+  /** Stores the handler's response (when final) and resolves to what to send. Call once. */
+  complete(response: WireResponse): Promise<WireResponse>;
+  /** The handler failed without a response: the key is released. */
+  abort(error: unknown): Promise<void>;
+}
+
+/** The guard's decision for a request. */
+export type Decision =
+  | { readonly kind: 'pass' }
+  | { readonly kind: 'answer'; readonly response: WireResponse }
+  | { readonly kind: 'run'; readonly execution: Execution };
+
+/** The guard built by {@link createGuard}. */
+export interface Guard {
+  /** Whether requests with this method are guarded. */
+  guards(method: string): boolean;
+  /** The default caller: one per `Authorization` header value (a hash of it), `anonymous` without one. */
+  callerOf(authorization: string | null | undefined): Promise<string>;
+  /** The largest request body an edge reads itself. */
+  readonly maxBodyBytes: number;
+  decide(request: GuardedRequest): Promise<Decision>;
+}
+
+/** Thrown inside the transaction to roll it back: the response is not final. */
+class NotFinal extends Error {
+  constructor(readonly response: WireResponse) {
+    super('not a final response');
+  }
+}
+
+function problemWire(type: ProblemType, detail: string, headers: Readonly<Record<string, string>> = {}): WireResponse {
+  return { status: type.status, headers: { ...headers, 'content-type': 'application/problem+json' }, body: JSON.stringify(problemBody(type, detail)) };
+}
+
+const answer = (response: WireResponse): Decision => ({ kind: 'answer', response });
+
+/** Deeper than `max` levels of arrays and objects (checked without recursion, before any recursive walk). */
+function tooDeep(value: unknown, max: number): boolean {
+  const stack: Array<[object, number]> = [[value as object, 1]];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const [item, depth] = next;
+    if (depth > max) return true;
+    for (const member of Object.values(item)) if (member !== null && typeof member === 'object') stack.push([member as object, depth + 1]);
+  }
+  return false;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+const encoder = new TextEncoder();
+const DEEP = `the body is nested deeper than ${MAX_JSON_DEPTH} levels`;
+
+/**
+ * The fingerprint's bytes. A JSON body is fingerprinted as its canonical JSON whether it arrives
+ * as text or already parsed, so a body parser mounted before the guard changes nothing.
+ */
+function fingerprintOf(request: GuardedRequest, body: GuardedBody): { ok: true; bytes: Uint8Array<ArrayBuffer> } | { ok: false; detail: string } {
+  const { method, path, contentType } = request;
+  if ('none' in body || ('parsed' in body && body.parsed === undefined)) return { ok: true, bytes: fingerprintInput(method, path, undefined) };
+  let value = 'parsed' in body ? body.parsed : body.raw;
+  if (value instanceof Uint8Array) {
+    const bytes = value;
+    const raw = () => ({ ok: true as const, bytes: fingerprintInput(method, path, bytes, { contentType }) });
+    if (!canonicalisesJson(contentType)) return raw();
+    try {
+      value = utf8.decode(bytes);
+    } catch {
+      return raw(); // not UTF-8: the bytes as they are
+    }
+  }
+  if (typeof value === 'string') {
+    let canonical: string | undefined;
+    if (value.length > 0 && canonicalisesJson(contentType)) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(value);
+      } catch {
+        // Not JSON after all: its text is fingerprinted as it is, as the protocol says.
+        return { ok: true, bytes: fingerprintInputParsed(method, path, value, contentType, undefined) };
+      }
+      if (parsed !== null && typeof parsed === 'object' && tooDeep(parsed, MAX_JSON_DEPTH)) return { ok: false, detail: DEEP };
+      canonical = canonicalJson(parsed);
+    }
+    return { ok: true, bytes: fingerprintInputParsed(method, path, value, contentType, canonical) };
+  }
+  if (value !== null && typeof value === 'object' && tooDeep(value, MAX_JSON_DEPTH)) return { ok: false, detail: DEEP };
+  const canonical = canonicalJson(value);
+  return { ok: true, bytes: fingerprintInputParsed(method, path, canonical, 'application/json', canonical) };
+}
+
+/**
+ * Builds the guard one framework edge wraps.
+ *
+ * @example
+ * ```ts
+ * const guard = createGuard({ store });
+ * const decision = await guard.decide(request); // 'pass' | 'answer' | 'run'
+ * ```
+ */
+export function createGuard(options: GuardOptions): Guard {
+  const store = options.store;
+  const leaseMs = options.leaseMs ?? 30_000;
+  const ttlMs = options.ttlMs ?? 86_400_000;
+  const waitMs = options.inFlightWaitMs ?? 5000;
+  const maxResponseBytes = options.maxResponseBytes ?? 1_048_576;
+  const maxBodyBytes = options.maxBodyBytes ?? 65_536;
+  const digest = options.digest ?? defaultDigest();
+  const methods = new Set((options.methods ?? ['POST', 'PUT', 'PATCH', 'DELETE']).map((method) => method.toUpperCase()));
+  const keys = createInFlight(store, leaseMs);
+  const report = (error: unknown, ref: { clientId: string; key: string }): void => {
+    try {
+      options.onError?.(error, ref);
+    } catch {
+      // A logging hook must not change the answer.
+    }
+  };
+
+  const inFlight = (echo: Record<string, string>, retryAfterMs: number): WireResponse =>
+    problemWire(ProblemType.KeyInFlight, 'a request with this key is being processed', { ...echo, 'retry-after': seconds(retryAfterMs) });
+  const unavailable = (echo: Record<string, string>): WireResponse =>
+    problemWire(ProblemType.UpstreamUnavailable, 'the key store is unavailable', { ...echo, 'retry-after': '1' });
+
+  /** The handler runs under `lease`: the framework edge calls it, then `complete` with its response. */
+  async function execution(lease: Lease, echo: Record<string, string>): Promise<Decision> {
+    const ref = { clientId: lease.clientId, key: lease.key };
+    const end = keys.begin(lease.clientId, lease.key);
+    const echoed = (response: WireResponse): WireResponse => ({ ...response, headers: { ...response.headers, ...echo } });
+    const release = (): Promise<unknown> => store.release(lease, { forget: true }).catch((error: unknown) => report(error, ref));
+    const lost = (): WireResponse => {
+      report(new Error('oncely: the lease ran out before the handler answered and another request took the key over; raise leaseMs'), ref);
+      return inFlight(echo, 1000);
+    };
+    const context = (tx: Tx | undefined): GuardContext => ({ clientId: lease.clientId, key: lease.key, tx });
+
+    if (!options.transaction) {
+      const complete = async (response: WireResponse): Promise<WireResponse> => {
+        if (!isFinalStatus(response.status)) {
+          await release();
+          return echoed(response);
+        }
+        try {
+          return (await store.finish(lease, captureStored(response, maxResponseBytes))).ok ? echoed(response) : lost();
+        } catch (error) {
+          // The effect happened and only storing its answer failed: the caller learns the outcome.
+          report(error, ref);
+          return echoed(response);
+        }
+      };
+      return {
+        kind: 'run',
+        execution: {
+          context: context(undefined),
+          complete: (response) => complete(response).finally(end),
+          abort: async () => void (await release().finally(end)),
+        },
+      };
+    }
+
+    // The handler runs inside `finish`'s work: it gets the transaction once the store has opened
+    // it, and the transaction commits (or rolls back) when the edge hands over the response.
+    let handOver!: (response: WireResponse | Error) => void;
+    const handed = new Promise<WireResponse | Error>((resolve) => (handOver = resolve));
+    let opened!: (tx: Tx) => void;
+    const ready = new Promise<{ tx: Tx }>((resolve) => (opened = (tx) => resolve({ tx })));
+    let stored: StoredResponse | undefined;
+    const outcome = store
+      .finish(
+        lease,
+        () => stored!,
+        async (tx) => {
+          opened(tx);
+          const response = await handed;
+          if (response instanceof Error) throw response;
+          if (!isFinalStatus(response.status)) throw new NotFinal(response);
+          stored = captureStored(response, maxResponseBytes);
+        },
+      )
+      .then(
+        (done) => ({ ok: done.ok }),
+        (error: unknown) => ({ error }),
+      );
+    const first = await Promise.race([ready, outcome]);
+    if (!('tx' in first)) {
+      // Nothing ran: the store failed, or the lease was lost, before the transaction opened.
+      end();
+      if ('ok' in first) return answer(lost());
+      report(first.error, ref);
+      await release();
+      return answer(unavailable(echo));
+    }
+    const settle = async (): Promise<WireResponse | undefined> => {
+      const result = await outcome;
+      if ('ok' in result) return result.ok ? undefined : lost();
+      await release();
+      if (result.error instanceof NotFinal) return undefined;
+      report(result.error, ref);
+      return unavailable(echo);
+    };
+    return {
+      kind: 'run',
+      execution: {
+        context: context(first.tx),
+        async complete(response) {
+          handOver(response);
+          return ((await settle().finally(end)) ?? echoed(response));
+        },
+        async abort(error) {
+          handOver(error instanceof Error ? error : new Error(String(error)));
+          await settle().finally(end);
+        },
+      },
+    };
+  }
+
+  async function decideAdmitted(request: GuardedRequest, clientId: string, key: string, requestHash: string, waited: boolean): Promise<Decision> {
+    const echo = { 'idempotency-key': key };
+    const endpoint = `${request.method.toUpperCase()} ${request.route}`;
+    const admitted = await store.admit({ clientId, key, requestHash, endpoint, requestBody: '', leaseMs, ttlMs });
+    if (admitted.owned) return execution(admitted.lease, echo);
+    const row: KeyRow = admitted.row;
+    if (row.requestHash !== requestHash) return answer(problemWire(ProblemType.KeyReused, `this Idempotency-Key was used for a different request (${row.endpoint})`, echo));
+    if (row.state === 'finished' && row.response) {
+      const response = row.response;
+      const body = response.status === 204 || response.status === 304 ? null : response.body;
+      return { kind: 'answer', response: { status: response.status, headers: replayHeaders(response, { ...echo, 'idempotency-replay': 'true' }), body } };
+    }
+    if (row.leaseRemainingMs !== null && row.leaseRemainingMs > 0) {
+      const budget = waited ? 0 : waitBudget(waitMs, request.prefer, row.leaseRemainingMs);
+      if (budget === 0) {
+        return answer(inFlight(echo, keys.retryAfterMs(row)));
+      }
+      await keys.wait(clientId, key, budget);
+      return decideAdmitted(request, clientId, key, requestHash, true);
+    }
+    const lease = await store.takeOver(clientId, key, leaseMs);
+    // Lost the race to another taker, who has just begun.
+    if (!lease) return answer(inFlight(echo, 1000));
+    return execution(lease, echo);
+  }
+
+  return {
+    guards: (method) => methods.has(method.toUpperCase()),
+    maxBodyBytes,
+    async callerOf(authorization) {
+      if (authorization === null || authorization === undefined || authorization === '') return 'anonymous';
+      return `auth.${(await digest(encoder.encode(authorization))).slice(0, 32)}`;
+    },
+    async decide(request) {
+      if (!methods.has(request.method.toUpperCase())) return { kind: 'pass' };
+      if (request.keyHeader === null && options.keyMissing === 'pass') return { kind: 'pass' };
+      const parsedKey = parseKeyHeader(request.keyHeader);
+      const echo: Record<string, string> = parsedKey.ok ? { 'idempotency-key': parsedKey.key } : {};
+      const clientId = request.clientId;
+      if (clientId === null || clientId === '') return answer(problemWire(ProblemType.Unauthorized, 'this request has no caller', { ...echo, 'www-authenticate': 'Bearer' }));
+      if (!parsedKey.ok) return answer(problemWire(ProblemType.InvalidKey, parsedKey.reason));
+      const body = typeof request.body === 'function' ? await request.body() : request.body;
+      if (body === 'too-large') return answer(problemWire(ProblemType.TooLarge, `the body is larger than ${maxBodyBytes} bytes`, echo));
+      const fingerprint = fingerprintOf(request, body);
+      if (!fingerprint.ok) return answer(problemWire(ProblemType.InvalidRequest, fingerprint.detail, echo));
+      const requestHash = await digest(fingerprint.bytes);
+      try {
+        return await decideAdmitted(request, clientId, parsedKey.key, requestHash, false);
+      } catch (error) {
+        report(error, { clientId, key: parsedKey.key });
+        return answer(unavailable(echo));
+      }
+    },
+  };
+}

@@ -1,0 +1,112 @@
+/**
+ * `oncely/hono`: makes an existing Hono route idempotent with one middleware. Runtime-neutral
+ * (web `Request`/`Response` only), like Hono itself.
+ *
+ * ```ts
+ * app.post('/orders', idempotent({ store, clientId: (c) => c.get('user').id }), (c) => c.json(order, 201));
+ * ```
+ *
+ * The handler runs unchanged; its response is stored before it is sent, and a replay gets the
+ * same status, headers and bytes with `Idempotency-Replay: true`. The middleware reads the body
+ * through Hono's request, which keeps it: the handler's `c.req.json()` still works.
+ *
+ * @module
+ */
+import type { Context, Env, MiddlewareHandler } from 'hono';
+import { createGuard, type GuardContext, type GuardOptions, type GuardedBody, type WireResponse } from './guard.js';
+
+export { isFinalStatus, type GuardContext, type GuardOptions, type WireResponse } from './guard.js';
+
+/** The variable the middleware sets: `c.get('oncely')`. */
+export interface OncelyVariables {
+  oncely: GuardContext;
+}
+
+/** Options of the Hono {@link idempotent}. */
+export interface HonoIdempotentOptions<E extends Env = Env> extends GuardOptions {
+  /**
+   * The caller whose keys these are (`(c) => c.get('user').id`): keys of two callers never meet.
+   * `null`/`undefined` answers `401`. Default: one caller per `Authorization` header value (a hash
+   * of it); with cookie sessions, pass the session's user.
+   */
+  readonly clientId?: (c: Context<E>) => string | null | undefined | Promise<string | null | undefined>;
+}
+
+const toResponse = (wire: WireResponse): Response => {
+  const body = wire.status === 204 || wire.status === 304 ? null : wire.body;
+  return new Response(body as BodyInit | null, { status: wire.status, headers: wire.headers });
+};
+
+/** A response's headers as a plain object, but `set-cookie`: never stored, passed on apart. */
+function headersOf(response: Response): Record<string, string> {
+  const headers: Record<string, string> = {};
+  response.headers.forEach((value, name) => {
+    if (name !== 'set-cookie') headers[name] = value;
+  });
+  return headers;
+}
+
+/**
+ * The Hono middleware: put it in front of a route's existing handler.
+ *
+ * @example
+ * ```ts
+ * import { Hono } from 'hono';
+ * import { idempotent } from 'oncely/hono';
+ * import { sqliteKeyStore } from 'oncely/server/sqlite';
+ *
+ * const store = sqliteKeyStore({ path: 'keys.db' });
+ * await store.migrate();
+ * const app = new Hono();
+ * app.post('/orders', idempotent({ store }), async (c) => c.json({ id: 'ord_1', ...(await c.req.json()) }, 201));
+ * ```
+ */
+export function idempotent<E extends Env = Env>(options: HonoIdempotentOptions<E>): MiddlewareHandler<E & { Variables: OncelyVariables }> {
+  const guard = createGuard(options);
+  const max = guard.maxBodyBytes;
+  return async (c, next) => {
+    if (!guard.guards(c.req.method)) return next();
+    const context = c as unknown as Context<E>;
+    const clientId = options.clientId ? ((await options.clientId(context)) ?? null) : await guard.callerOf(c.req.header('authorization'));
+    const url = new URL(c.req.url);
+    const body = async (): Promise<GuardedBody | 'too-large'> => {
+      if (Number(c.req.header('content-length') ?? 0) > max) return 'too-large';
+      if (c.req.raw.body === null) return { none: true };
+      // Read through Hono, which caches it for the handler's own c.req.json()/text().
+      const bytes = new Uint8Array(await c.req.arrayBuffer());
+      if (bytes.byteLength > max) return 'too-large';
+      return bytes.byteLength === 0 ? { none: true } : { raw: bytes };
+    };
+    const decision = await guard.decide({
+      clientId,
+      keyHeader: c.req.header('idempotency-key') ?? null,
+      method: c.req.method,
+      route: c.req.routePath,
+      path: url.pathname + url.search,
+      contentType: c.req.header('content-type') ?? null,
+      body,
+      prefer: c.req.header('prefer') ?? null,
+    });
+    if (decision.kind === 'pass') return next();
+    if (decision.kind === 'answer') return toResponse(decision.response);
+    const { execution } = decision;
+    c.set('oncely', execution.context);
+    let handled: WireResponse;
+    try {
+      await next();
+      const response = c.res;
+      handled = { status: response.status, headers: headersOf(response), body: new Uint8Array(await response.arrayBuffer()) };
+    } catch (error) {
+      await execution.abort(error);
+      throw error;
+    }
+    const cookies = c.res.headers.getSetCookie();
+    const answer = await execution.complete(handled);
+    const sent = toResponse(answer);
+    // The handler's own answer keeps its cookies; the guard's answer instead has none.
+    if (answer.body === handled.body) for (const cookie of cookies) sent.headers.append('set-cookie', cookie);
+    // Cleared first: Hono would otherwise copy the handler's headers into the new response.
+    c.res = undefined;
+    c.res = sent;
+  };
+}

@@ -1,0 +1,79 @@
+/**
+ * A response as the framework edges hand it to the guard and get it back, and what of it is
+ * stored for replay.
+ *
+ * @module
+ * @internal
+ */
+import { PROBLEM_BASE } from '../server/problems.js';
+import type { StoredResponse } from '../server/store/types.js';
+
+/** A response on its way to the client: lower-case header names, the body as written. */
+export interface WireResponse {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: string | Uint8Array | null;
+}
+
+/** Statuses a retry may cure: answered as they are, never stored (the key is released). */
+const RETRYABLE_4XX = new Set([401, 408, 409, 429]);
+
+/**
+ * Whether a handler's response is final, stored with the key and replayed: 2xx, 3xx, and 4xx
+ * except 401, 408, 409 and 429. A 5xx (and those four) releases the key, so a retry runs afresh.
+ *
+ * @example
+ * ```ts
+ * isFinalStatus(201); // true
+ * isFinalStatus(503); // false
+ * ```
+ */
+export function isFinalStatus(status: number): boolean {
+  return status >= 200 && status < 500 && !RETRYABLE_4XX.has(status);
+}
+
+/**
+ * Not replayed: set per response by the server (`date`, framing), credentials (`set-cookie`), or
+ * set by the guard itself on every answer.
+ */
+const UNSTORED = new Set(['set-cookie', 'date', 'connection', 'keep-alive', 'transfer-encoding', 'content-length', 'idempotency-key', 'idempotency-replay']);
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+const encoder = new TextEncoder();
+
+/**
+ * What is stored for `response`: its status, its headers but {@link UNSTORED}, its body text. A body
+ * that is larger than `maxBytes` or not UTF-8 is not stored: its replay is a problem document with
+ * the same status saying so (the handler is still never run twice).
+ */
+export function captureStored(response: WireResponse, maxBytes: number): StoredResponse {
+  const headers: Record<string, string> = {};
+  for (const name in response.headers) if (!UNSTORED.has(name)) headers[name] = response.headers[name]!;
+  const body = response.body ?? '';
+  let text: string | undefined;
+  let size: number;
+  if (typeof body === 'string') {
+    // At most 3 bytes per UTF-16 unit: encode only a body that might be too large.
+    size = body.length * 3 <= maxBytes ? body.length : encoder.encode(body).byteLength;
+    text = body;
+  } else {
+    size = body.byteLength;
+    try {
+      text = size <= maxBytes ? utf8.decode(body) : undefined;
+    } catch {
+      text = undefined;
+    }
+  }
+  if (text !== undefined && size <= maxBytes) return { status: response.status, headers, body: text };
+  const why = text === undefined && size <= maxBytes ? 'is not UTF-8 text' : `is larger than maxResponseBytes (${maxBytes})`;
+  return {
+    status: response.status,
+    headers: { 'content-type': 'application/problem+json' },
+    body: JSON.stringify({
+      type: `${PROBLEM_BASE}response-not-stored`,
+      title: 'The original response was not stored',
+      status: response.status,
+      detail: `the original response (${size} bytes) ${why}; it was delivered once and is not replayed`,
+    }),
+  };
+}
