@@ -16,6 +16,12 @@ describe('oncely/server bundled for a runtime without Node', () => {
     expect(bundle.inputs.filter((input) => /\.node\.ts$|node_modules\/(better-sqlite3|pg|pino|@hono)\//.test(input))).toEqual([]);
   });
 
+  it('oncely/hono too: the Hono middleware runs on every runtime Hono does', async () => {
+    const bundle = await bundleBrowserEntry({ entry: entry('adapters/hono.ts'), external: ['hono'] });
+    expect(bundle.forbiddenImports).toEqual([]);
+    expect(bundle.inputs.filter((input) => /\.node\.ts$|node_modules\/(better-sqlite3|pg|pino|@hono)\//.test(input))).toEqual([]);
+  });
+
   it('names what the store entries reach, so the check above cannot pass vacuously', async () => {
     const sqlite = await bundleBrowserEntry({ entry: entry('server/sqlite.ts') });
     expect(sqlite.forbiddenImports).toEqual(expect.arrayContaining([expect.stringMatching(/^node:crypto /)]));
