@@ -20,10 +20,14 @@ import { createGuard, type Execution, type GuardContext, type GuardOptions, type
 
 export { isFinalStatus, type GuardContext, type GuardOptions, type WireResponse } from './guard.js';
 
-declare module 'express-serve-static-core' {
-  interface Request {
-    /** Set by `oncely/express` on a guarded request: the caller, the key, and the transaction (`transaction: true`). */
-    oncely?: GuardContext;
+// The global namespace every Express `Request` extends (as passport's `req.user`): it needs no
+// module resolution from this package to @types/express-serve-static-core.
+declare global {
+  namespace Express {
+    interface Request {
+      /** Set by `oncely/express` on a guarded request: the caller, the key, and the transaction (`transaction: true`). */
+      oncely?: GuardContext;
+    }
   }
 }
 

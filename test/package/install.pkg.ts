@@ -197,6 +197,95 @@ void main();
   }, 240_000);
 });
 
+describe('an Express, a Hono and a Fastify app (nodenext, skipLibCheck: false)', () => {
+  it('typecheck with the middleware in front of an unchanged handler, execute once and replay', () => {
+    const app = (framework: string, setup: string): string => `
+import { sqliteKeyStore } from 'oncely/server/sqlite';
+${setup}
+const { port, close } = await start();
+const post = (body: string) =>
+  fetch(\`http://127.0.0.1:\${port}/v1/orders\`, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'k-1' }, body });
+const first = await post('{"item":"book","qty":1}');
+const again = await post('{"qty":1,"item":"book"}');
+const other = await post('{"item":"lamp"}');
+console.log(JSON.stringify({ framework: '${framework}', runs, statuses: [first.status, again.status, other.status], replay: again.headers.get('idempotency-replay'), same: (await first.text()) === (await again.text()) }));
+await close();
+await store.close();
+`;
+    const dir = project(
+      'frameworks',
+      { type: 'module' },
+      {
+        'tsconfig.json': JSON.stringify(NODE_TSCONFIG),
+        'src/express.ts': app(
+          'express',
+          `import express from 'express';
+import type { AddressInfo } from 'node:net';
+import { idempotent } from 'oncely/express';
+const store = sqliteKeyStore({ path: './express.db' });
+await store.migrate();
+let runs = 0;
+const server = express();
+server.use(express.json());
+server.post('/v1/orders', idempotent({ store }), (req, res) => {
+  runs += 1;
+  res.status(201).json({ id: \`ord_\${req.oncely?.key}\`, item: req.body.item });
+});
+const start = async () => {
+  const listening = server.listen(0, '127.0.0.1');
+  await new Promise((resolve) => listening.once('listening', resolve));
+  return { port: (listening.address() as AddressInfo).port, close: () => new Promise<void>((resolve) => listening.close(() => resolve())) };
+};`,
+        ),
+        'src/hono.ts': app(
+          'hono',
+          `import { serve } from '@hono/node-server';
+import { Hono } from 'hono';
+import type { AddressInfo } from 'node:net';
+import { idempotent } from 'oncely/hono';
+const store = sqliteKeyStore({ path: './hono.db' });
+await store.migrate();
+let runs = 0;
+const server = new Hono();
+server.post('/v1/orders', idempotent({ store }), async (c) => {
+  runs += 1;
+  const { item } = await c.req.json<{ item: string }>();
+  return c.json({ id: \`ord_\${c.get('oncely').key}\`, item }, 201);
+});
+const start = async () => {
+  const listening = serve({ fetch: server.fetch, port: 0, hostname: '127.0.0.1' });
+  await new Promise((resolve) => listening.once('listening', resolve));
+  return { port: (listening.address() as AddressInfo).port, close: () => new Promise<void>((resolve) => listening.close(() => resolve())) };
+};`,
+        ),
+        'src/fastify.ts': app(
+          'fastify',
+          `import Fastify from 'fastify';
+import type { AddressInfo } from 'node:net';
+import { idempotent } from 'oncely/fastify';
+const store = sqliteKeyStore({ path: './fastify.db' });
+await store.migrate();
+let runs = 0;
+const server = Fastify();
+server.post<{ Body: { item: string } }>('/v1/orders', idempotent({ store }), async (request, reply) => {
+  runs += 1;
+  return reply.code(201).send({ id: \`ord_\${request.oncely?.key}\`, item: request.body.item });
+});
+const start = async () => {
+  await server.listen({ port: 0, host: '127.0.0.1' });
+  return { port: (server.server.address() as AddressInfo).port, close: () => server.close() };
+};`,
+        ),
+      },
+    );
+    npm(dir, ['install', tarball, ...['better-sqlite3', 'express', '@types/express', 'hono', '@hono/node-server', 'fastify', '@types/node'].map(link)]);
+    tsc(dir);
+    for (const framework of ['express', 'hono', 'fastify']) {
+      expect(run(dir, `out/${framework}.js`)).toEqual({ framework, runs: 1, statuses: [201, 201, 422], replay: 'true', same: true });
+    }
+  }, 240_000);
+});
+
 describe('a Vite browser project', () => {
   it('typechecks indexedDbJournal from "oncely" and bundles no driver and no node: module', () => {
     const dir = project(
