@@ -329,9 +329,9 @@ export function createGuard(options: GuardOptions): Guard {
     }
     if (row.leaseRemainingMs !== null && row.leaseRemainingMs > 0) {
       const budget = waited ? 0 : waitBudget(waitMs, request.prefer, row.leaseRemainingMs);
-      if (budget === 0) {
-        return answer(inFlight(echo, keys.retryAfterMs(row)));
-      }
+      // A handler commits nothing until it answers, so a live lease says nothing about how far it
+      // got: retry soon (each retry waits again, up to inFlightWaitMs).
+      if (budget === 0) return answer(inFlight(echo, 1000));
       await keys.wait(clientId, key, budget);
       return decideAdmitted(request, clientId, key, requestHash, true);
     }
