@@ -1,15 +1,16 @@
 /**
- * What a duplicate's wait costs on PostgreSQL: the reference app twice (instances A and B, each
- * with its own store and pool) on one schema, payments slowed with `slow:ext2:…` on A.
+ * What a duplicate's wait costs on PostgreSQL: the reference app three times on one schema, each
+ * with its own store and pool: A runs the originals (slowed with `slow:ext2:…`), B waits as the
+ * store lets it (`LISTEN/NOTIFY`), P waits as on a store without `watch` (its poll of the row).
  *
  * 1. Latency: the time from the original's answer (its finish committed) to the waiting
- *    duplicate's answer, the duplicate sent to A itself (woken in-process) or to B (woken by the
- *    store's notification when it has one, else by B's poll of the row). Each duplicate is sent
- *    at a random moment of the original's run, so a poll's phase is not flattered.
- * 2. Queries: the store queries B issues per second while N duplicates wait on it (N originals of
- *    distinct keys, or one original and N duplicates of its key). Admissions are one per request
- *    and not counted; what is counted is every `load` of a row (the poll, the confirmation after a
- *    notification).
+ *    duplicate's answer, the duplicate sent to A itself (woken in-process), to B or to P. Each
+ *    duplicate is sent at a random moment of its original's run, so a poll's phase is not
+ *    flattered, and the trials are staggered, so no two replays queue together.
+ * 2. Queries: the store queries B (or P) issues per second while N duplicates wait on it (N
+ *    originals of distinct keys, or one original and N duplicates of its key). Admissions are one
+ *    per request and not counted; what is counted is every `load` of a row (the poll, the check
+ *    after a notification).
  *
  * Usage: `node --import tsx bench/in-flight-wait.ts` (`ONCELY_PG_URL`, else
  * `postgres://postgres@127.0.0.1:5432/test`, in a schema of its own that it drops).
@@ -27,12 +28,16 @@ const schema = `oncely_bench_wait_${process.pid}`;
 const TRIALS = 20;
 const SLOW_MS = 2000;
 
-/** `store` with its row loads counted (its folded commits kept, so nothing else changes). */
-function counted(store: KeyStore): { readonly store: KeyStore; loads: () => number } {
+/**
+ * `store` with its row loads counted (its folded commits kept, so nothing else changes); without
+ * its `watch` when `watching` is false, so that its waits poll as on a store that has none.
+ */
+function counted(store: KeyStore, watching: boolean): { readonly store: KeyStore; loads: () => number } {
   let loads = 0;
+  const { watch, ...primitives } = store;
   const wrapped: KeyStore = {
-    ...store,
-    dialect: store.dialect,
+    ...primitives,
+    ...(watching && watch !== undefined ? { watch } : {}),
     load: (clientId, key) => {
       loads += 1;
       return store.load(clientId, key);
@@ -53,7 +58,7 @@ function post(app: ReferenceApp, key: string): Promise<{ status: number; at: num
   const request = new Request('http://oncely.bench/v1/payments', {
     method: 'POST',
     headers: { authorization: 'Bearer test_acme', 'idempotency-key': key, 'content-type': 'application/json' },
-    body: JSON.stringify({ amount: 1250, currency: 'EUR', reference: key }),
+    body: JSON.stringify({ amount: 1250, currency: 'EUR', reference: key.slice(0, 140) }),
   });
   return app.fetch(request).then(async (response) => {
     await response.arrayBuffer();
@@ -61,9 +66,11 @@ function post(app: ReferenceApp, key: string): Promise<{ status: number; at: num
   });
 }
 
-async function open(faults: string, slowMs: number): Promise<{ app: ReferenceApp; loads: () => number }> {
-  const { store, loads } = counted(postgresKeyStore({ connectionString: pgUrl, schema }));
-  const app = createReferenceApp({ store, faults: faults ? `slow:ext2:${slowMs}` : undefined, leaseMs: 10_000, inFlightWaitMs: 8000 });
+type Instance = { readonly app: ReferenceApp; loads: () => number };
+
+async function open(slowMs: number, watching = true): Promise<Instance> {
+  const { store, loads } = counted(postgresKeyStore({ connectionString: pgUrl, schema }), watching);
+  const app = createReferenceApp({ store, faults: slowMs > 0 ? `slow:ext2:${slowMs}` : undefined, leaseMs: 10_000, inFlightWaitMs: 8000 });
   await app.ready;
   return { app, loads };
 }
@@ -71,7 +78,9 @@ async function open(faults: string, slowMs: number): Promise<{ app: ReferenceApp
 async function latency(a: ReferenceApp, dup: ReferenceApp, label: string, run: string): Promise<void> {
   const gaps = await Promise.all(
     Array.from({ length: TRIALS }, async (_, i) => {
-      const key = `lat-${run}-${label.replace(' ', '-')}-${i}`;
+      const key = `lat-${run}-${label.replace(/[^a-z]+/g, '-')}-${i}`;
+      // Started 150 ms apart, so that no two originals finish (and no two replays queue) together.
+      await sleep(i * 150);
       const original = post(a, key);
       await sleep(100 + Math.random() * (SLOW_MS - 300));
       const duplicate = await post(dup, key);
@@ -81,11 +90,11 @@ async function latency(a: ReferenceApp, dup: ReferenceApp, label: string, run: s
     }),
   );
   const [p50, p90, max] = [0.5, 0.9, 1].map((q) => quantile(gaps, q).toFixed(1));
-  console.log(`  ${label.padEnd(16)} original's answer → duplicate's answer: median ${p50} ms, p90 ${p90} ms, max ${max} ms (${TRIALS} trials)`);
+  console.log(`  ${label.padEnd(24)} original's answer → duplicate's answer: median ${p50} ms, p90 ${p90} ms, max ${max} ms (${TRIALS} trials)`);
 }
 
-async function queries(a: ReferenceApp, b: { app: ReferenceApp; loads: () => number }, n: number, oneKey: boolean, run: string): Promise<void> {
-  const keys = Array.from({ length: oneKey ? 1 : n }, (_, i) => `q-${run}-${oneKey ? 'one' : 'distinct'}-${n}-${i}`);
+async function queries(a: ReferenceApp, b: Instance, label: string, n: number, oneKey: boolean, run: string): Promise<void> {
+  const keys = Array.from({ length: oneKey ? 1 : n }, (_, i) => `q-${run}-${label}-${oneKey ? 'one' : 'distinct'}-${n}-${i}`);
   const originals = keys.map((key) => post(a, key));
   await sleep(300);
   const duplicates = Array.from({ length: n }, (_, i) => post(b.app, keys[i % keys.length]!));
@@ -97,23 +106,27 @@ async function queries(a: ReferenceApp, b: { app: ReferenceApp; loads: () => num
   const perSecond = ((b.loads() - from) * 1000) / (performance.now() - t0);
   const answers = await Promise.all([...originals, ...duplicates]);
   if (answers.some((answer) => answer.status !== 201)) throw new Error(`queries ${n}: ${answers.map((x) => x.status).join(',')}`);
-  console.log(`  ${String(n).padStart(3)} waiting duplicates of ${oneKey ? 'one key      ' : 'distinct keys'}: ${perSecond.toFixed(1)} row loads/s on B`);
+  console.log(`  ${String(n).padStart(3)} waiting duplicates of ${oneKey ? 'one key      ' : 'distinct keys'}: ${perSecond.toFixed(1)} row loads/s (${label})`);
 }
 
 const run = Date.now().toString(36);
-const a = await open('slow', SLOW_MS);
-const b = await open('', 0);
+const a = await open(SLOW_MS);
+const b = await open(0);
+const p = await open(0, false);
 try {
   console.log(`in-flight wait on PostgreSQL (${pgUrl}), slow:ext2:${SLOW_MS}`);
   await latency(a.app, a.app, 'same instance', run);
-  await latency(a.app, b.app, 'other instance', run);
+  await latency(a.app, b.app, 'other instance, notified', run);
+  await latency(a.app, p.app, 'other instance, polling', run);
   await a.app.close(0);
-  const slowA = await open('slow', 3000);
-  console.log('store queries while duplicates wait on B (originals on A, slow:ext2:3000):');
-  for (const oneKey of [false, true]) for (const n of [1, 10, 100]) await queries(slowA.app, b, n, oneKey, run);
+  const slowA = await open(3000);
+  console.log('store queries while duplicates wait on another instance (originals slow:ext2:3000):');
+  for (const [label, instance] of [['notified', b], ['polling', p]] as const) {
+    for (const oneKey of [false, true]) for (const n of [1, 10, 100]) await queries(slowA.app, instance, label, n, oneKey, run);
+  }
   await slowA.app.close(0);
 } finally {
-  await Promise.all([a.app.close(0).catch(() => 0), b.app.close(0)]);
+  await Promise.all([a.app.close(0).catch(() => 0), b.app.close(0), p.app.close(0)]);
   const admin = new pg.Client({ connectionString: pgUrl });
   await admin.connect();
   await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);

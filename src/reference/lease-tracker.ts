@@ -78,6 +78,8 @@ export function trackLeases(store: KeyStore): LeaseTracker {
     sweep: (limit) => store.sweep(limit),
     reap: (batchSize) => store.reap(batchSize),
     transaction: (work) => store.transaction(work),
+    // Optional: forwarded only when the store has it, so that waiters fall back to polling otherwise.
+    ...(store.watch === undefined ? {} : { watch: store.watch.bind(store) }),
     close: () => store.close(),
   };
   // The runner's commits go through the store's own (folded) ones, tracked the same way.

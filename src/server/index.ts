@@ -5,7 +5,7 @@
  *
  * @module
  */
-export { KeyState } from './store/types.js';
+export { KeyState, WatchEvent } from './store/types.js';
 export type { AdmitInput, AdmitResult, AppSchema, Fenced, KeyRow, KeyStore, Lease, PhaseCommit, StoredResponse, Tx } from './store/types.js';
 export type {
   ExternalOutcome,

@@ -34,6 +34,7 @@
  *
  * @module
  */
+import { endChannel } from './postgres-listen.node.js';
 import type { Query, Runner } from './postgres-runner.node.js';
 
 /**
@@ -157,6 +158,21 @@ BEGIN
   END IF;
 END
 $fn$;`,
+  // Version 2: a waiting duplicate on any instance hears its key's end (`postgres-listen.node.ts`).
+  // Fired by the UPDATE that clears the lease (finish, release, park) or the DELETE of a leased
+  // row, so the NOTIFY is part of that transaction: sent at its COMMIT, never after a rollback.
+  (s) => `
+CREATE FUNCTION ${s}.oncely_notify_end() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  PERFORM pg_notify('${endChannel(s)}', md5(OLD.client_id || E'\\n' || OLD.key));
+  RETURN NULL;
+END
+$fn$;
+CREATE TRIGGER oncely_keys_ended AFTER UPDATE ON ${s}.oncely_keys FOR EACH ROW
+  WHEN (OLD.lease_token IS NOT NULL AND NEW.lease_token IS NULL) EXECUTE FUNCTION ${s}.oncely_notify_end();
+CREATE TRIGGER oncely_keys_forgotten AFTER DELETE ON ${s}.oncely_keys FOR EACH ROW
+  WHEN (OLD.lease_token IS NOT NULL) EXECUTE FUNCTION ${s}.oncely_notify_end();`,
 ];
 
 /** Serialises DDL across every instance sharing the database (not only this schema). */

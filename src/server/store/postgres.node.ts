@@ -7,6 +7,10 @@
  * The table, its daily partitions (reaped by dropping whole partitions) and why `(client_id, key)`
  * stays unique across partitions are explained in `postgres-schema.node.ts`.
  *
+ * A duplicate waiting on one instance hears the end of its original on another by `LISTEN/NOTIFY`
+ * ({@link KeyStore.watch}, in `postgres-listen.node.ts`): one extra connection per store, none per
+ * waiter.
+ *
  * Fail closed: when the database cannot be reached, every call rejects within `connectTimeoutMs`
  * (the handler answers `503` + `Retry-After`), and the pool reconnects on its own when it returns.
  *
@@ -15,6 +19,7 @@
 import type pg from 'pg';
 import { folded, phasePatch } from './fold.js';
 import { createFencing } from './postgres-fenced.node.js';
+import { endChannel, listenForEnds } from './postgres-listen.node.js';
 import { createPgliteRunner, type PgliteLike } from './postgres-pglite.node.js';
 import { createPgRunner, schemaFromUrl, type Runner } from './postgres-runner.node.js';
 import { dropDetachedPartitions, dropExpiredPartitions, ensurePartitions, migrate, type PartitionPlan } from './postgres-schema.node.js';
@@ -128,6 +133,13 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
         max: options.maxConnections ?? 10,
         prepare: options.preparedStatements ?? true,
       });
+  // Waits on other instances hear a key's end by LISTEN on a connection of its own (PGlite: polled).
+  const ends = options.pglite
+    ? undefined
+    : listenForEnds(
+        options.pool ? { ...options.pool.options, keepAlive: true } : { connectionString: options.connectionString, connectionTimeoutMillis: options.connectTimeoutMs ?? 5000, keepAlive: true },
+        endChannel(schema),
+      );
   // Two partitions of slack past the retention, so the reaper can move in-flight rows forward.
   const plan: PartitionPlan = { partitionMs, aheadMs: ttlMs + 2 * partitionMs };
   const t = `${schema}.oncely_keys`;
@@ -306,7 +318,11 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
 
     transaction: <T>(work: (tx: Tx) => Promise<T>) => runner.transaction((query) => work(txOver(query))),
 
-    close: () => runner.close(),
+    ...(ends === undefined ? {} : { watch: ends.watch }),
+
+    close: async () => {
+      await Promise.all([runner.close(), ends?.close()]);
+    },
   };
   return withFoldedCommits(store, commits);
 }

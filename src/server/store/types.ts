@@ -160,6 +160,23 @@ export type FinalResponse<T = unknown> = StoredResponse | ((result: T | undefine
  */
 export type Fenced<T> = { readonly ok: true; readonly value: T } | { readonly ok: false };
 
+/** What {@link KeyStore.watch} tells a watcher. */
+export const WatchEvent = {
+  /**
+   * The key's owner let go of it, on this instance or another: it finished, released or parked
+   * the row (or deleted it). Load the row to see what it is now; a rare event may be spurious.
+   */
+  Ended: 'ended',
+  /**
+   * The store stopped listening (its connection dropped): ends are no longer reported to this
+   * watcher, which must find out another way (poll the row).
+   */
+  Lost: 'lost',
+} as const;
+
+/** One of {@link WatchEvent}'s values. */
+export type WatchEvent = (typeof WatchEvent)[keyof typeof WatchEvent];
+
 /** The primitives a backend implements. */
 export interface KeyStore {
   readonly dialect: 'sqlite' | 'postgres';
@@ -200,6 +217,16 @@ export interface KeyStore {
   sweep(limit: number): Promise<KeyRow[]>;
   /** Deletes (or drops partitions of) rows past `expiresAt`; resolves to the count removed. */
   reap(batchSize: number): Promise<number>;
+  /**
+   * Optional: tells `listener` when the key's owner lets go of it on any instance sharing the
+   * store, so that a duplicate waiting for the original's answer is woken by the store instead of
+   * polling the row. Resolves (to the function that stops the watch) once the store is listening:
+   * every end committed after that is reported; one committed before is not, so the caller loads
+   * the row once after it resolves. Rejects when the store cannot listen now (the caller polls).
+   * Holds no connection per watch. A store without it is polled (see `../in-flight.ts`).
+   * PostgreSQL over a `pg` pool: `LISTEN/NOTIFY`, one listening connection per store.
+   */
+  watch?(clientId: string, key: string, listener: (event: WatchEvent) => void): Promise<() => void>;
   /** A plain application transaction (the inbox, reads that must be consistent). */
   transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
   close(): Promise<void>;

@@ -1,0 +1,139 @@
+/**
+ * {@link KeyStore.watch} on PostgreSQL: `LISTEN/NOTIFY`, so that a duplicate waiting on one
+ * instance hears the moment the original's owner on another lets go of the key, with no poll.
+ *
+ * - The key table's trigger (schema version 2, `postgres-schema.node.ts`) sends `NOTIFY` in the
+ *   very transaction that finishes, releases or parks a row: it is delivered when, and only if,
+ *   that transaction commits. Its payload is {@link endPayload}, a hash of `(client_id, key)`: no
+ *   key or client id travels to other sessions of the database.
+ * - One dedicated connection per store listens, opened on the first watch (never from the pool:
+ *   a pooled connection would be handed to a request). Watches are entries of a map on it: a
+ *   thousand waiting duplicates cost that one connection.
+ * - When the connection drops (server restart, network), every watcher is told
+ *   {@link WatchEvent.Lost} and polls instead; the next watch opens a new connection (at most one
+ *   attempt a second while the server cannot be reached).
+ *
+ * @module
+ */
+import { createHash } from 'node:crypto';
+import type pg from 'pg';
+import { requirePeer } from '../../optional-peer.node.js';
+import { WatchEvent, type KeyStore } from './types.js';
+
+/** A failed connection is not tried again before this: waits meanwhile poll. */
+const RETRY_MS = 1000;
+
+/**
+ * The channel the store in `schema` notifies on. The database's channels are shared by all its
+ * schemas: a hash of the schema keeps them apart (and within the 63 bytes of an identifier).
+ *
+ * @example
+ * ```ts
+ * endChannel('oncely'); // 'oncely_ended_…' (16 hex digits)
+ * ```
+ */
+export function endChannel(schema: string): string {
+  return `oncely_ended_${createHash('sha256').update(schema).digest('hex').slice(0, 16)}`;
+}
+
+/**
+ * A notification's payload for a key: what the trigger computes as
+ * `md5(client_id || E'\n' || key)`. A collision only wakes a waiter that then finds its row
+ * still in flight.
+ *
+ * @example
+ * ```ts
+ * endPayload('acme', 'inv-7'); // 32 hex digits
+ * ```
+ */
+export function endPayload(clientId: string, key: string): string {
+  return createHash('md5').update(`${clientId}\n${key}`).digest('hex');
+}
+
+/** The listening side of one store. */
+export interface EndListener {
+  readonly watch: NonNullable<KeyStore['watch']>;
+  close(): Promise<void>;
+}
+
+type Listener = (event: WatchEvent) => void;
+
+/** One listening connection, from its first connect to its drop. */
+interface Link {
+  readonly client: pg.Client;
+  readonly ready: Promise<void>;
+}
+
+/**
+ * Listens on `channel` over a connection made from `config`, lazily.
+ *
+ * @example
+ * ```ts
+ * const ends = listenForEnds({ connectionString: url }, endChannel('oncely'));
+ * const stop = await ends.watch('acme', 'inv-7', (event) => console.log(event));
+ * ```
+ */
+export function listenForEnds(config: pg.ClientConfig, channel: string): EndListener {
+  const watchers = new Map<string, Set<Listener>>();
+  let link: Link | undefined;
+  let failedAt = Number.NEGATIVE_INFINITY;
+  let closed = false;
+
+  const open = (): Promise<Link> => {
+    if (link !== undefined) return link.ready.then(() => link!);
+    if (closed) return Promise.reject(new Error('postgresKeyStore.watch: the store is closed'));
+    if (Date.now() - failedAt < RETRY_MS) return Promise.reject(new Error('postgresKeyStore.watch: not listening (the last connection failed)'));
+    const client = new (requirePeer<typeof pg>('pg').Client)(config);
+    const mine: Link = {
+      client,
+      ready: (async () => {
+        await client.connect();
+        await client.query(`LISTEN ${channel}`);
+      })(),
+    };
+    link = mine;
+    const drop = (): void => {
+      if (link !== mine) return;
+      link = undefined;
+      client.end().catch(() => undefined);
+      const all = [...watchers.values()].flatMap((set) => [...set]);
+      watchers.clear();
+      for (const listener of all) listener(WatchEvent.Lost);
+    };
+    // Unheard, an `error` of an idle client (the server went away) would crash the process.
+    client.on('error', drop);
+    client.on('end', drop);
+    client.on('notification', ({ payload }) => {
+      for (const listener of [...(watchers.get(payload ?? '') ?? [])]) listener(WatchEvent.Ended);
+    });
+    mine.ready.catch(() => {
+      failedAt = Date.now();
+      drop();
+    });
+    return mine.ready.then(() => mine);
+  };
+
+  return {
+    async watch(clientId, key, listener) {
+      const listening = await open();
+      // Dropped (or replaced) before this continuation ran: what it would have heard is lost.
+      if (link !== listening) throw new Error('postgresKeyStore.watch: the listening connection dropped');
+      const payload = endPayload(clientId, key);
+      let set = watchers.get(payload);
+      if (set === undefined) watchers.set(payload, (set = new Set()));
+      set.add(listener);
+      return () => {
+        const current = watchers.get(payload);
+        current?.delete(listener);
+        if (current?.size === 0) watchers.delete(payload);
+      };
+    },
+    async close() {
+      closed = true;
+      const current = link;
+      link = undefined;
+      watchers.clear();
+      if (current) await current.client.end().catch(() => undefined);
+    },
+  };
+}
