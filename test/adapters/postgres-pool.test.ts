@@ -1,0 +1,236 @@
+/**
+ * The app's own `pg.Pool` as the key store (`postgresKeyStore({ pool })`) on a real PostgreSQL
+ * server, with `transaction: true`, through each framework edge on a loopback server: the app's
+ * INSERT through `tx` and the stored key commit together, or neither does.
+ *
+ * The handler's pauses are gates the test opens (never sleeps), so each assertion is about an
+ * order of events the test itself arranged.
+ */
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import express from 'express';
+import Fastify from 'fastify';
+import { Hono } from 'hono';
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { idempotent as expressIdempotent } from '../../src/adapters/express.js';
+import { idempotent as fastifyIdempotent } from '../../src/adapters/fastify.js';
+import type { GuardContext, GuardOptions } from '../../src/adapters/guard.js';
+import { idempotent as honoIdempotent } from '../../src/adapters/hono.js';
+import { postgresKeyStore } from '../../src/server/postgres.js';
+import type { KeyStore } from '../../src/server/store/types.js';
+import { canRunServerTests, requireServerUrl } from '../support/pg.js';
+
+/** What the route does for one request (`hold`: the request carried `x-hold: 1`). */
+type Behaviour = (oncely: GuardContext, hold: boolean) => Promise<readonly [number, unknown]>;
+
+interface App {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/** The same route in each framework: the handler unchanged plus one `idempotent()`. */
+const APPS = {
+  async express(options: GuardOptions, behaviour: Behaviour): Promise<App> {
+    const app = express();
+    app.use(express.json());
+    app.post('/orders', expressIdempotent(options), async (req, res, next) => {
+      try {
+        const [status, body] = await behaviour(req.oncely!, req.headers['x-hold'] === '1');
+        res.status(status).json(body);
+      } catch (error) {
+        next(error);
+      }
+    });
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    const { port } = server.address() as AddressInfo;
+    return { url: `http://127.0.0.1:${port}`, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  },
+  async hono(options: GuardOptions, behaviour: Behaviour): Promise<App> {
+    const app = new Hono();
+    app.post('/orders', honoIdempotent(options), async (c) => {
+      const [status, body] = await behaviour(c.get('oncely'), c.req.header('x-hold') === '1');
+      return c.json(body, status as 201);
+    });
+    const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
+    await new Promise((resolve) => server.once('listening', resolve));
+    const { port } = server.address() as AddressInfo;
+    return { url: `http://127.0.0.1:${port}`, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  },
+  async fastify(options: GuardOptions, behaviour: Behaviour): Promise<App> {
+    const app = Fastify();
+    app.post('/orders', fastifyIdempotent(options), async (request, reply) => {
+      const [status, body] = await behaviour(request.oncely!, request.headers['x-hold'] === '1');
+      return reply.code(status).send(body);
+    });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const { port } = app.server.address() as AddressInfo;
+    return { url: `http://127.0.0.1:${port}`, close: () => app.close() };
+  },
+};
+type Framework = keyof typeof APPS;
+
+/** A promise and its resolver: a point in the handler the test waits for, or lets it past. */
+function gate(): { readonly reached: Promise<void>; open(): void } {
+  let open!: () => void;
+  const reached = new Promise<void>((resolve) => (open = resolve));
+  return { reached, open };
+}
+
+// A real server (or a throwaway cluster): a `pg.Pool` cannot be PGlite. Under ONCELY_REQUIRE_PG=1
+// canRunServerTests() is true and a missing server fails the file instead of skipping it.
+const withPostgres = await canRunServerTests();
+let url = '';
+let admin: pg.Pool;
+let schemas = 0;
+
+beforeAll(async () => {
+  if (!withPostgres) return;
+  url = await requireServerUrl('adapter pool');
+  admin = new pg.Pool({ connectionString: url, max: 2 });
+});
+afterAll(async () => admin?.end());
+
+describe.skipIf(!withPostgres).each(Object.keys(APPS) as Framework[])('%s with the app’s own pg.Pool and transaction: true', (framework) => {
+  let schema: string;
+  let pool: pg.Pool;
+  let store: KeyStore;
+  let app: App | undefined;
+  /** Attempts that reached the handler, numbered from 1. */
+  let runs: number;
+
+  beforeEach(async () => {
+    schema = `oncely_t_adapter_pool_${process.pid}_${(schemas += 1)}`;
+    // The app's pool, its tables in its own schema; the store is handed the same pool.
+    pool = new pg.Pool({ connectionString: url, options: `-c search_path=${schema}`, max: 10 });
+    store = postgresKeyStore({ pool, schema });
+    await store.migrate({ sqlite: '', postgres: 'CREATE TABLE IF NOT EXISTS orders (key text NOT NULL, attempt integer NOT NULL)' });
+    runs = 0;
+  });
+  afterEach(async () => {
+    await app?.close();
+    app = undefined;
+    await store.close();
+    await pool.end();
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  });
+
+  const start = async (behaviour: Behaviour, options: Partial<GuardOptions> = {}): Promise<string> => {
+    app = await APPS[framework]({ store, transaction: true, ...options }, behaviour);
+    return app.url;
+  };
+  const post = (base: string, key: string, headers: Record<string, string> = {}): Promise<Response> =>
+    fetch(`${base}/orders`, { method: 'POST', headers: { 'idempotency-key': key, 'content-type': 'application/json', ...headers }, body: '{"item":"espresso"}' });
+  /** The attempts whose order row committed, and the key's state and stored status. */
+  const ledger = async (key: string) => ({
+    orders: (await admin.query<{ attempt: number }>(`SELECT attempt FROM ${schema}.orders WHERE key = $1 ORDER BY attempt`, [key])).rows.map((row) => row.attempt),
+    keys: (await admin.query(`SELECT state, response_status AS status FROM ${schema}.oncely_keys WHERE key = $1`, [key])).rows,
+  });
+  /** INSERTs the order through the guard's transaction and answers `status` with the attempt. */
+  const insert = async (oncely: GuardContext, status = 201): Promise<readonly [number, unknown]> => {
+    const attempt = (runs += 1);
+    await oncely.tx!.run('INSERT INTO orders (key, attempt) VALUES ($1, $2)', [oncely.key, attempt]);
+    return [status, { attempt }];
+  };
+
+  it('commits the order and the stored key together: neither is visible while the handler runs, both after the 201', async () => {
+    const inserted = gate();
+    const proceed = gate();
+    const base = await start(async (oncely) => {
+      const answer = await insert(oncely);
+      inserted.open();
+      await proceed.reached;
+      return answer;
+    });
+    const pending = post(base, 'k-commit');
+    await inserted.reached;
+    // The INSERT ran inside the transaction that will store the response: not committed yet.
+    expect(await ledger('k-commit')).toEqual({ orders: [], keys: [{ state: 'started', status: null }] });
+    proceed.open();
+    const response = await pending;
+    expect({ status: response.status, body: await response.json() }).toEqual({ status: 201, body: { attempt: 1 } });
+    expect(await ledger('k-commit')).toEqual({ orders: [1], keys: [{ state: 'finished', status: 201 }] });
+
+    const replay = await post(base, 'k-commit');
+    expect({ status: replay.status, replay: replay.headers.get('idempotency-replay'), body: await replay.json() }).toEqual({ status: 201, replay: 'true', body: { attempt: 1 } });
+    expect(runs).toBe(1);
+  });
+
+  it('leaves neither the order nor the key when the handler INSERTs and answers 500; the retry runs afresh', async () => {
+    let status = 500;
+    const base = await start((oncely) => insert(oncely, status));
+    const failed = await post(base, 'k-500');
+    expect(failed.status).toBe(500);
+    await failed.arrayBuffer();
+    expect(await ledger('k-500')).toEqual({ orders: [], keys: [] });
+
+    status = 201;
+    const retried = await post(base, 'k-500');
+    expect({ status: retried.status, replay: retried.headers.get('idempotency-replay'), body: await retried.json() }).toEqual({ status: 201, replay: null, body: { attempt: 2 } });
+    expect(await ledger('k-500')).toEqual({ orders: [2], keys: [{ state: 'finished', status: 201 }] });
+  });
+
+  it('commits nothing from an attempt whose lease a duplicate took over, even when its handler swallows the failure', async () => {
+    const held = gate();
+    const proceed = gate();
+    let fencedOut: unknown;
+    const reported: unknown[] = [];
+    const base = await start(
+      async (oncely, hold) => {
+        if (!hold) return insert(oncely);
+        const attempt = (runs += 1);
+        held.open();
+        await proceed.reached;
+        try {
+          await oncely.tx!.run('INSERT INTO orders (key, attempt) VALUES ($1, $2)', [oncely.key, attempt]);
+        } catch (error) {
+          fencedOut = error; // an app that logs and answers anyway
+        }
+        return [201, { attempt }];
+      },
+      { leaseMs: 300, onError: (error) => reported.push(error) },
+    );
+    const first = post(base, 'k-lost', { 'x-hold': '1' });
+    await held.reached;
+    // The duplicate waits out the first attempt's lease, then takes the key over and runs.
+    let duplicate = await post(base, 'k-lost');
+    while (duplicate.status === 409) {
+      await duplicate.arrayBuffer();
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      duplicate = await post(base, 'k-lost');
+    }
+    expect({ status: duplicate.status, body: await duplicate.json() }).toEqual({ status: 201, body: { attempt: 2 } });
+
+    proceed.open();
+    const late = await first;
+    // The first attempt's 201 is not passed on: nothing of it committed.
+    expect(late.status).toBe(409);
+    await late.arrayBuffer();
+    // Its INSERT was refused before it reached the table, and the app is told why.
+    expect(fencedOut).toMatchObject({ name: 'LeaseLostError' });
+    expect(reported).toEqual([expect.objectContaining({ message: expect.stringContaining('the lease ran out') })]);
+    expect(await ledger('k-lost')).toEqual({ orders: [2], keys: [{ state: 'finished', status: 201 }] });
+    const replay = await post(base, 'k-lost');
+    expect({ status: replay.status, replay: replay.headers.get('idempotency-replay'), body: await replay.json() }).toEqual({ status: 201, replay: 'true', body: { attempt: 2 } });
+    expect(runs).toBe(2);
+  });
+
+  it('runs 100 identical concurrent POSTs once: the rest get the replay or 409', { timeout: 60_000 }, async () => {
+    const base = await start((oncely) => insert(oncely));
+    const answers = await Promise.all(
+      Array.from({ length: 100 }, async () => {
+        const response = await post(base, 'k-100');
+        return { status: response.status, replay: response.headers.get('idempotency-replay'), body: (await response.json()) as unknown };
+      }),
+    );
+    const original = answers.filter((answer) => answer.status === 201 && answer.replay === null);
+    const replays = answers.filter((answer) => answer.status === 201 && answer.replay === 'true');
+    const inFlight = answers.filter((answer) => answer.status === 409);
+    expect(original).toEqual([{ status: 201, replay: null, body: { attempt: 1 } }]);
+    expect(replays.every((answer) => JSON.stringify(answer.body) === '{"attempt":1}')).toBe(true);
+    expect(original.length + replays.length + inFlight.length).toBe(100);
+    expect(runs).toBe(1);
+    expect(await ledger('k-100')).toEqual({ orders: [1], keys: [{ state: 'finished', status: 201 }] });
+  });
+});
