@@ -31,17 +31,35 @@ export interface PeerContext {
   readonly inProgressMs: number;
 }
 
-function baseApp(ctx: PeerContext): express.Express {
+/**
+ * The Express app every Express peer starts from: `express.json()` and `GET /executions`
+ * (`executions`: what it answers; the app database's count by default).
+ *
+ * @example
+ * ```ts
+ * const app = baseApp(ctx);
+ * app.post('/pay', guard, handler);
+ * ```
+ */
+export function baseApp(ctx: PeerContext, executions: () => object = () => ctx.db.count()): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.use(express.json({ limit: '64kb' }));
   app.get('/executions', (_req, res) => {
-    res.json(ctx.db.count());
+    res.json(executions());
   });
   return app;
 }
 
-function invalid(res: Response, detail: string): void {
+/**
+ * A `400` for a body the payment handler refuses.
+ *
+ * @example
+ * ```ts
+ * if (typeof input === 'string') return invalid(res, input);
+ * ```
+ */
+export function invalid(res: Response, detail: string): void {
   res.status(400).json({ error: detail });
 }
 

@@ -120,16 +120,17 @@ export async function pay(url: string, key: string, body: string): Promise<{ sta
 }
 
 /**
- * The peer's own count of charges.
+ * The peer's own count of charges. A peer whose charge commits only with the response
+ * (`oncely-express-tx`) also says how many charges its handler has written, committed or not.
  *
  * @example
  * ```ts
  * (await executions(server.url)).executions; // 1
  * ```
  */
-export async function executions(url: string): Promise<{ executions: number; distinct: number }> {
+export async function executions(url: string): Promise<{ executions: number; distinct: number; charged?: number }> {
   const response = await fetch(`${url}/executions`, { headers: { authorization: 'Bearer bench' } });
-  return (await response.json()) as { executions: number; distinct: number };
+  return (await response.json()) as { executions: number; distinct: number; charged?: number };
 }
 
 function countStatuses(statuses: readonly number[]): Record<string, number> {
@@ -223,7 +224,12 @@ export async function crashMidHandler(peer: PeerName, options: { leaseMs: number
   const first = await startPeer(peer, { holdMs: 120_000, leaseMs: options.leaseMs });
   const inFlight = pay(first.url, key, body);
   const deadline = Date.now() + 15_000;
-  while ((await executions(first.url)).executions < 1) {
+  // Past the charge: committed, or written in a transaction that is still open.
+  const charged = async (): Promise<number> => {
+    const count = await executions(first.url);
+    return count.charged ?? count.executions;
+  };
+  while ((await charged()) < 1) {
     if (Date.now() > deadline) throw new Error(`${peer}: the held payment never reached its charge`);
     await sleep(20);
   }

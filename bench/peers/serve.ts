@@ -9,7 +9,10 @@
  * `BENCH_PG_SCHEMA`), the baseline for oncely on PostgreSQL. `oncely-nostore` is oncely over a
  * store that writes nothing (`nostore.ts`): what the layer costs without its database.
  * `recipe-sqlite` and `recipe-postgres` are the design article's recipe written by hand
- * (`recipe.ts`), on the file or schema oncely's store would use.
+ * (`recipe.ts`), on the file or schema oncely's store would use. `oncely-express` and
+ * `oncely-express-tx` are oncely's Express middleware in front of the Express peers' route
+ * (`oncely-express.ts`), its key store on `BENCH_ONCELY_DB` (a SQLite path); `-tx` runs it with
+ * `transaction: true` and charges through `req.oncely.tx`.
  *
  * @module
  */
@@ -19,6 +22,7 @@ import { serve } from '@hono/node-server';
 import type express from 'express';
 import { expressIdempotencyApp, nodeIdempotency, powertools, unguardedExpress, type PeerContext } from './express-peers.js';
 import { createOncelyPeer } from './oncely-app.js';
+import { oncelyExpress } from './oncely-express.js';
 import { CHARGE_SQL, COUNT_SQL, EXECUTIONS_DDL, chargeParams, newPayment, openAppDb, parsePayment, receiptWork, runPayment, toCount } from './payment.js';
 
 /** Every server this entry can start. */
@@ -26,6 +30,8 @@ export const PEERS = [
   'oncely-sqlite',
   'oncely-postgres',
   'oncely-nostore',
+  'oncely-express',
+  'oncely-express-tx',
   'node-idempotency-memory',
   'node-idempotency-redis',
   'express-idempotency',
@@ -66,6 +72,32 @@ function serveExpress(app: express.Express): void {
   const server: Server = createServer(app);
   server.listen(0, '127.0.0.1', () => announce((server.address() as AddressInfo).port));
   process.on('SIGTERM', () => server.close(() => process.exit(0)));
+}
+
+/** The Express peers, on the app database `ctx.db`. */
+async function expressPeer(ctx: PeerContext): Promise<express.Express> {
+  switch (peer) {
+    case 'oncely-express':
+    case 'oncely-express-tx': {
+      const wait = process.env['BENCH_IN_FLIGHT_WAIT_MS'];
+      return oncelyExpress(ctx, {
+        path: env('BENCH_ONCELY_DB', ':memory:'),
+        leaseMs,
+        transaction: peer === 'oncely-express-tx',
+        ...(wait === undefined ? {} : { inFlightWaitMs: Number(wait) }),
+      });
+    }
+    case 'node-idempotency-memory':
+    case 'node-idempotency-redis':
+      return nodeIdempotency(ctx, peer === 'node-idempotency-redis' ? 'redis' : 'memory');
+    case 'express-idempotency':
+      return expressIdempotencyApp(ctx);
+    case 'powertools-redis':
+    case 'powertools-redis-unvalidated':
+      return powertools(ctx, peer === 'powertools-redis');
+    default:
+      return unguardedExpress(ctx);
+  }
 }
 
 if (peer === 'oncely-sqlite' || peer === 'oncely-postgres' || peer === 'oncely-nostore') {
@@ -119,16 +151,6 @@ if (peer === 'oncely-sqlite' || peer === 'oncely-postgres' || peer === 'oncely-n
       redisUrl: env('BENCH_REDIS_URL', 'redis://127.0.0.1:6379'),
       inProgressMs: leaseMs,
     };
-    const app =
-      peer === 'node-idempotency-memory'
-        ? await nodeIdempotency(ctx, 'memory')
-        : peer === 'node-idempotency-redis'
-          ? await nodeIdempotency(ctx, 'redis')
-          : peer === 'express-idempotency'
-            ? expressIdempotencyApp(ctx)
-            : peer === 'powertools-redis' || peer === 'powertools-redis-unvalidated'
-              ? await powertools(ctx, peer === 'powertools-redis')
-              : unguardedExpress(ctx);
-    serveExpress(app);
+    serveExpress(await expressPeer(ctx));
   }
 }

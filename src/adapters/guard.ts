@@ -21,13 +21,14 @@
  * @module
  * @internal
  */
-import { canonicalJson, canonicalisesJson, defaultDigest, fingerprintInput, fingerprintInputParsed, type FingerprintDigest } from '../fingerprint.js';
+import { defaultDigest, type FingerprintDigest } from '../fingerprint.js';
 import { parseKeyHeader } from '../keys.js';
 import { replayHeaders, seconds } from '../server/answers.js';
 import { createInFlight, waitBudget } from '../server/in-flight.js';
-import { MAX_JSON_DEPTH } from '../server/json-text.js';
 import { ProblemType, problemBody } from '../server/problems.js';
+import { createReplayCache, type CachedKey, type ReplayCacheOptions } from '../server/replay-cache.js';
 import type { KeyRow, KeyStore, Lease, StoredResponse, Tx } from '../server/store/types.js';
+import { fingerprintOf } from './body-fingerprint.js';
 import { captureStored, isFinalStatus, type WireResponse } from './wire.js';
 
 export { isFinalStatus, type WireResponse } from './wire.js';
@@ -61,6 +62,14 @@ export interface GuardOptions {
   readonly methods?: readonly string[];
   /** A request without `Idempotency-Key`: `'reject'` answers `400`; `'pass'` runs the handler unguarded. @default 'reject' */
   readonly keyMissing?: 'reject' | 'pass';
+  /**
+   * The in-process cache of finished keys that answers replays (and `422`s for a finished key)
+   * without a store round trip; `false` turns it off. A finished key never changes until it
+   * expires, so the cache cannot answer differently from the store (see `replay-cache.ts`); a
+   * key is cached at its first replay from the store.
+   * @default { maxBytes: 8 MiB, maxAgeMs: 60000 }
+   */
+  readonly replayCache?: ReplayCacheOptions | false;
   /** Called with a store error (answered `503`) or a lease lost after the handler ran. */
   readonly onError?: (error: unknown, ref: { readonly clientId: string; readonly key: string }) => void;
   /** SHA-256 for the request fingerprint. @default defaultDigest() */
@@ -138,58 +147,7 @@ function problemWire(type: ProblemType, detail: string, headers: Readonly<Record
 
 const answer = (response: WireResponse): Decision => ({ kind: 'answer', response });
 
-/** Deeper than `max` levels of arrays and objects (checked without recursion, before any recursive walk). */
-function tooDeep(value: unknown, max: number): boolean {
-  const stack: Array<[object, number]> = [[value as object, 1]];
-  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
-    const [item, depth] = next;
-    if (depth > max) return true;
-    for (const member of Object.values(item)) if (member !== null && typeof member === 'object') stack.push([member as object, depth + 1]);
-  }
-  return false;
-}
-
-const utf8 = new TextDecoder('utf-8', { fatal: true });
 const encoder = new TextEncoder();
-const DEEP = `the body is nested deeper than ${MAX_JSON_DEPTH} levels`;
-
-/**
- * The fingerprint's bytes. A JSON body is fingerprinted as its canonical JSON whether it arrives
- * as text or already parsed, so a body parser mounted before the guard changes nothing.
- */
-function fingerprintOf(request: GuardedRequest, body: GuardedBody): { ok: true; bytes: Uint8Array<ArrayBuffer> } | { ok: false; detail: string } {
-  const { method, path, contentType } = request;
-  if ('none' in body || ('parsed' in body && body.parsed === undefined)) return { ok: true, bytes: fingerprintInput(method, path, undefined) };
-  let value = 'parsed' in body ? body.parsed : body.raw;
-  if (value instanceof Uint8Array) {
-    const bytes = value;
-    const raw = () => ({ ok: true as const, bytes: fingerprintInput(method, path, bytes, { contentType }) });
-    if (!canonicalisesJson(contentType)) return raw();
-    try {
-      value = utf8.decode(bytes);
-    } catch {
-      return raw(); // not UTF-8: the bytes as they are
-    }
-  }
-  if (typeof value === 'string') {
-    let canonical: string | undefined;
-    if (value.length > 0 && canonicalisesJson(contentType)) {
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(value);
-      } catch {
-        // Not JSON after all: its text is fingerprinted as it is, as the protocol says.
-        return { ok: true, bytes: fingerprintInputParsed(method, path, value, contentType, undefined) };
-      }
-      if (parsed !== null && typeof parsed === 'object' && tooDeep(parsed, MAX_JSON_DEPTH)) return { ok: false, detail: DEEP };
-      canonical = canonicalJson(parsed);
-    }
-    return { ok: true, bytes: fingerprintInputParsed(method, path, value, contentType, canonical) };
-  }
-  if (value !== null && typeof value === 'object' && tooDeep(value, MAX_JSON_DEPTH)) return { ok: false, detail: DEEP };
-  const canonical = canonicalJson(value);
-  return { ok: true, bytes: fingerprintInputParsed(method, path, canonical, 'application/json', canonical) };
-}
 
 /**
  * Builds the guard one framework edge wraps.
@@ -210,6 +168,7 @@ export function createGuard(options: GuardOptions): Guard {
   const digest = options.digest ?? defaultDigest();
   const methods = new Set((options.methods ?? ['POST', 'PUT', 'PATCH', 'DELETE']).map((method) => method.toUpperCase()));
   const keys = createInFlight(store, leaseMs);
+  const cache = options.replayCache === false ? undefined : createReplayCache(options.replayCache);
   const report = (error: unknown, ref: { clientId: string; key: string }): void => {
     try {
       options.onError?.(error, ref);
@@ -220,6 +179,10 @@ export function createGuard(options: GuardOptions): Guard {
 
   const inFlight = (echo: Record<string, string>, retryAfterMs: number): WireResponse =>
     problemWire(ProblemType.KeyInFlight, 'a request with this key is being processed', { ...echo, 'retry-after': seconds(retryAfterMs) });
+  const keyReused = (endpoint: string, echo: Record<string, string>): Decision =>
+    answer(problemWire(ProblemType.KeyReused, `this Idempotency-Key was used for a different request (${endpoint})`, echo));
+  const replayOf = ({ response, replayHeaders }: Pick<CachedKey, 'response' | 'replayHeaders'>): Decision =>
+    answer({ status: response.status, headers: replayHeaders, body: response.status === 204 || response.status === 304 ? null : response.body });
   const unavailable = (echo: Record<string, string>): WireResponse =>
     problemWire(ProblemType.UpstreamUnavailable, 'the key store is unavailable', { ...echo, 'retry-after': '1' });
 
@@ -321,11 +284,20 @@ export function createGuard(options: GuardOptions): Guard {
     const admitted = await store.admit({ clientId, key, requestHash, endpoint, requestBody: '', leaseMs, ttlMs });
     if (admitted.owned) return execution(admitted.lease, echo);
     const row: KeyRow = admitted.row;
-    if (row.requestHash !== requestHash) return answer(problemWire(ProblemType.KeyReused, `this Idempotency-Key was used for a different request (${row.endpoint})`, echo));
+    if (row.requestHash !== requestHash) return keyReused(row.endpoint, echo);
     if (row.state === 'finished' && row.response) {
-      const response = row.response;
-      const body = response.status === 204 || response.status === 304 ? null : response.body;
-      return { kind: 'answer', response: { status: response.status, headers: replayHeaders(response, { ...echo, 'idempotency-replay': 'true' }), body } };
+      const known: CachedKey = {
+        requestHash,
+        // Empty: the guard compares fingerprints, never request text.
+        request: '',
+        endpoint: row.endpoint,
+        response: row.response,
+        // Shared by every replay of the entry, so frozen: nothing may change one answer for all.
+        replayHeaders: Object.freeze(replayHeaders(row.response, { ...echo, 'idempotency-replay': 'true' })),
+        expiresAt: row.expiresAt,
+      };
+      cache?.set(clientId, key, known, Date.now());
+      return replayOf(known);
     }
     if (row.leaseRemainingMs !== null && row.leaseRemainingMs > 0) {
       const budget = waited ? 0 : waitBudget(waitMs, request.prefer, row.leaseRemainingMs);
@@ -361,6 +333,9 @@ export function createGuard(options: GuardOptions): Guard {
       const fingerprint = fingerprintOf(request, body);
       if (!fingerprint.ok) return answer(problemWire(ProblemType.InvalidRequest, fingerprint.detail, echo));
       const requestHash = await digest(fingerprint.bytes);
+      // A finished key answers from the cache exactly as from its row: fingerprint first.
+      const known = cache?.get(clientId, parsedKey.key, Date.now());
+      if (known) return known.requestHash === requestHash ? replayOf(known) : keyReused(known.endpoint, echo);
       try {
         return await decideAdmitted(request, clientId, parsedKey.key, requestHash, false);
       } catch (error) {
