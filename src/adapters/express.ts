@@ -79,22 +79,37 @@ function bodyOf(req: Request, maxBytes: number): GuardedBody | (() => Promise<Gu
   };
 }
 
-/** The response headers as lower-case strings (a repeated header joined, as on the wire). */
-function headersOf(res: ServerResponse): Record<string, string> {
+type Headers = Record<string, number | string | string[]>;
+
+/** The headers on `res` now, as set (a repeated header stays an array). */
+const snapshot = (res: ServerResponse): Headers => ({ ...(res.getHeaders() as Headers) });
+
+/**
+ * The headers the handler set: those not already on the response when the middleware ran (CORS,
+ * a request id: earlier middleware sets them again on every request, so they are not stored).
+ */
+function handlerHeaders(now: Headers, before: Headers): Record<string, string> {
   const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(res.getHeaders())) {
-    if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : String(value);
+  for (const [name, value] of Object.entries(now)) {
+    const flat = Array.isArray(value) ? value.join(', ') : String(value);
+    const earlier = before[name];
+    if (earlier === undefined || (Array.isArray(earlier) ? earlier.join(', ') : String(earlier)) !== flat) headers[name] = flat;
   }
   return headers;
 }
 
-/** Sends `wire` as the whole response (a guard's answer, or an answer replacing the handler's). */
-function send(res: ServerResponse, wire: WireResponse): void {
+/** Makes `headers` the response's headers, and `status` its status. */
+function reset(res: ServerResponse, status: number, headers: Headers): void {
   for (const name of res.getHeaderNames()) res.removeHeader(name);
-  res.statusCode = wire.status;
-  for (const [name, value] of Object.entries(wire.headers)) res.setHeader(name, value);
-  const body = wire.body ?? '';
-  res.setHeader('content-length', typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
+  res.statusCode = status;
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+}
+
+/** Sends a guard's answer over the headers earlier middleware set (`before`). */
+function send(res: ServerResponse, wire: WireResponse, before: Headers): void {
+  reset(res, wire.status, { ...before, ...wire.headers });
+  const body = wire.status === 204 || wire.status === 304 ? '' : (wire.body ?? '');
+  if (wire.status !== 204 && wire.status !== 304) res.setHeader('content-length', typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
   res.end(body);
 }
 
@@ -103,16 +118,23 @@ type Callback = (error?: Error | null) => void;
 
 /**
  * Holds back what the handler writes; when it ends the response, hands it to the guard and sends
- * what the guard answers: the same bytes once stored, or the guard's answer instead.
+ * what the guard answers: exactly what the handler ended with once stored, or the guard's answer
+ * instead. Whatever touches the response after its first `end` (a second `end`, an error handler
+ * after a throw) changes nothing: the stored answer is the one sent.
  */
-function capture(res: ServerResponse, execution: Execution, onFailure: (error: unknown) => void): void {
+function capture(res: ServerResponse, execution: Execution, before: Headers, onFailure: (error: unknown) => void): void {
   const { writeHead, write, end } = res;
   const chunks: Buffer[] = [];
   let ended = false;
   const keep = (chunk: Chunk | undefined, encoding?: BufferEncoding): void => {
-    if (chunk !== undefined && chunk !== null) chunks.push(typeof chunk === 'string' ? Buffer.from(chunk, encoding ?? 'utf8') : Buffer.from(chunk));
+    if (ended || chunk === undefined || chunk === null) return;
+    chunks.push(typeof chunk === 'string' ? Buffer.from(chunk, encoding ?? 'utf8') : Buffer.from(chunk));
+  };
+  const later = (callback: Callback | undefined): void => {
+    if (callback) queueMicrotask(() => callback());
   };
   res.writeHead = function (this: ServerResponse, status: number, ...rest: unknown[]) {
+    if (ended) return res;
     res.statusCode = status;
     const headers = rest.find((item) => typeof item === 'object' && item !== null) as Record<string, string | string[]> | string[] | undefined;
     if (Array.isArray(headers)) for (let at = 0; at + 1 < headers.length; at += 2) res.setHeader(headers[at]!, headers[at + 1]!);
@@ -121,23 +143,32 @@ function capture(res: ServerResponse, execution: Execution, onFailure: (error: u
   } as ServerResponse['writeHead'];
   res.write = function (chunk: Chunk, encoding?: BufferEncoding | Callback, callback?: Callback) {
     keep(chunk, typeof encoding === 'string' ? encoding : undefined);
-    const done = typeof encoding === 'function' ? encoding : callback;
-    if (done) queueMicrotask(() => done());
+    later(typeof encoding === 'function' ? encoding : callback);
     return true;
   } as ServerResponse['write'];
   res.end = function (chunk?: Chunk | Callback, encoding?: BufferEncoding | Callback, callback?: Callback) {
-    if (ended) return res;
-    ended = true;
+    const done = typeof chunk === 'function' ? chunk : typeof encoding === 'function' ? encoding : callback;
+    if (ended) {
+      later(done);
+      return res;
+    }
     if (typeof chunk !== 'function') keep(chunk, typeof encoding === 'string' ? encoding : undefined);
-    Object.assign(res, { writeHead, write, end });
+    ended = true;
     const body = Buffer.concat(chunks);
-    const handled: WireResponse = { status: res.statusCode, headers: headersOf(res), body };
-    execution.complete(handled).then((answer) => {
-      if (answer.status === handled.status && answer.body === body) {
-        res.setHeader('idempotency-key', execution.context.key);
-        res.end(body);
-      } else send(res, answer);
-    }, onFailure);
+    const status = res.statusCode;
+    const headers = snapshot(res);
+    const handled: WireResponse = { status, headers: handlerHeaders(headers, before), body };
+    execution
+      .complete(handled)
+      .then((answer) => {
+        Object.assign(res, { writeHead, write, end });
+        if (res.headersSent) return; // the socket went away meanwhile: nothing left to send to
+        if (answer.status === status && answer.body === body) {
+          reset(res, status, { ...headers, 'idempotency-key': execution.context.key });
+          res.end(body, done);
+        } else send(res, answer, before);
+      })
+      .catch(onFailure);
     return res;
   } as ServerResponse['end'];
 }
@@ -164,6 +195,7 @@ export function idempotent(options: ExpressIdempotentOptions): RequestHandler {
   const guard = createGuard(options);
   async function guarded(req: Request, res: Response, next: NextFunction): Promise<void> {
     if (!guard.guards(req.method)) return next();
+    const before = snapshot(res);
     const clientId = options.clientId ? ((await options.clientId(req)) ?? null) : await guard.callerOf(req.headers.authorization);
     const route = req.route as { path?: unknown } | undefined;
     const decision = await guard.decide({
@@ -177,9 +209,9 @@ export function idempotent(options: ExpressIdempotentOptions): RequestHandler {
       prefer: header(req, 'prefer'),
     });
     if (decision.kind === 'pass') return next();
-    if (decision.kind === 'answer') return send(res, decision.response);
+    if (decision.kind === 'answer') return send(res, decision.response, before);
     req.oncely = decision.execution.context;
-    capture(res, decision.execution, next);
+    capture(res, decision.execution, before, next);
     next();
   }
   return (req, res, next) => {

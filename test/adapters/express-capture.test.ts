@@ -1,0 +1,111 @@
+/**
+ * The Express middleware holds the handler's response until it is stored. What a handler (or the
+ * middleware around it) does to the response after its first `end` must change neither what the
+ * client gets nor what is replayed, and headers earlier middleware sets on every request (CORS, a
+ * request id) belong to each answer, not to the stored response.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import express from 'express';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { idempotent } from '../../src/adapters/express.js';
+import { sqliteKeyStore } from '../../src/server/sqlite.js';
+import type { KeyStore } from '../../src/server/store/types.js';
+
+let dir: string;
+let store: KeyStore;
+let closers: Array<() => Promise<void>> = [];
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'oncely-express-'));
+  store = sqliteKeyStore({ path: join(dir, 'keys.db') });
+  await store.migrate();
+});
+
+afterEach(async () => {
+  await Promise.all(closers.map((close) => close()));
+  closers = [];
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function serve(route: express.RequestHandler): Promise<string> {
+  const app = express();
+  let requestId = 0;
+  app.use((_req, res, next) => {
+    requestId += 1;
+    res.setHeader('access-control-allow-origin', 'https://shop.example');
+    res.setHeader('x-request-id', `req-${requestId}`);
+    next();
+  });
+  app.use(express.json());
+  app.post('/orders', idempotent({ store, clientId: () => 'acme' }), route);
+  // Express's own error handling: a handler that throws after answering reaches it.
+  app.use((_error: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+    res.status(500).json({ error: 'boom' });
+  });
+  const server = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  closers.push(() => new Promise((resolve) => server.close(() => resolve())));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}/orders`;
+}
+
+const post = async (url: string, key: string) => {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key }, body: '{"item":"book"}' });
+  return { status: response.status, headers: response.headers, text: await response.text() };
+};
+
+describe('express response capture', () => {
+  it('sends and stores the first end; a second end is a no-op whose callback still runs', async () => {
+    let called = false;
+    const url = await serve((_req, res) => {
+      res.status(201).end('first');
+      res.end('second', () => {
+        called = true;
+      });
+    });
+    const first = await post(url, 'k-1');
+    const replay = await post(url, 'k-1');
+    expect([first.status, first.text]).toEqual([201, 'first']);
+    expect([replay.status, replay.text, replay.headers.get('idempotency-replay')]).toEqual([201, 'first', 'true']);
+    expect(called).toBe(true);
+  });
+
+  it('a throw after answering reaches the error handler but changes neither the answer nor the replay', async () => {
+    const url = await serve((_req, res) => {
+      res.status(201).json({ id: 'ord_1' });
+      throw new Error('after the answer');
+    });
+    const first = await post(url, 'k-1');
+    expect([first.status, first.text]).toEqual([201, '{"id":"ord_1"}']);
+    const replay = await post(url, 'k-1');
+    expect([replay.status, replay.text]).toEqual([201, '{"id":"ord_1"}']);
+  });
+
+  it('keeps headers earlier middleware set on guard answers, and does not replay them from the first request', async () => {
+    const url = await serve((_req, res) => {
+      res.status(201).location('/orders/1').json({ id: 'ord_1' });
+    });
+    const first = await post(url, 'k-1');
+    const replay = await post(url, 'k-1');
+    expect(first.headers.get('x-request-id')).toBe('req-1');
+    expect(replay.headers.get('x-request-id')).toBe('req-2');
+    expect(replay.headers.get('access-control-allow-origin')).toBe('https://shop.example');
+    expect(replay.headers.get('location')).toBe('/orders/1');
+    const invalid = await post(url, 'x'.repeat(300));
+    expect(invalid.status).toBe(400);
+    expect(invalid.headers.get('access-control-allow-origin')).toBe('https://shop.example');
+  });
+
+  it('replays a 204 with no body and no content-length', async () => {
+    const url = await serve((_req, res) => {
+      res.status(204).end();
+    });
+    expect((await post(url, 'k-1')).status).toBe(204);
+    const replay = await post(url, 'k-1');
+    expect([replay.status, replay.text, replay.headers.get('idempotency-replay')]).toEqual([204, '', 'true']);
+    expect(replay.headers.get('content-length')).toBeNull();
+  });
+});
