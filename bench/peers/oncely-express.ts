@@ -47,6 +47,8 @@ export async function oncelyExpress(ctx: PeerContext, options: OncelyExpressOpti
   await store.migrate(options.transaction ? { sqlite: `${EXECUTIONS_DDL};`, postgres: `${EXECUTIONS_DDL};` } : undefined);
   const guard = idempotent({
     store,
+    // One caller, as the other Express peers scope their keys.
+    clientId: () => 'bench',
     leaseMs: options.leaseMs,
     ...(options.transaction ? { transaction: true } : {}),
     ...(options.inFlightWaitMs === undefined ? {} : { inFlightWaitMs: options.inFlightWaitMs }),

@@ -35,10 +35,10 @@ declare global {
 export interface ExpressIdempotentOptions extends GuardOptions {
   /**
    * The caller whose keys these are (`(req) => req.user.id`): keys of two callers never meet.
-   * `null`/`undefined` answers `401`. Default: one caller per `Authorization` header value (a hash
-   * of it); with cookie sessions, pass the session's user.
+   * `null`/`undefined` answers `401`. Required: a hash of a bearer token would change with every
+   * token refresh (and run the handler again), and requests without one would share one key space.
    */
-  readonly clientId?: (req: Request) => string | null | undefined | Promise<string | null | undefined>;
+  readonly clientId: (req: Request) => string | null | undefined | Promise<string | null | undefined>;
 }
 
 const header = (req: IncomingMessage, name: string): string | null => {
@@ -186,7 +186,7 @@ function capture(res: ServerResponse, execution: Execution, before: Headers, onF
  * await store.migrate();
  * const app = express();
  * app.use(express.json());
- * app.post('/orders', idempotent({ store }), (req, res) => {
+ * app.post('/orders', idempotent({ store, clientId: (req) => req.get('x-account-id') ?? null }), (req, res) => {
  *   res.status(201).json({ id: 'ord_1', item: req.body.item });
  * });
  * ```
@@ -196,7 +196,7 @@ export function idempotent(options: ExpressIdempotentOptions): RequestHandler {
   async function guarded(req: Request, res: Response, next: NextFunction): Promise<void> {
     if (!guard.guards(req.method)) return next();
     const before = snapshot(res);
-    const clientId = options.clientId ? ((await options.clientId(req)) ?? null) : await guard.callerOf(req.headers.authorization);
+    const clientId = (await options.clientId(req)) ?? null;
     const route = req.route as { path?: unknown } | undefined;
     const decision = await guard.decide({
       clientId,

@@ -3,12 +3,13 @@
  *
  * ```ts
  * app.post('/orders', idempotent({ store, clientId: (request) => request.user.id }), createOrder);
- * app.post('/refunds', { ...idempotent({ store }), schema }, createRefund); // beside other options
+ * app.post('/refunds', idempotent({ store, clientId }, { schema, preHandler: audit }), createRefund); // with route options
  * ```
  *
- * `idempotent()` returns the route's `preHandler` (admission: a replay, `409`, `422` and the
- * other answers are sent from there, and the handler does not run) and `onSend` (the handler's
- * serialized reply is stored before it is sent). Fastify has parsed the body by then; a JSON body
+ * `idempotent()` returns route options with a `preHandler` (admission: a replay, `409`, `422` and
+ * the other answers are sent from there, and the handler does not run) and an `onSend` (the
+ * handler's serialized reply is stored before it is sent); pass the route's own options as the
+ * second argument, and its hooks are kept beside the guard's (spreading would replace them). Fastify has parsed the body by then; a JSON body
  * is fingerprinted as its canonical JSON, exactly as PROTOCOL.md's fingerprint of the raw text.
  *
  * @module
@@ -33,14 +34,16 @@ export interface FastifyIdempotentOptions extends GuardOptions {
    * meet. `null`/`undefined` answers `401`. Default: one caller per `Authorization` header value
    * (a hash of it); with cookie sessions, pass the session's user.
    */
-  readonly clientId?: (request: FastifyRequest) => string | null | undefined | Promise<string | null | undefined>;
+  readonly clientId: (request: FastifyRequest) => string | null | undefined | Promise<string | null | undefined>;
 }
 
-/** The route options {@link idempotent} returns: spread them into a route's own. */
-export interface IdempotentRouteOptions extends RouteShorthandOptions {
-  readonly preHandler: preHandlerAsyncHookHandler;
-  readonly onSend: onSendHookHandler;
-}
+/** The route options {@link idempotent} returns: the route's own, with the guard's hooks added. */
+export type IdempotentRouteOptions<R extends RouteShorthandOptions = RouteShorthandOptions> = R & {
+  readonly preHandler: preHandlerAsyncHookHandler[];
+  readonly onSend: onSendHookHandler[];
+};
+
+const list = <T>(hooks: T | readonly T[] | undefined): T[] => (hooks === undefined ? [] : Array.isArray(hooks) ? [...(hooks as T[])] : [hooks as T]);
 
 const header = (request: FastifyRequest, name: string): string | null => {
   const value = request.headers[name];
@@ -76,16 +79,16 @@ async function collect(stream: Readable): Promise<Buffer> {
  * const store = sqliteKeyStore({ path: 'keys.db' });
  * await store.migrate();
  * const app = Fastify();
- * app.post('/orders', idempotent({ store }), async (request, reply) => reply.code(201).send({ id: 'ord_1' }));
+ * app.post('/orders', idempotent({ store, clientId: (request) => String(request.headers['x-account-id'] ?? '') || null }), async (request, reply) => reply.code(201).send({ id: 'ord_1' }));
  * ```
  */
-export function idempotent(options: FastifyIdempotentOptions): IdempotentRouteOptions {
+export function idempotent<R extends RouteShorthandOptions = RouteShorthandOptions>(options: FastifyIdempotentOptions, route?: R): IdempotentRouteOptions<R> {
   const guard = createGuard(options);
   const running = new WeakMap<FastifyRequest, Execution>();
 
   const preHandler: preHandlerAsyncHookHandler = async function (request, reply) {
     if (!guard.guards(request.method)) return;
-    const clientId = options.clientId ? ((await options.clientId(request)) ?? null) : await guard.callerOf(request.headers.authorization);
+    const clientId = (await options.clientId(request)) ?? null;
     const decision = await guard.decide({
       clientId,
       keyHeader: header(request, 'idempotency-key'),
@@ -121,5 +124,12 @@ export function idempotent(options: FastifyIdempotentOptions): IdempotentRouteOp
     return answer.body;
   };
 
-  return { preHandler, onSend };
+  // The route's own hooks are kept: its preHandlers run after admission (a replay never reaches
+  // them), its onSend hooks after the guard's: they run on every answer, the handler's first one
+  // and each replay alike, so what is stored is the handler's own reply.
+  return {
+    ...(route as R),
+    preHandler: [preHandler, ...list(route?.preHandler as preHandlerAsyncHookHandler | preHandlerAsyncHookHandler[] | undefined)],
+    onSend: [onSend, ...list(route?.onSend as onSendHookHandler | onSendHookHandler[] | undefined)],
+  };
 }

@@ -27,6 +27,7 @@ import { replayHeaders, seconds } from '../server/answers.js';
 import { createInFlight, waitBudget } from '../server/in-flight.js';
 import { ProblemType, problemBody } from '../server/problems.js';
 import { createReplayCache, type CachedKey, type ReplayCacheOptions } from '../server/replay-cache.js';
+import { LeaseLostError } from '../server/store/lease-lost.js';
 import type { KeyRow, KeyStore, Lease, StoredResponse, Tx } from '../server/store/types.js';
 import { fingerprintOf } from './body-fingerprint.js';
 import { captureStored, isFinalStatus, type WireResponse } from './wire.js';
@@ -56,7 +57,11 @@ export interface GuardOptions {
   readonly inFlightWaitMs?: number;
   /** Largest request body read when no body parser ran, in bytes (`413` above). @default 65536 */
   readonly maxBodyBytes?: number;
-  /** Largest response stored for replay, in bytes (see {@link isFinalStatus} and the README). @default 1048576 */
+  /**
+   * Largest response body stored for replay, in bytes; a larger one is delivered once and its replay
+   * says so (see the README). At most the store's own `maxResponseBytes` (64 KiB by default).
+   * @default 65536
+   */
   readonly maxResponseBytes?: number;
   /** HTTP methods guarded; others pass through untouched. @default ['POST', 'PUT', 'PATCH', 'DELETE'] */
   readonly methods?: readonly string[];
@@ -127,8 +132,6 @@ export type Decision =
 export interface Guard {
   /** Whether requests with this method are guarded. */
   guards(method: string): boolean;
-  /** The default caller: one per `Authorization` header value (a hash of it), `anonymous` without one. */
-  callerOf(authorization: string | null | undefined): Promise<string>;
   /** The largest request body an edge reads itself. */
   readonly maxBodyBytes: number;
   decide(request: GuardedRequest): Promise<Decision>;
@@ -147,7 +150,6 @@ function problemWire(type: ProblemType, detail: string, headers: Readonly<Record
 
 const answer = (response: WireResponse): Decision => ({ kind: 'answer', response });
 
-const encoder = new TextEncoder();
 
 /**
  * Builds the guard one framework edge wraps.
@@ -163,7 +165,7 @@ export function createGuard(options: GuardOptions): Guard {
   const leaseMs = options.leaseMs ?? 30_000;
   const ttlMs = options.ttlMs ?? 86_400_000;
   const waitMs = options.inFlightWaitMs ?? 5000;
-  const maxResponseBytes = options.maxResponseBytes ?? 1_048_576;
+  const maxResponseBytes = options.maxResponseBytes ?? 65_536;
   const maxBodyBytes = options.maxBodyBytes ?? 65_536;
   const digest = options.digest ?? defaultDigest();
   const methods = new Set((options.methods ?? ['POST', 'PUT', 'PATCH', 'DELETE']).map((method) => method.toUpperCase()));
@@ -205,7 +207,15 @@ export function createGuard(options: GuardOptions): Guard {
           return echoed(response);
         }
         try {
-          return (await store.finish(lease, captureStored(response, maxResponseBytes))).ok ? echoed(response) : lost();
+          let done;
+          try {
+            done = await store.finish(lease, captureStored(response, maxResponseBytes));
+          } catch (error) {
+            // The store's own cap is below the guard's: the response is delivered once, as any too large.
+            if (!(error instanceof RangeError)) throw error;
+            done = await store.finish(lease, captureStored(response, -1));
+          }
+          return done.ok ? echoed(response) : lost();
         } catch (error) {
           // The effect happened and only storing its answer failed: the caller learns the outcome.
           report(error, ref);
@@ -224,10 +234,36 @@ export function createGuard(options: GuardOptions): Guard {
 
     // The handler runs inside `finish`'s work: it gets the transaction once the store has opened
     // it, and the transaction commits (or rolls back) when the edge hands over the response.
+    // A handler that never answers (an unhandled rejection, a forgotten branch) must not hold the
+    // transaction, and with it the store's lock, past its lease: it is rolled back then.
+    let timer: ReturnType<typeof setTimeout> | undefined;
     let handOver!: (response: WireResponse | Error) => void;
-    const handed = new Promise<WireResponse | Error>((resolve) => (handOver = resolve));
+    const handed = new Promise<WireResponse | Error>((resolve) => {
+      handOver = (response) => {
+        clearTimeout(timer);
+        resolve(response);
+      };
+    });
     let opened!: (tx: Tx) => void;
-    const ready = new Promise<{ tx: Tx }>((resolve) => (opened = (tx) => resolve({ tx })));
+    let over = false;
+    const ready = new Promise<{ tx: Tx }>((resolve) => {
+      opened = (tx) => {
+        // Past its lease the attempt is fenced out, as when another request took the key over.
+        timer = setTimeout(() => {
+          over = true;
+          handOver(new LeaseLostError());
+        }, leaseMs);
+        const fenced = <T>(statement: () => Promise<T>): Promise<T> => (over ? Promise.reject(new LeaseLostError()) : statement());
+        resolve({
+          tx: {
+            dialect: tx.dialect,
+            run: (sql, params) => fenced(() => tx.run(sql, params)),
+            all: (sql, params) => fenced(() => tx.all(sql, params)),
+            get: (sql, params) => fenced(() => tx.get(sql, params)),
+          },
+        });
+      };
+    });
     let stored: StoredResponse | undefined;
     const outcome = store
       .finish(
@@ -248,10 +284,12 @@ export function createGuard(options: GuardOptions): Guard {
     const first = await Promise.race([ready, outcome]);
     if (!('tx' in first)) {
       // Nothing ran: the store failed, or the lease was lost, before the transaction opened.
-      end();
-      if ('ok' in first) return answer(lost());
+      if ('ok' in first) {
+        end();
+        return answer(lost());
+      }
       report(first.error, ref);
-      await release();
+      await release().finally(end);
       return answer(unavailable(echo));
     }
     const settle = async (): Promise<WireResponse | undefined> => {
@@ -316,10 +354,6 @@ export function createGuard(options: GuardOptions): Guard {
   return {
     guards: (method) => methods.has(method.toUpperCase()),
     maxBodyBytes,
-    async callerOf(authorization) {
-      if (authorization === null || authorization === undefined || authorization === '') return 'anonymous';
-      return `auth.${(await digest(encoder.encode(authorization))).slice(0, 32)}`;
-    },
     async decide(request) {
       if (!methods.has(request.method.toUpperCase())) return { kind: 'pass' };
       if (request.keyHeader === null && options.keyMissing === 'pass') return { kind: 'pass' };

@@ -13,6 +13,7 @@
  * @module
  */
 import type { Context, Env, MiddlewareHandler } from 'hono';
+import { readCappedBody } from '../server/read-body.js';
 import { createGuard, type GuardContext, type GuardOptions, type GuardedBody, type WireResponse } from './guard.js';
 
 export { isFinalStatus, type GuardContext, type GuardOptions, type WireResponse } from './guard.js';
@@ -26,10 +27,10 @@ export interface OncelyVariables {
 export interface HonoIdempotentOptions<E extends Env = Env> extends GuardOptions {
   /**
    * The caller whose keys these are (`(c) => c.get('user').id`): keys of two callers never meet.
-   * `null`/`undefined` answers `401`. Default: one caller per `Authorization` header value (a hash
-   * of it); with cookie sessions, pass the session's user.
+   * `null`/`undefined` answers `401`. Required: a hash of a bearer token would change with every
+   * token refresh (and run the handler again), and requests without one would share one key space.
    */
-  readonly clientId?: (c: Context<E>) => string | null | undefined | Promise<string | null | undefined>;
+  readonly clientId: (c: Context<E>) => string | null | undefined | Promise<string | null | undefined>;
 }
 
 const toResponse = (wire: WireResponse): Response => {
@@ -58,7 +59,7 @@ function headersOf(response: Response): Record<string, string> {
  * const store = sqliteKeyStore({ path: 'keys.db' });
  * await store.migrate();
  * const app = new Hono();
- * app.post('/orders', idempotent({ store }), async (c) => c.json({ id: 'ord_1', ...(await c.req.json()) }, 201));
+ * app.post('/orders', idempotent({ store, clientId: (c) => c.req.header('x-account-id') ?? null }), async (c) => c.json({ id: 'ord_1', ...(await c.req.json()) }, 201));
  * ```
  */
 export function idempotent<E extends Env = Env>(options: HonoIdempotentOptions<E>): MiddlewareHandler<E & { Variables: OncelyVariables }> {
@@ -67,14 +68,15 @@ export function idempotent<E extends Env = Env>(options: HonoIdempotentOptions<E
   return async (c, next) => {
     if (!guard.guards(c.req.method)) return next();
     const context = c as unknown as Context<E>;
-    const clientId = options.clientId ? ((await options.clientId(context)) ?? null) : await guard.callerOf(c.req.header('authorization'));
+    const clientId = (await options.clientId(context)) ?? null;
     const url = new URL(c.req.url);
     const body = async (): Promise<GuardedBody | 'too-large'> => {
-      if (Number(c.req.header('content-length') ?? 0) > max) return 'too-large';
-      if (c.req.raw.body === null) return { none: true };
-      // Read through Hono, which caches it for the handler's own c.req.json()/text().
-      const bytes = new Uint8Array(await c.req.arrayBuffer());
-      if (bytes.byteLength > max) return 'too-large';
+      // Capped while it arrives (a chunked body too), then left in Hono's body cache, from which
+      // the handler's own c.req.json()/text() read it.
+      const read = await readCappedBody(c.req.raw, max);
+      if (!read.ok) return 'too-large';
+      const bytes = read.bytes;
+      (c.req.bodyCache as Record<string, Promise<unknown>>)['arrayBuffer'] = Promise.resolve(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer);
       return bytes.byteLength === 0 ? { none: true } : { raw: bytes };
     };
     const decision = await guard.decide({

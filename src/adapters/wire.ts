@@ -15,12 +15,16 @@ export interface WireResponse {
   readonly body: string | Uint8Array | null;
 }
 
-/** Statuses a retry may cure: answered as they are, never stored (the key is released). */
-const RETRYABLE_4XX = new Set([401, 408, 409, 429]);
+/**
+ * 4xx answers never stored (the key is released): a retry may cure them (401, 408, 409, 429), or,
+ * for 400, the request was refused before any work, which PROTOCOL.md says consumes no key (a
+ * corrected body may be sent again with the same key).
+ */
+const RELEASED_4XX = new Set([400, 401, 408, 409, 429]);
 
 /**
  * Whether a handler's response is final, stored with the key and replayed: 2xx, 3xx, and 4xx
- * except 401, 408, 409 and 429. A 5xx (and those four) releases the key, so a retry runs afresh.
+ * except 400, 401, 408, 409 and 429. A 5xx (and those five) releases the key, so a retry runs afresh.
  *
  * @example
  * ```ts
@@ -29,7 +33,7 @@ const RETRYABLE_4XX = new Set([401, 408, 409, 429]);
  * ```
  */
 export function isFinalStatus(status: number): boolean {
-  return status >= 200 && status < 500 && !RETRYABLE_4XX.has(status);
+  return status >= 200 && status < 500 && !RELEASED_4XX.has(status);
 }
 
 /**
@@ -64,8 +68,9 @@ export function captureStored(response: WireResponse, maxBytes: number): StoredR
       text = undefined;
     }
   }
-  if (text !== undefined && size <= maxBytes) return { status: response.status, headers, body: text };
-  const why = text === undefined && size <= maxBytes ? 'is not UTF-8 text' : `is larger than maxResponseBytes (${maxBytes})`;
+  // NUL: PostgreSQL's text cannot hold it, and every store must answer alike.
+  if (text !== undefined && size <= maxBytes && !text.includes('\u0000')) return { status: response.status, headers, body: text };
+  const why = size > maxBytes ? `is larger than maxResponseBytes (${Math.max(0, maxBytes)})` : text === undefined ? 'is not UTF-8 text' : 'contains NUL';
   return {
     status: response.status,
     headers: { 'content-type': 'application/problem+json' },

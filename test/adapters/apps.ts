@@ -31,7 +31,7 @@ export interface Script {
 
 export interface AppOptions extends Omit<GuardOptions, 'store'> {
   readonly store: GuardOptions['store'];
-  /** Caller from the `x-user` header (as an auth layer would set it); default: the guard's own. */
+  /** Caller from the `x-user` header (as an auth layer would set it); default: one caller, `acme`. */
   readonly userHeader?: boolean;
   /** Express only: mount `express.json()` before the middleware (as nearly every app does). */
   readonly bodyParser?: boolean;
@@ -64,7 +64,7 @@ async function expressApp(options: AppOptions, script: Script): Promise<RunningA
   const app = express();
   if (options.bodyParser !== false) app.use(express.json());
   const router = express.Router();
-  const guard = expressIdempotent({ ...options, ...(options.userHeader ? { clientId: (req: express.Request) => user(req.headers['x-user']) } : {}) });
+  const guard = expressIdempotent({ ...options, clientId: options.userHeader ? (req: express.Request) => user(req.headers['x-user']) : () => 'acme' });
   router.use(guard);
   router.post('/orders/:id', async (req, res) => {
     const [status, body] = await order(script, req.params.id!, req.body, req.oncely);
@@ -82,7 +82,7 @@ async function expressApp(options: AppOptions, script: Script): Promise<RunningA
 
 async function honoApp(options: AppOptions, script: Script): Promise<RunningApp> {
   const v1 = new Hono<{ Variables: { oncely: GuardContext } }>();
-  const guard = honoIdempotent({ ...options, ...(options.userHeader ? { clientId: (c) => c.req.header('x-user') ?? null } : {}) });
+  const guard = honoIdempotent({ ...options, clientId: options.userHeader ? (c) => c.req.header('x-user') ?? null : () => 'acme' });
   v1.use('*', guard);
   v1.post('/orders/:id', async (c) => {
     const [status, body] = await order(script, c.req.param('id'), await c.req.json(), c.get('oncely'));
@@ -100,7 +100,7 @@ async function honoApp(options: AppOptions, script: Script): Promise<RunningApp>
 
 async function fastifyApp(options: AppOptions, script: Script): Promise<RunningApp> {
   const app = Fastify();
-  const guard = fastifyIdempotent({ ...options, ...(options.userHeader ? { clientId: (request) => user(request.headers['x-user']) } : {}) });
+  const guard = fastifyIdempotent({ ...options, clientId: options.userHeader ? (request) => user(request.headers['x-user']) : () => 'acme' });
   await app.register(
     async (v1) => {
       v1.post<{ Params: { id: string } }>('/orders/:id', guard, async (request, reply) => {

@@ -34,7 +34,7 @@ const APPS = {
   async express(options: GuardOptions, behaviour: Behaviour): Promise<App> {
     const app = express();
     app.use(express.json());
-    app.post('/orders', expressIdempotent(options), async (req, res, next) => {
+    app.post('/orders', expressIdempotent({ ...options, clientId: () => 'acme' }), async (req, res, next) => {
       try {
         const [status, body] = await behaviour(req.oncely!, req.headers['x-hold'] === '1');
         res.status(status).json(body);
@@ -49,7 +49,7 @@ const APPS = {
   },
   async hono(options: GuardOptions, behaviour: Behaviour): Promise<App> {
     const app = new Hono();
-    app.post('/orders', honoIdempotent(options), async (c) => {
+    app.post('/orders', honoIdempotent({ ...options, clientId: () => 'acme' }), async (c) => {
       const [status, body] = await behaviour(c.get('oncely'), c.req.header('x-hold') === '1');
       return c.json(body, status as 201);
     });
@@ -60,7 +60,7 @@ const APPS = {
   },
   async fastify(options: GuardOptions, behaviour: Behaviour): Promise<App> {
     const app = Fastify();
-    app.post('/orders', fastifyIdempotent(options), async (request, reply) => {
+    app.post('/orders', fastifyIdempotent({ ...options, clientId: () => 'acme' }), async (request, reply) => {
       const [status, body] = await behaviour(request.oncely!, request.headers['x-hold'] === '1');
       return reply.code(status).send(body);
     });

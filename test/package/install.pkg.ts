@@ -227,7 +227,7 @@ await store.migrate();
 let runs = 0;
 const server = express();
 server.use(express.json());
-server.post('/v1/orders', idempotent({ store }), (req, res) => {
+server.post('/v1/orders', idempotent({ store, clientId: () => 'acme' }), (req, res) => {
   runs += 1;
   res.status(201).json({ id: \`ord_\${req.oncely?.key}\`, item: req.body.item });
 });
@@ -247,7 +247,7 @@ const store = sqliteKeyStore({ path: './hono.db' });
 await store.migrate();
 let runs = 0;
 const server = new Hono();
-server.post('/v1/orders', idempotent({ store }), async (c) => {
+server.post('/v1/orders', idempotent({ store, clientId: () => 'acme' }), async (c) => {
   runs += 1;
   const { item } = await c.req.json<{ item: string }>();
   return c.json({ id: \`ord_\${c.get('oncely').key}\`, item }, 201);
@@ -267,7 +267,7 @@ const store = sqliteKeyStore({ path: './fastify.db' });
 await store.migrate();
 let runs = 0;
 const server = Fastify();
-server.post<{ Body: { item: string } }>('/v1/orders', idempotent({ store }), async (request, reply) => {
+server.post<{ Body: { item: string } }>('/v1/orders', idempotent({ store, clientId: () => 'acme' }), async (request, reply) => {
   runs += 1;
   return reply.code(201).send({ id: \`ord_\${request.oncely?.key}\`, item: request.body.item });
 });
