@@ -2,10 +2,12 @@
  * {@link KeyStore.watch} on PostgreSQL: `LISTEN/NOTIFY`, so that a duplicate waiting on one
  * instance hears the moment the original's owner on another lets go of the key, with no poll.
  *
- * - The key table's trigger (schema version 2, `postgres-schema.node.ts`) sends `NOTIFY` in the
- *   very transaction that finishes, releases or parks a row: it is delivered when, and only if,
- *   that transaction commits. Its payload is {@link endPayload}, a hash of `(client_id, key)`: no
- *   key or client id travels to other sessions of the database.
+ * - A watch marks its row `watched` (once listening); the key table's trigger (schema version 2,
+ *   `postgres-schema.node.ts`) then sends `NOTIFY` in the very transaction that finishes,
+ *   releases or parks that row: it is delivered when, and only if, that transaction commits. A
+ *   row nobody watches sends none (a NOTIFY costs every committing transaction a lock). The
+ *   payload is {@link endPayload}, a hash of `(client_id, key)`: no key or client id travels to
+ *   other sessions of the database.
  * - One dedicated connection per store listens, opened on the first watch (never from the pool:
  *   a pooled connection would be handed to a request). Watches are entries of a map on it: a
  *   thousand waiting duplicates cost that one connection.
@@ -65,15 +67,16 @@ interface Link {
 }
 
 /**
- * Listens on `channel` over a connection made from `config`, lazily.
+ * Listens on `channel` over a connection made from `config`, lazily; `mark` flags a key's row as
+ * watched (so that its end notifies), called once the watch is listening.
  *
  * @example
  * ```ts
- * const ends = listenForEnds({ connectionString: url }, endChannel('oncely'));
+ * const ends = listenForEnds({ connectionString: url }, endChannel('oncely'), markWatched);
  * const stop = await ends.watch('acme', 'inv-7', (event) => console.log(event));
  * ```
  */
-export function listenForEnds(config: pg.ClientConfig, channel: string): EndListener {
+export function listenForEnds(config: pg.ClientConfig, channel: string, mark: (clientId: string, key: string) => Promise<void>): EndListener {
   const watchers = new Map<string, Set<Listener>>();
   let link: Link | undefined;
   let failedAt = Number.NEGATIVE_INFINITY;
@@ -122,11 +125,17 @@ export function listenForEnds(config: pg.ClientConfig, channel: string): EndList
       let set = watchers.get(payload);
       if (set === undefined) watchers.set(payload, (set = new Set()));
       set.add(listener);
-      return () => {
+      const stop = (): void => {
         const current = watchers.get(payload);
         current?.delete(listener);
         if (current?.size === 0) watchers.delete(payload);
       };
+      // Listening first, then the flag: an end committed after the flag is heard.
+      await mark(clientId, key).catch((error: unknown) => {
+        stop();
+        throw error;
+      });
+      return stop;
     },
     async close() {
       closed = true;

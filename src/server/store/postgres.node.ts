@@ -139,6 +139,10 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
     : listenForEnds(
         options.pool ? { ...options.pool.options, keepAlive: true } : { connectionString: options.connectionString, connectionTimeoutMillis: options.connectTimeoutMs ?? 5000, keepAlive: true },
         endChannel(schema),
+        // Only a watched row's end notifies (see the schema's version 2); once set, never again.
+        async (clientId, key) => {
+          await runner.prepared(`UPDATE ${schema}.oncely_keys SET watched = true WHERE client_id = $1 AND key = $2 AND state = 'started' AND NOT watched`, [clientId, key]);
+        },
       );
   // Two partitions of slack past the retention, so the reaper can move in-flight rows forward.
   const plan: PartitionPlan = { partitionMs, aheadMs: ttlMs + 2 * partitionMs };

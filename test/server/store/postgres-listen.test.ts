@@ -1,8 +1,9 @@
 /**
  * `postgresKeyStore(...).watch` on a real server: LISTEN/NOTIFY across two stores (two instances)
  * on one schema. The NOTIFY rides in the transaction that ends the lease (finish, release, park,
- * forget), is not sent by one that rolls back, carries a hash rather than the key, and a listening
- * connection that dies is reported and replaced.
+ * forget) of a watched key, is not sent by one that rolls back nor for a key nobody watches,
+ * carries a hash rather than the key, and a listening connection that dies is reported and
+ * replaced.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -84,15 +85,21 @@ describe.skipIf(!(await canRunServerTests()))('postgresKeyStore.watch: LISTEN/NO
     expect((await b.load('acme', 'quiet-1'))?.state).toBe('started');
   });
 
-  it('notifies with a hash of (client_id, key), never the key itself', async () => {
+  it('notifies with a hash of (client_id, key), never the key itself, and only for a key someone watches', async () => {
     const listener = new pg.Client({ connectionString: url });
     await listener.connect();
     const payloads: string[] = [];
     listener.on('notification', (message) => payloads.push(message.payload ?? ''));
     await listener.query(`LISTEN ${endChannel(schema)}`);
     try {
-      await a.finish(await admit('secret-key-1'), RESPONSE);
+      // Nobody waits for this one: its finish sends no NOTIFY (each costs every commit a lock).
+      await a.finish(await admit('unwatched-1'), RESPONSE);
+      const watched = await admit('secret-key-1');
+      const stop = await b.watch!('acme', 'secret-key-1', () => undefined);
+      await a.finish(watched, RESPONSE);
+      stop();
       for (let i = 0; i < 100 && payloads.length === 0; i += 1) await sleep(20);
+      await sleep(200);
       expect(payloads).toEqual([endPayload('acme', 'secret-key-1')]);
       expect(payloads[0]).not.toContain('secret');
     } finally {
