@@ -27,10 +27,10 @@ import { replayHeaders, seconds } from '../server/answers.js';
 import { createInFlight, waitBudget } from '../server/in-flight.js';
 import { ProblemType, problemBody } from '../server/problems.js';
 import { createReplayCache, type CachedKey, type ReplayCacheOptions } from '../server/replay-cache.js';
-import { LeaseLostError } from '../server/store/lease-lost.js';
-import type { KeyRow, KeyStore, Lease, StoredResponse, Tx } from '../server/store/types.js';
+import type { KeyRow, KeyStore, Lease, Tx } from '../server/store/types.js';
 import { fingerprintOf } from './body-fingerprint.js';
-import { captureStored, isFinalStatus, type WireResponse } from './wire.js';
+import { plainAttempt, transactionAttempt, type Attempt } from './attempt.js';
+import type { WireResponse } from './wire.js';
 
 export { isFinalStatus, type WireResponse } from './wire.js';
 
@@ -137,13 +137,6 @@ export interface Guard {
   decide(request: GuardedRequest): Promise<Decision>;
 }
 
-/** Thrown inside the transaction to roll it back: the response is not final. */
-class NotFinal extends Error {
-  constructor(readonly response: WireResponse) {
-    super('not a final response');
-  }
-}
-
 function problemWire(type: ProblemType, detail: string, headers: Readonly<Record<string, string>> = {}): WireResponse {
   return { status: type.status, headers: { ...headers, 'content-type': 'application/problem+json' }, body: JSON.stringify(problemBody(type, detail)) };
 }
@@ -200,120 +193,20 @@ export function createGuard(options: GuardOptions): Guard {
     };
     const context = (tx: Tx | undefined): GuardContext => ({ clientId: lease.clientId, key: lease.key, tx });
 
-    if (!options.transaction) {
-      const complete = async (response: WireResponse): Promise<WireResponse> => {
-        if (!isFinalStatus(response.status)) {
-          await release();
-          return echoed(response);
-        }
-        try {
-          let done;
-          try {
-            done = await store.finish(lease, captureStored(response, maxResponseBytes));
-          } catch (error) {
-            // The store's own cap is below the guard's: the response is delivered once, as any too large.
-            if (!(error instanceof RangeError)) throw error;
-            done = await store.finish(lease, captureStored(response, -1));
-          }
-          return done.ok ? echoed(response) : lost();
-        } catch (error) {
-          // The effect happened and only storing its answer failed: the caller learns the outcome.
-          report(error, ref);
-          return echoed(response);
-        }
-      };
-      return {
-        kind: 'run',
-        execution: {
-          context: context(undefined),
-          complete: (response) => complete(response).finally(end),
-          abort: async () => void (await release().finally(end)),
-        },
-      };
-    }
-
-    // The handler runs inside `finish`'s work: it gets the transaction once the store has opened
-    // it, and the transaction commits (or rolls back) when the edge hands over the response.
-    // A handler that never answers (an unhandled rejection, a forgotten branch) must not hold the
-    // transaction, and with it the store's lock, past its lease: it is rolled back then.
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    let handOver!: (response: WireResponse | Error) => void;
-    const handed = new Promise<WireResponse | Error>((resolve) => {
-      handOver = (response) => {
-        clearTimeout(timer);
-        resolve(response);
-      };
-    });
-    let opened!: (tx: Tx) => void;
-    let over = false;
-    const ready = new Promise<{ tx: Tx }>((resolve) => {
-      opened = (tx) => {
-        // Past its lease the attempt is fenced out, as when another request took the key over.
-        timer = setTimeout(() => {
-          over = true;
-          handOver(new LeaseLostError());
-        }, leaseMs);
-        const fenced = <T>(statement: () => Promise<T>): Promise<T> => (over ? Promise.reject(new LeaseLostError()) : statement());
-        resolve({
-          tx: {
-            dialect: tx.dialect,
-            run: (sql, params) => fenced(() => tx.run(sql, params)),
-            all: (sql, params) => fenced(() => tx.all(sql, params)),
-            get: (sql, params) => fenced(() => tx.get(sql, params)),
-          },
-        });
-      };
-    });
-    let stored: StoredResponse | undefined;
-    const outcome = store
-      .finish(
-        lease,
-        () => stored!,
-        async (tx) => {
-          opened(tx);
-          const response = await handed;
-          if (response instanceof Error) throw response;
-          if (!isFinalStatus(response.status)) throw new NotFinal(response);
-          stored = captureStored(response, maxResponseBytes);
-        },
-      )
-      .then(
-        (done) => ({ ok: done.ok }),
-        (error: unknown) => ({ error }),
-      );
-    const first = await Promise.race([ready, outcome]);
-    if (!('tx' in first)) {
-      // Nothing ran: the store failed, or the lease was lost, before the transaction opened.
-      if ('ok' in first) {
-        end();
-        return answer(lost());
-      }
-      report(first.error, ref);
-      await release().finally(end);
-      return answer(unavailable(echo));
-    }
-    const settle = async (): Promise<WireResponse | undefined> => {
-      const result = await outcome;
-      if ('ok' in result) return result.ok ? undefined : lost();
-      await release();
-      if (result.error instanceof NotFinal) return undefined;
-      report(result.error, ref);
-      return unavailable(echo);
+    const attempt: Attempt = {
+      store,
+      lease,
+      leaseMs,
+      maxResponseBytes,
+      end,
+      echoed,
+      release,
+      lost,
+      report: (error) => report(error, ref),
+      unavailable: () => unavailable(echo),
+      context,
     };
-    return {
-      kind: 'run',
-      execution: {
-        context: context(first.tx),
-        async complete(response) {
-          handOver(response);
-          return ((await settle().finally(end)) ?? echoed(response));
-        },
-        async abort(error) {
-          handOver(error instanceof Error ? error : new Error(String(error)));
-          await settle().finally(end);
-        },
-      },
-    };
+    return options.transaction ? transactionAttempt(attempt) : plainAttempt(attempt);
   }
 
   async function decideAdmitted(request: GuardedRequest, clientId: string, key: string, requestHash: string, waited: boolean): Promise<Decision> {
