@@ -5,9 +5,9 @@
  *
  * @module
  */
-import type { OpenTransaction, Query, Runner, Statement } from './postgres-runner.node.js';
+import type { OpenTransaction, Query, QueryResult, Runner, Statement } from './postgres-runner.node.js';
 import type { FoldedFenced, PointCommit, PriorCommit } from '../commits.js';
-import { LOST, LeaseLostError, isLeaseLost } from './lease-lost.js';
+import { LOST, isLeaseLost } from './lease-lost.js';
 import type { Lease, Tx } from './types.js';
 
 /** What the store builds its fenced writes from. */
@@ -39,7 +39,7 @@ export interface Fencing {
 export function createFencing(runner: Runner, schema: string): Fencing {
   const t = `${schema}.oncely_keys`;
   // Built once; sent as named prepared statements with bind parameters.
-  const LOCK = `SELECT ${schema}.oncely_lock($1, $2, $3) AS held`;
+  const LOCK = `SELECT ${schema}.oncely_lock($1, $2, $3)`;
   const POINT = `SELECT ${schema}.oncely_point($1, $2, $3, $4, $5, $6, true, $7)`;
   const txOver = (query: Query): Tx => ({
     dialect: 'postgres',
@@ -56,11 +56,12 @@ export function createFencing(runner: Runner, schema: string): Fencing {
    * which raise OLOST when the lease no longer holds the row). The transaction opens only when the
    * work runs its first statement:
    * - no statement: `write` alone, atomic on its own (one round trip);
-   * - statements: the first goes after BEGIN and `oncely_lock` (one round trip: `SELECT … FOR
-   *   UPDATE` of the row under the lease, so an owner that lost its row runs none of its
-   *   statements and a concurrent takeover waits for this transaction, then finds a fresh lease);
-   *   `write` goes with COMMIT. (As on SQLite, JS the work runs before its first statement is not
-   *   fenced; only what reaches the database is.)
+   * - statements: the first goes in the same write as BEGIN and `oncely_lock` (`SELECT … FOR
+   *   UPDATE` of the row under the lease, raising OLOST when the lease no longer holds it: the
+   *   transaction is then aborted before the statement behind it runs, so an owner that lost its
+   *   row runs none of its statements, with no wait for the check; a concurrent takeover waits for
+   *   this transaction, then finds a fresh lease); `write` goes with COMMIT. (As on SQLite, JS the
+   *   work runs before its first statement is not fenced; only what reaches the database is.)
    * `prior` (an outcome mark) rides in front of the first round trip as a transaction of its own,
    * raising OLOST if the lease is gone so that nothing after it runs; when the work runs no
    * statement, `write` is handed the mark and folds it into its own UPDATE (one statement, one
@@ -93,20 +94,19 @@ export function createFencing(runner: Runner, schema: string): Fencing {
     if (prior?.committed && !(await markAlone(takeMark()!, prior))) return LOST;
     let open: OpenTransaction | undefined;
     let opening: Promise<OpenTransaction> | undefined;
-    const begin = (): Promise<OpenTransaction> =>
-      (opening ??= runner
-        .open<{ held: boolean }>({ sql: LOCK, params: fenceArgs(lease) }, takeMark())
-        .then(({ result, tx }) => {
-          open = tx;
-          if (result.rows[0]?.held !== true) throw new LeaseLostError();
-          return tx;
-        }));
     // A statement sent after the work returned (an unawaited promise) would open a transaction
     // no one ends: refused.
     let ended = false;
-    const query: Query = async (sql, params) => {
+    const query: Query = async <R>(sql: string, params?: readonly unknown[]) => {
       if (ended) throw new Error('postgresKeyStore: this write has ended; await every statement before the work returns');
-      return (await begin()).query(sql, params);
+      if (opening) return (await opening).query<R>(sql, params);
+      const opened = runner.open({ sql: LOCK, params: fenceArgs(lease) }, takeMark(), { sql, params: params ?? [] });
+      opening = opened.then(({ tx }) => (open = tx));
+      // Its failure reaches the work through `opened`; it is awaited again when the work ends.
+      opening.catch(() => undefined);
+      const { then } = await opened;
+      if (then?.status === 'rejected') throw then.reason;
+      return then!.value as QueryResult<R>;
     };
     try {
       const value = work ? await work(txOver(query)) : undefined;

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { OpenTransaction, Query, QueryResult, Runner, Statement } from './postgres-runner.node.js';
+import type { OpenTransaction, Opened, Query, Runner, Statement } from './postgres-runner.node.js';
 
 /**
  * The part of a PGlite instance the store uses (structural, so `@electric-sql/pglite` stays a
@@ -76,14 +76,15 @@ export function createPgliteRunner(db: PgliteLike, schema: string): Runner {
     prepared: alone,
     // PGlite has one backend and no round trips to save: the open transaction is a PGlite
     // transaction held open until commit or rollback says how it ends.
-    open: async <T>(first: Statement, before?: Statement) => {
+    open: async <T>(first: Statement, before?: Statement, then?: Statement) => {
       if (before) await alone(before.sql, before.params);
       let settle!: (last: Statement | undefined) => void;
       const ending = new Promise<Statement | undefined>((resolve) => (settle = resolve));
-      return new Promise<{ result: QueryResult<T>; tx: OpenTransaction }>((resolve, reject) => {
+      return new Promise<Opened<T>>((resolve, reject) => {
         let opened = false;
         const done = transaction(async (query) => {
           const result = await query<T>(first.sql, first.params);
+          const followed = then && (await Promise.allSettled([query(then.sql, then.params)]))[0];
           let ended = false;
           const end = (last: Statement | undefined): boolean => {
             if (ended) return false;
@@ -94,6 +95,7 @@ export function createPgliteRunner(db: PgliteLike, schema: string): Runner {
           opened = true;
           resolve({
             result,
+            then: followed,
             tx: {
               query,
               async commit(last) {

@@ -40,6 +40,13 @@ export interface OpenTransaction {
   rollback(): Promise<void>;
 }
 
+/** What {@link Runner.open} began: `first`'s answer, the transaction, and how `then` settled. */
+export interface Opened<T> {
+  readonly result: QueryResult<T>;
+  readonly tx: OpenTransaction;
+  readonly then?: PromiseSettledResult<QueryResult<unknown>> | undefined;
+}
+
 /** One engine, as the store sees it. */
 export interface Runner {
   readonly query: Query;
@@ -54,9 +61,12 @@ export interface Runner {
    * {@link OpenTransaction.commit} a transaction of n statements costs n round trips, not n + 2
    * (on a pipelined connection; see {@link createPgRunner}). `before` goes first in the same round
    * trip, committed as a transaction of its own: it stays committed whatever happens to this one,
-   * and if it fails, nothing after it takes effect and its error is thrown.
+   * and if it fails, nothing after it takes effect and its error is thrown. `then` (the
+   * application's first statement) goes in the same round trip behind `first`, in the transaction:
+   * a `first` that raises aborts the transaction, so `then` never takes effect; its own answer is
+   * handed back as it settled.
    */
-  open<T>(first: Statement, before?: Statement): Promise<{ readonly result: QueryResult<T>; readonly tx: OpenTransaction }>;
+  open<T>(first: Statement, before?: Statement, then?: Statement): Promise<Opened<T>>;
   /** `BEGIN … COMMIT` on one connection; a throw rolls back and rethrows. */
   transaction<T>(work: (query: Query) => Promise<T>): Promise<T>;
   /** Ends the pool when the store created it; an injected pool or PGlite belongs to its owner. */
@@ -233,7 +243,7 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
   return {
     query: over(pool),
     prepared: options.prepare ? async <T>(sql: string, params?: readonly unknown[]) => resultOf<T>(await send(pool, { sql, params: params ?? [] })) : over(pool),
-    async open<T>(first: Statement, before?: Statement) {
+    async open<T>(first: Statement, before?: Statement, then?: Statement): Promise<Opened<T>> {
       const { client, pipelined, ended, end } = await checkout();
       const rollback = (): Promise<void> => end('ROLLBACK');
       const onClient = over(client);
@@ -267,15 +277,19 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
         if (pipelined) {
           // `before` outside BEGIN: in the extended protocol a statement alone is a transaction of
           // its own, committed at its Sync, before the BEGIN behind it is read. When it fails,
-          // BEGIN and `first` still run behind it, and are rolled back.
-          const answers = await Promise.allSettled(together(client, () => [before && send(client, before), client.query(begin), send(client, first)]));
-          const [, , opened] = answers.map(valueOf);
-          return { result: resultOf<T>(opened!), tx };
+          // BEGIN, `first` and `then` still run behind it, and are rolled back.
+          const [marked, began, opened, followed] = await Promise.allSettled(
+            together(client, () => [before && send(client, before), client.query(begin), send(client, first), then && onClient(then.sql, then.params)] as const),
+          );
+          valueOf(marked);
+          valueOf(began);
+          return { result: resultOf<T>(valueOf(opened)), tx, then: then && (followed as PromiseSettledResult<QueryResult<unknown>>) };
         }
         if (before) await send(client, before);
         begun = true;
         await client.query(begin);
-        return { result: resultOf<T>(await send(client, first)), tx };
+        const result = resultOf<T>(await send(client, first));
+        return { result, tx, then: then && (await Promise.allSettled([onClient(then.sql, then.params)]))[0] };
       } catch (error) {
         await (begun ? rollback() : end());
         throw error;

@@ -43,7 +43,8 @@ import type { Query, Runner } from './postgres-runner.node.js';
  *
  * - `oncely_admit`: the admission above (a row it finds, seen committed, is a correct answer
  *   whatever happens next).
- * - `oncely_lock` (sent with BEGIN) checks the lease and locks the row for the transaction;
+ * - `oncely_lock` (sent with BEGIN and the work's first statement) locks the row for the
+ *   transaction, raising OLOST when the lease no longer holds it;
  *   `oncely_point`, `oncely_finish` and `oncely_finish_after` (sent with COMMIT, or alone) are the
  *   fenced writes. They raise OLOST when the lease no longer holds the row, which aborts the
  *   transaction: the COMMIT pipelined behind them then rolls back instead of committing work whose
@@ -104,12 +105,15 @@ BEGIN
 END
 $fn$;
 
-CREATE FUNCTION ${s}.oncely_lock(p_client text, p_key text, p_token text) RETURNS boolean
+CREATE FUNCTION ${s}.oncely_lock(p_client text, p_key text, p_token text) RETURNS void
 LANGUAGE plpgsql VOLATILE AS $fn$
 BEGIN
   PERFORM 1 FROM ${s}.oncely_keys
     WHERE client_id = p_client AND key = p_key AND state = 'started' AND lease_token = p_token FOR UPDATE;
-  RETURN FOUND;
+  -- Raised, not returned: the work's first statement is already behind it, and must not run.
+  IF NOT FOUND THEN
+    RAISE EXCEPTION 'oncely_lock: the lease no longer holds this row' USING ERRCODE = 'OLOST';
+  END IF;
 END
 $fn$;
 
