@@ -2,9 +2,9 @@
  * {@link KeyStore.watch} on PostgreSQL: `LISTEN/NOTIFY`, so that a duplicate waiting on one
  * instance hears the moment the original's owner on another lets go of the key, with no poll.
  *
- * - A watch marks its row `watched` (once listening); the key table's trigger (schema version 2,
- *   `postgres-schema.node.ts`) then sends `NOTIFY` in the very transaction that finishes,
- *   releases or parks that row: it is delivered when, and only if, that transaction commits. A
+ * - A watch marks its row `watched` (once listening); the statement that then finishes, releases,
+ *   parks or forgets that row (`postgres-schema.node.ts`, `postgres.node.ts`) sends `NOTIFY` in
+ *   its own transaction: it is delivered when, and only if, that transaction commits. A
  *   row nobody watches sends none (a NOTIFY costs every committing transaction a lock). The
  *   payload is {@link endPayload}, a hash of `(client_id, key)`: no key or client id travels to
  *   other sessions of the database.

@@ -49,6 +49,15 @@ import type { Query, Runner } from './postgres-runner.node.js';
  *   fenced writes. They raise OLOST when the lease no longer holds the row, which aborts the
  *   transaction: the COMMIT pipelined behind them then rolls back instead of committing work whose
  *   lease was lost. As functions, their statements are planned once per session.
+ * - A waiting duplicate on any instance hears its key's end (`postgres-listen.node.ts`). Only a
+ *   `watched` row notifies: a NOTIFY serialises the committing transactions that send one on a
+ *   lock of the database's whole queue, so a key nobody waits for sends none. A waiter sets the
+ *   flag after it listens; what ends the owner's lease (`oncely_finish`, `oncely_finish_after`,
+ *   the store's release, park and forget) sends the NOTIFY in its own statement, in its
+ *   transaction: it goes at COMMIT, never after a rollback. The row lock orders the two: a flag
+ *   set while the owner commits is seen by its UPDATE (re-read after the lock), and an end
+ *   committed before the flag is seen by the waiter's next load of the row. (Row triggers did
+ *   the same at a measured fifth of first-execution throughput.)
  * - `oncely_point`'s `p_durable = false` turns `synchronous_commit` off for its own transaction
  *   (a local phase, an outcome mark); `oncely_finish_after` writes the outcome mark before a final
  *   step that runs no statement in the response's own UPDATE.
@@ -69,6 +78,7 @@ CREATE TABLE ${s}.oncely_keys (
   response_body    text,
   lease_token      text,
   lease_until      timestamptz,
+  watched          boolean     NOT NULL DEFAULT false, -- a duplicate waits for this key's end (see below)
   next_attempt_at  timestamptz NOT NULL DEFAULT '-infinity',
   attempts         int         NOT NULL DEFAULT 0,
   created_at       timestamptz NOT NULL,
@@ -138,13 +148,19 @@ $fn$;
 CREATE FUNCTION ${s}.oncely_finish(p_client text, p_key text, p_token text, p_status int, p_headers text,
                                    p_body text) RETURNS void
 LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  v_watched boolean;
 BEGIN
   UPDATE ${s}.oncely_keys
      SET state = 'finished', response_status = p_status, response_headers = p_headers::json, response_body = p_body,
          lease_token = NULL, lease_until = NULL
-   WHERE client_id = p_client AND key = p_key AND state = 'started' AND lease_token = p_token;
+   WHERE client_id = p_client AND key = p_key AND state = 'started' AND lease_token = p_token
+  RETURNING watched INTO v_watched;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'oncely_finish: the lease no longer holds this row' USING ERRCODE = 'OLOST';
+  END IF;
+  IF v_watched THEN
+    PERFORM pg_notify('${endChannel(s)}', md5(p_client || E'\\n' || p_key));
   END IF;
 END
 $fn$;
@@ -152,38 +168,22 @@ $fn$;
 CREATE FUNCTION ${s}.oncely_finish_after(p_client text, p_key text, p_token text, p_point text, p_data text,
                                          p_status int, p_headers text, p_body text) RETURNS void
 LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+  v_watched boolean;
 BEGIN
   UPDATE ${s}.oncely_keys
      SET state = 'finished', recovery_point = p_point, data = data || p_data::jsonb, response_status = p_status,
          response_headers = p_headers::json, response_body = p_body, lease_token = NULL, lease_until = NULL
-   WHERE client_id = p_client AND key = p_key AND state = 'started' AND lease_token = p_token;
+   WHERE client_id = p_client AND key = p_key AND state = 'started' AND lease_token = p_token
+  RETURNING watched INTO v_watched;
   IF NOT FOUND THEN
     RAISE EXCEPTION 'oncely_finish_after: the lease no longer holds this row' USING ERRCODE = 'OLOST';
   END IF;
+  IF v_watched THEN
+    PERFORM pg_notify('${endChannel(s)}', md5(p_client || E'\\n' || p_key));
+  END IF;
 END
 $fn$;`,
-  // Version 2: a waiting duplicate on any instance hears its key's end (`postgres-listen.node.ts`).
-  // Only a `watched` row notifies: a NOTIFY serialises every committing transaction that sends one
-  // on a lock of the whole database's queue (measured: +50 % wall time per first execution at 10
-  // at a time), so a key nobody waits for sends none. A waiter sets the flag after it listens; the
-  // owner's UPDATE that clears the lease (finish, release, park), or the DELETE of a leased row,
-  // then fires the trigger — in that transaction, so the NOTIFY goes at its COMMIT, never after a
-  // rollback. The row lock orders the two: a flag set while the owner commits is seen by its
-  // UPDATE (re-read after the lock), and an end committed before the flag is seen by the waiter's
-  // next load of the row.
-  (s) => `
-ALTER TABLE ${s}.oncely_keys ADD COLUMN watched boolean NOT NULL DEFAULT false;
-CREATE FUNCTION ${s}.oncely_notify_end() RETURNS trigger
-LANGUAGE plpgsql AS $fn$
-BEGIN
-  PERFORM pg_notify('${endChannel(s)}', md5(OLD.client_id || E'\\n' || OLD.key));
-  RETURN NULL;
-END
-$fn$;
-CREATE TRIGGER oncely_keys_ended AFTER UPDATE ON ${s}.oncely_keys FOR EACH ROW
-  WHEN (OLD.watched AND OLD.lease_token IS NOT NULL AND NEW.lease_token IS NULL) EXECUTE FUNCTION ${s}.oncely_notify_end();
-CREATE TRIGGER oncely_keys_forgotten AFTER DELETE ON ${s}.oncely_keys FOR EACH ROW
-  WHEN (OLD.watched AND OLD.lease_token IS NOT NULL) EXECUTE FUNCTION ${s}.oncely_notify_end();`,
 ];
 
 /** Serialises DDL across every instance sharing the database (not only this schema). */

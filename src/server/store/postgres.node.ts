@@ -103,6 +103,15 @@ export interface PostgresKeyStoreOptions {
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
+/** What a statement that ends a lease (`WITH ended AS (… RETURNING watched)`) answers. */
+type Ended = { readonly n: number };
+
+/**
+ * The tail of such a statement: how many rows it ended, and a NOTIFY on channel `$4` for a watched
+ * one, sent at the transaction's COMMIT (see the schema's notes on `watched`).
+ */
+const NOTIFY_ENDED = `SELECT count(*)::int AS n, count(CASE WHEN watched THEN pg_notify($4, md5($1 || E'\\n' || $2)) END) AS notified FROM ended`;
+
 /**
  * Opens a PostgreSQL KeyStore over a connection string, a `pg` pool or a PGlite instance. Call
  * `migrate()` once before use; any number of instances may do so at the same time.
@@ -139,7 +148,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
     : listenForEnds(
         options.pool ? { ...options.pool.options, keepAlive: true } : { connectionString: options.connectionString, connectionTimeoutMillis: options.connectTimeoutMs ?? 5000, keepAlive: true },
         endChannel(schema),
-        // Only a watched row's end notifies (see the schema's version 2); once set, never again.
+        // Only a watched row's end notifies (see the schema's notes); once set, never again.
         async (clientId, key) => {
           await runner.prepared(`UPDATE ${schema}.oncely_keys SET watched = true WHERE client_id = $1 AND key = $2 AND state = 'started' AND NOT watched`, [clientId, key]);
         },
@@ -147,6 +156,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
   // Two partitions of slack past the retention, so the reaper can move in-flight rows forward.
   const plan: PartitionPlan = { partitionMs, aheadMs: ttlMs + 2 * partitionMs };
   const t = `${schema}.oncely_keys`;
+  const channel = endChannel(schema);
   // Built once; sent as named prepared statements with bind parameters.
   const ADMIT = `SELECT a.owned, a.lease, a.row_json, floor(extract(epoch FROM now()) * 1000)::float8 AS now_ms
                    FROM ${schema}.oncely_admit($1, $2, $3, $4, $5, $6, $7) a`;
@@ -278,28 +288,32 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
     async release(lease, { forget }) {
       // A row with a recovery point records work that happened: it is kept whatever `forget` says.
       if (forget) {
-        const { rowCount } = await runner.prepared(
-          `DELETE FROM ${t} WHERE client_id = $1 AND key = $2 AND lease_token = $3 AND recovery_point IS NULL`,
-          fenceArgs(lease),
+        const { rows } = await runner.prepared<Ended>(
+          `WITH ended AS (DELETE FROM ${t} WHERE client_id = $1 AND key = $2 AND lease_token = $3 AND recovery_point IS NULL
+                          RETURNING watched)
+           ${NOTIFY_ENDED}`,
+          [...fenceArgs(lease), channel],
         );
-        if (rowCount === 1) return true;
+        if (rows[0]?.n === 1) return true;
       }
-      const { rowCount } = await runner.prepared(
-        `UPDATE ${t} SET lease_token = NULL, lease_until = NULL
-          WHERE client_id = $1 AND key = $2 AND state = 'started' AND lease_token = $3`,
-        fenceArgs(lease),
+      const { rows } = await runner.prepared<Ended>(
+        `WITH ended AS (UPDATE ${t} SET lease_token = NULL, lease_until = NULL
+                         WHERE client_id = $1 AND key = $2 AND state = 'started' AND lease_token = $3 RETURNING watched)
+         ${NOTIFY_ENDED}`,
+        [...fenceArgs(lease), channel],
       );
-      return rowCount === 1;
+      return rows[0]?.n === 1;
     },
 
     async park(lease, { retryAfterMs }) {
-      const { rowCount } = await runner.prepared(
-        `UPDATE ${t} SET lease_token = NULL, lease_until = NULL, attempts = attempts + 1,
-                next_attempt_at = now() + $4 * interval '1 millisecond'
-          WHERE client_id = $1 AND key = $2 AND state = 'started' AND lease_token = $3`,
-        [...fenceArgs(lease), retryAfterMs],
+      const { rows } = await runner.prepared<Ended>(
+        `WITH ended AS (UPDATE ${t} SET lease_token = NULL, lease_until = NULL, attempts = attempts + 1,
+                               next_attempt_at = now() + $5 * interval '1 millisecond'
+                         WHERE client_id = $1 AND key = $2 AND state = 'started' AND lease_token = $3 RETURNING watched)
+         ${NOTIFY_ENDED}`,
+        [...fenceArgs(lease), channel, retryAfterMs],
       );
-      return rowCount === 1;
+      return rows[0]?.n === 1;
     },
 
     async sweep(limit) {
