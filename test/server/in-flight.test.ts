@@ -139,34 +139,27 @@ describe('createInFlight over a store that can watch', () => {
     expect(s.loads()).toBe(1);
   });
 
-  it('polls the row when the store cannot watch now', async () => {
-    const s = (opened = scripted({ watch: true, fails: true }));
+  // Each case: the store, what happens while the waiter waits, and the loads it must have polled.
+  const pollCases: [string, Parameters<typeof scripted>[0], (s: Scripted) => Promise<void>, number][] = [
+    ['when the store cannot watch now', { watch: true, fails: true }, () => sleep(400), 2],
+    [
+      'once the store stops listening',
+      { watch: true },
+      async (s) => {
+        await sleep(100);
+        s.tell(WatchEvent.Lost);
+        await sleep(400);
+      },
+      3,
+    ],
+    ['of a store without watch', { watch: false }, () => sleep(400), 2],
+  ];
+  it.each(pollCases)('polls the row %s', async (_, how, meanwhile, loads) => {
+    const s = (opened = scripted(how));
     const lease = await s.startElsewhere('k1');
     const waited = timed(createInFlight(s.store, 10_000).wait('acme', 'k1', 5000));
-    await sleep(400);
-    expect(s.loads()).toBeGreaterThanOrEqual(2);
-    await s.store.finish(lease, RESPONSE);
-    expect(await waited).toBeLessThan(4000);
-  });
-
-  it('polls the row once the store stops listening', async () => {
-    const s = (opened = scripted({ watch: true }));
-    const lease = await s.startElsewhere('k1');
-    const waited = timed(createInFlight(s.store, 10_000).wait('acme', 'k1', 5000));
-    await sleep(100);
-    s.tell(WatchEvent.Lost);
-    await sleep(400);
-    expect(s.loads()).toBeGreaterThanOrEqual(3);
-    await s.store.finish(lease, RESPONSE);
-    expect(await waited).toBeLessThan(4000);
-  });
-
-  it('polls the row of a store without watch', async () => {
-    const s = (opened = scripted({ watch: false }));
-    const lease = await s.startElsewhere('k1');
-    const waited = timed(createInFlight(s.store, 10_000).wait('acme', 'k1', 5000));
-    await sleep(400);
-    expect(s.loads()).toBeGreaterThanOrEqual(2);
+    await meanwhile(s);
+    expect(s.loads()).toBeGreaterThanOrEqual(loads);
     await s.store.finish(lease, RESPONSE);
     expect(await waited).toBeLessThan(4000);
   });
