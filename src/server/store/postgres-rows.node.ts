@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { AdmitResult, KeyRow } from './types.js';
+import type { AdmitInput, AdmitResult, KeyRow } from './types.js';
 
 /** The select list of a key row; `lease_remaining_ms` is `null` when no lease is held. */
 export const ROW = `client_id, key, request_hash, endpoint, request_body, state, recovery_point, data,
@@ -71,16 +71,38 @@ const fromJson = (json: JsonRow, nowMs: number): KeyRow =>
     expires_ms: Date.parse(json.expires_at),
   });
 
-/** What `oncely_admit` answers, with the database clock it answered at. */
+/**
+ * What `oncely_admit` answers, with the database clock it answered at: a row it found as JSON, or
+ * for a row it inserted only what the database chose (the lease, its clock); the rest is the input.
+ */
 export interface Admitted {
   owned: boolean;
   lease: string | null;
-  row_json: JsonRow;
+  row_json: JsonRow | null;
+  created_ms: number | null;
+  expires_ms: number | null;
+  lease_ms: number | null;
   now_ms: number;
 }
 
 /** `oncely_admit`'s answer → {@link AdmitResult}: a lease only for the owner. */
-export const toAdmitResult = (clientId: string, key: string, found: Admitted): AdmitResult => {
-  const row = fromJson(found.row_json, found.now_ms);
-  return found.owned && found.lease !== null ? { owned: true, lease: { clientId, key, token: found.lease }, row } : { owned: false, row };
+export const toAdmitResult = (input: AdmitInput, found: Admitted): AdmitResult => {
+  const { clientId, key } = input;
+  if (found.row_json !== null) return { owned: false, row: fromJson(found.row_json, found.now_ms) };
+  const row: KeyRow = {
+    clientId,
+    key,
+    requestHash: input.requestHash,
+    endpoint: input.endpoint,
+    requestBody: input.requestBody,
+    state: 'started',
+    recoveryPoint: null,
+    data: {},
+    response: null,
+    leaseRemainingMs: found.lease_ms,
+    attempts: 0,
+    createdAt: found.created_ms!,
+    expiresAt: found.expires_ms!,
+  };
+  return { owned: true, lease: { clientId, key, token: found.lease! }, row };
 };

@@ -42,7 +42,7 @@ import type { Query, Runner } from './postgres-runner.node.js';
  * 1: the key table, and the functions the store calls.
  *
  * - `oncely_admit`: the admission above (a row it finds, seen committed, is a correct answer
- *   whatever happens next).
+ *   whatever happens next; a row it inserts answers only its lease and `now()`).
  * - `oncely_lock` (sent with BEGIN and the work's first statement) locks the row for the
  *   transaction, raising OLOST when the lease no longer holds it;
  *   `oncely_point`, `oncely_finish` and `oncely_finish_after` (sent with COMMIT, or alone) are the
@@ -91,27 +91,31 @@ CREATE INDEX oncely_keys_unfinished ON ${s}.oncely_keys (next_attempt_at, create
 
 CREATE FUNCTION ${s}.oncely_admit(p_client text, p_key text, p_hash text, p_endpoint text, p_body text,
                                   p_lease_ms float8, p_ttl_ms float8)
-RETURNS TABLE (owned boolean, lease text, row_json json)
+RETURNS TABLE (owned boolean, lease text, row_json json, created_ms float8, expires_ms float8, lease_ms float8)
 LANGUAGE plpgsql VOLATILE AS $fn$
 #variable_conflict use_column
 BEGIN
   IF current_setting('transaction_isolation') <> 'read committed' THEN
     RAISE EXCEPTION 'oncely_admit needs READ COMMITTED (found %)', current_setting('transaction_isolation');
   END IF;
-  RETURN QUERY SELECT false, NULL::text, row_to_json(k) FROM ${s}.oncely_keys k
+  RETURN QUERY SELECT false, NULL::text, row_to_json(k), NULL::float8, NULL::float8, NULL::float8 FROM ${s}.oncely_keys k
     WHERE k.client_id = p_client AND k.key = p_key;
   IF FOUND THEN RETURN; END IF;
   PERFORM pg_advisory_xact_lock(hashtextextended(p_client || chr(31) || p_key, 1804));
-  RETURN QUERY SELECT false, NULL::text, row_to_json(k) FROM ${s}.oncely_keys k
+  RETURN QUERY SELECT false, NULL::text, row_to_json(k), NULL::float8, NULL::float8, NULL::float8 FROM ${s}.oncely_keys k
     WHERE k.client_id = p_client AND k.key = p_key;
   IF FOUND THEN RETURN; END IF;
+  -- The new row is the caller's input with the defaults: only the lease and the clock go back
+  -- (the row as JSON cost both sides more than the INSERT's own planning).
   RETURN QUERY WITH ins AS (
     INSERT INTO ${s}.oncely_keys AS k (client_id, key, request_hash, endpoint, request_body, state,
                                       lease_token, lease_until, created_at, expires_at)
     VALUES (p_client, p_key, p_hash, p_endpoint, p_body, 'started', gen_random_uuid()::text,
             now() + p_lease_ms * interval '1 millisecond', now(), now() + p_ttl_ms * interval '1 millisecond')
-    RETURNING k.*)
-  SELECT true, ins.lease_token, row_to_json(ins) FROM ins;
+    RETURNING k.lease_token, k.lease_until, k.expires_at)
+  SELECT true, ins.lease_token, NULL::json, floor(extract(epoch FROM now()) * 1000)::float8,
+         floor(extract(epoch FROM ins.expires_at) * 1000)::float8,
+         floor(extract(epoch FROM ins.lease_until) * 1000)::float8 - floor(extract(epoch FROM now()) * 1000)::float8 FROM ins;
 END
 $fn$;
 

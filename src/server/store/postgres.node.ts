@@ -158,7 +158,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
   const t = `${schema}.oncely_keys`;
   const channel = endChannel(schema);
   // Built once; sent as named prepared statements with bind parameters.
-  const ADMIT = `SELECT a.owned, a.lease, a.row_json, floor(extract(epoch FROM now()) * 1000)::float8 AS now_ms
+  const ADMIT = `SELECT a.owned, a.lease, a.row_json, a.created_ms, a.expires_ms, a.lease_ms, floor(extract(epoch FROM now()) * 1000)::float8 AS now_ms
                    FROM ${schema}.oncely_admit($1, $2, $3, $4, $5, $6, $7) a`;
   const FIRST_POINT = `SELECT ${schema}.oncely_point($1, $2, $3, $4, $5, $6, false, $7)`;
   const FINISH = `SELECT ${schema}.oncely_finish($1, $2, $3, $4, $5, $6)`;
@@ -187,7 +187,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
         try {
           if (!first) {
             const { rows } = await runner.prepared<Admitted>(ADMIT, args);
-            return toAdmitResult(input.clientId, input.key, rows[0]!);
+            return toAdmitResult(input, rows[0]!);
           }
           // The INSERT, the first phase's work and its recovery point in one transaction. The
           // admission's advisory lock is held until COMMIT: a duplicate waits, then finds the row
@@ -195,7 +195,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
           const { result, tx } = await runner.open<Admitted>({ sql: ADMIT, params: args });
           admitting = false;
           try {
-            const admitted = toAdmitResult(input.clientId, input.key, result.rows[0]!);
+            const admitted = toAdmitResult(input, result.rows[0]!);
             if (!admitted.owned) {
               await tx.rollback();
               return admitted;
