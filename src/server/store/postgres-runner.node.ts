@@ -111,6 +111,9 @@ export interface PgRunnerOptions {
   readonly prepare: boolean;
 }
 
+/** Distinct statement texts a runner prepares on its sessions (the store's own are about twenty). */
+const PREPARED_TEXTS = 256;
+
 /** `pg` 8.23's pipeline mode, which its type definitions do not know yet. */
 type Pipelined = { readonly pipeline?: boolean };
 
@@ -205,6 +208,21 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
   /** A store statement on `client` (the pool, or a checked-out connection). */
   const send = (client: pg.Pool | pg.PoolClient, { sql, params }: Statement): Promise<pg.QueryResult> =>
     client.query(options.prepare ? { name: named(sql), text: sql, values: params as unknown[] } : { text: sql, values: params as unknown[] });
+  /**
+   * {@link Query} inside a transaction, where the application's statements run too: one with
+   * values is prepared like the store's own (its parse and plan cost PostgreSQL more than a
+   * typical INSERT's execution), up to {@link PREPARED_TEXTS} distinct texts per runner, so an app
+   * that builds its SQL cannot fill the sessions with statements; past that, texts go unnamed.
+   * Without values a text stays in the simple protocol, which runs scripts (the app's DDL).
+   */
+  const inTransaction =
+    (client: pg.PoolClient): Query =>
+    async <T>(sql: string, params?: readonly unknown[]) =>
+      resultOf<T>(
+        await (options.prepare && params !== undefined && params.length > 0 && (names.has(sql) || names.size < PREPARED_TEXTS)
+          ? send(client, { sql, params })
+          : client.query(sql, params as unknown[] | undefined)),
+      );
 
   /**
    * A pooled client, released exactly once by `end` (after `sql`, if given; a connection whose
@@ -246,7 +264,7 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
     async open<T>(first: Statement, before?: Statement, then?: Statement): Promise<Opened<T>> {
       const { client, pipelined, ended, end } = await checkout();
       const rollback = (): Promise<void> => end('ROLLBACK');
-      const onClient = over(client);
+      const onClient = inTransaction(client);
       const tx: OpenTransaction = {
         // Refused once ended: the connection may already serve another request's transaction.
         query: (sql, params) => (ended() ? Promise.reject(new Error('pgRunner: this transaction has ended')) : onClient(sql, params)),
@@ -301,13 +319,13 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
       const start = (): Promise<T> => {
         began = client.query(begin);
         began.catch(() => undefined);
-        return work(over(client));
+        return work(inTransaction(client));
       };
       try {
         // Pipelined, BEGIN leaves in one write with the work's first statement; its answer is
         // checked before COMMIT.
         if (!pipelined) await (began = client.query(begin));
-        const result = await (pipelined ? together(client, start) : work(over(client)));
+        const result = await (pipelined ? together(client, start) : work(inTransaction(client)));
         await began;
         committed(await client.query('COMMIT'));
         await end();

@@ -82,9 +82,11 @@ export interface PostgresKeyStoreOptions {
    */
   readonly statementTimeoutMs?: number;
   /**
-   * Send the store's own statements as named prepared statements (planned once per
-   * connection). Turn off behind a pooler in transaction mode that cannot keep them (PgBouncer
-   * before 1.21).
+   * Send the store's own statements, and the application's statements with values inside the
+   * store's transactions (up to 256 distinct texts), as named prepared statements (parsed and
+   * planned once per connection). Turn off behind a pooler in transaction mode that cannot keep
+   * them (PgBouncer before 1.21), or for an app whose `SELECT *` must survive an `ALTER TABLE`
+   * while it runs (PostgreSQL refuses a prepared statement whose result columns changed).
    * @default true
    */
   readonly preparedStatements?: boolean;
