@@ -250,7 +250,7 @@ async function send(
         const row = batch[index] as RowUpload;
         const { record } = outcome;
         if (!outcome.created && record.fingerprint !== operations[index]?.fingerprint) {
-          tally.record('declined', { line: row.line, key: row.key, reason: 'the journal holds a different request under this row\'s key (the row changed since it was sent)' });
+          tally.record('declined', { line: row.line, key: row.key, reason: 'the row changed since it was sent, and the server may have used its key for the earlier request: change a key column to send it as a new one' });
           counted();
         } else if (record.state === OperationState.Succeeded) {
           tally.record('replayed');

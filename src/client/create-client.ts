@@ -67,7 +67,9 @@ export interface Client {
   /**
    * Mints (or derives, or validates) the key and journals the operation, durably, before
    * anything is sent. Preparing a key already in the journal with the same request returns a
-   * handle to that operation; with a different request it throws {@link KeyReusedError}.
+   * handle to that operation; with a different request it throws {@link KeyReusedError},
+   * unless the server refused the journaled one with `400` or `413` (the key was not consumed):
+   * then the corrected request replaces it.
    * The operation is only prepared: `resume()` leaves it alone until its `send()` is called.
    */
   prepare(method: string, path: string, options?: RequestOptions): Promise<Operation>;

@@ -16,7 +16,7 @@
  */
 import { JournalError } from '../errors.js';
 import { META_KEY, OPERATIONS, SCHEMA, journalStore, readRow, rowKey, type Meta, type Row } from './indexeddb-store.browser.js';
-import { OperationState, newRecord, type DamagedRecord, type Journal, type NewOperation, type OperationRecord, type PutOutcome } from './types.js';
+import { OperationState, newRecord, replacesRefused, type DamagedRecord, type Journal, type NewOperation, type OperationRecord, type PutOutcome } from './types.js';
 import { webLockClaims, type LockRequester } from './web-locks.js';
 
 /**
@@ -154,7 +154,7 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
               store.transaction.abort();
               return;
             }
-            if (existing) {
+            if (existing && !replacesRefused(existing.record, operation)) {
               outcomes.push({ created: false, record: existing.record });
             } else {
               seq += 1;

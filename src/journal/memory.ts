@@ -13,6 +13,7 @@ import {
   type OperationRecord,
   type PutOutcome,
   newRecord,
+  replacesRefused,
 } from './types.js';
 
 interface Claim {
@@ -41,9 +42,10 @@ export function memoryJournal(): Journal {
 
   const insert = (operation: NewOperation): PutOutcome => {
     const existing = records.get(id(operation.scope, operation.key));
-    if (existing) return { created: false, record: existing };
+    if (existing && !replacesRefused(existing, operation)) return { created: false, record: existing };
     const record = newRecord(operation, Date.now());
     records.set(id(record.scope, record.key), record);
+    claims.delete(id(record.scope, record.key));
     return { created: true, record };
   };
 

@@ -100,6 +100,11 @@ export interface Holder {
 /** The prepared statements of one connection. */
 export interface Statements {
   readonly insert: Named;
+  /**
+   * Turns a refused record into a new pending one, `replacesRefused`'s rule in one statement (so
+   * it holds without a transaction); same parameters as `insert`.
+   */
+  readonly replace: Named;
   readonly get: Database.Statement<[string, string], Row>;
   readonly update: Named<Row>;
   /** Rows of one state (or `any`), of one scope (`@scope` null: every scope's). */
@@ -119,6 +124,13 @@ export function statements(db: Database.Database): Statements {
       `INSERT INTO oncely_operations (scope, key, method, url, headers, body, fingerprint, state, created_at, updated_at, submitted_at)
        VALUES (@scope, @key, @method, @url, @headers, @body, @fingerprint, 'pending', @createdAt, @now, @submittedAt)
        ON CONFLICT (scope, key) DO NOTHING`,
+    ),
+    replace: db.prepare<[Record<string, unknown>]>(
+      `UPDATE oncely_operations SET method = @method, url = @url, headers = @headers, body = @body, fingerprint = @fingerprint,
+         state = 'pending', created_at = @createdAt, updated_at = @now, submitted_at = @submittedAt,
+         attempts = 0, last_status = NULL, result = NULL, claim_owner = NULL, claimed_until = NULL, claim_process = NULL
+       WHERE scope = @scope AND key = @key AND state = 'failed' AND fingerprint <> @fingerprint
+         AND (attempts = 0 OR last_status IN (400, 413))`,
     ),
     get: db.prepare<[string, string], Row>(`SELECT ${COLUMNS} FROM oncely_operations WHERE scope = ? AND key = ?`),
     // One statement, so an update is atomic without a transaction. `has*` flags tell "leave as

@@ -20,6 +20,7 @@ import {
   type OperationRecord,
   type PutOutcome,
   newRecord,
+  replacesRefused,
 } from './types.js';
 import { isProvablyDead, thisProcess } from './process-owner.node.js';
 import { defaultJournalPath, ensureJournalFile } from './default.node.js';
@@ -201,7 +202,7 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
 
   const insert = (sql: Statements, operation: NewOperation, now: number): PutOutcome => {
     const record = newRecord(operation, now);
-    const { changes } = sql.insert.run({
+    const values = {
       scope: record.scope,
       key: record.key,
       method: record.method,
@@ -212,9 +213,13 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
       createdAt: record.createdAt,
       submittedAt: record.submittedAt,
       now,
-    });
-    if (changes === 0) return { created: false, record: recordOf(sql.get.get(operation.scope, operation.key) as Row) };
-    return { created: true, record };
+    };
+    if (sql.insert.run(values).changes === 1) return { created: true, record };
+    const existing = recordOf(sql.get.get(operation.scope, operation.key) as Row); // a damaged row throws: never rewritten
+    if (!replacesRefused(existing, operation)) return { created: false, record: existing };
+    // The statement checks the rule again: another process may have changed the row meanwhile.
+    if (sql.replace.run(values).changes === 1) return { created: true, record };
+    return { created: false, record: recordOf(sql.get.get(operation.scope, operation.key) as Row) };
   };
 
   return {

@@ -127,7 +127,10 @@ export interface DamagedRecord {
 
 /** What {@link Journal.put} did. */
 export interface PutOutcome {
-  /** `true` when the record was written now; `false` when one with this key already existed. */
+  /**
+   * `true` when the record was written now (new, or replacing a request the server refused, as
+   * {@link Journal.put} says); `false` when one with this key already existed.
+   */
   readonly created: boolean;
   /** The record as stored: the new one, or the existing one untouched. */
   readonly record: OperationRecord;
@@ -140,7 +143,12 @@ export interface PutOutcome {
 export interface Journal {
   /** A short name for messages and docs: `memory`, `sqlite`, `indexeddb`. */
   readonly kind: string;
-  /** Inserts the operation if no record has its scope and key; never overwrites an existing record. */
+  /**
+   * Inserts the operation if no record has its scope and key. An existing record is never
+   * overwritten, with one exception: a different request under the key of a failed record whose
+   * key the server did not consume (never sent, or refused with `400` or `413`) replaces it, as a
+   * new pending record.
+   */
   put(operation: NewOperation): Promise<PutOutcome>;
   /** Inserts many operations in one transaction (for uploaders); same rule as `put`. */
   putMany(operations: readonly NewOperation[]): Promise<PutOutcome[]>;
@@ -195,6 +203,27 @@ export function newRecord(operation: NewOperation, now: number): OperationRecord
     lastStatus: null,
     result: null,
   };
+}
+
+/**
+ * Whether {@link Journal.put} replaces `existing` by `operation`: a different request (another
+ * fingerprint) under the key of an operation that failed without consuming its key — it was
+ * never sent (`attempts: 0`), or the server refused it before any work with `400` or `413`,
+ * which PROTOCOL.md never stores. The corrected request may reuse the key, as a retry of a fixed
+ * CSV row or form does. Every other record stays as it is: a key the server may have used is
+ * never given to another request. One definition, so every backend decides alike.
+ *
+ * @example
+ * ```ts
+ * replacesRefused({ ...record, state: 'failed', lastStatus: 400 }, corrected); // true
+ * ```
+ */
+export function replacesRefused(existing: OperationRecord, operation: NewOperation): boolean {
+  return (
+    existing.state === OperationState.Failed &&
+    existing.fingerprint !== operation.fingerprint &&
+    (existing.attempts === 0 || existing.lastStatus === 400 || existing.lastStatus === 413)
+  );
 }
 
 /**

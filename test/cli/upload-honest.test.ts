@@ -1,6 +1,7 @@
 /**
  * `oncely upload` reports what the server settled, nothing more: a refused token leaves every row
- * pending and fails the run; two rows with one key are caught before anything is sent.
+ * pending and fails the run; two rows with one key are caught before anything is sent; a row the
+ * server refused with 400 can be corrected and sent on the next run, a declined one cannot.
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,7 +18,7 @@ let dir: string;
 let server: TestServer;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'oncely-upload-honest-'));
-  server = await startServer(join(dir, 'server.db'), ['wrongtoken', 'dupes']);
+  server = await startServer(join(dir, 'server.db'), ['wrongtoken', 'dupes', 'fixed']);
 });
 afterAll(async () => {
   await server.stop();
@@ -81,5 +82,33 @@ describe('oncely upload with two rows of one key', () => {
     const json = JSON.parse(readFileSync(report, 'utf8')) as UploadReport;
     expect([json.executed, json.invalid, json.declined]).toEqual([28, 2, 0]);
     expect(await ledgerCount(server, 'tok_dupes')).toBe(28);
+  }, 60_000);
+});
+
+describe('oncely upload of a corrected file', () => {
+  it('sends a row the server refused with 400 once it is fixed, and keeps a declined row declined', async () => {
+    const path = join(dir, 'fixed.csv');
+    const journal = join(dir, 'fixed.db');
+    const body = rows('fixed', 10);
+    body[2] = 'fixed-2,pay,2026-12-01,102,eur,salary 2'; // line 4: the server wants upper-case currency
+    body[5] = 'fixed-5,pay,2026-12-01,2000000,EUR,salary 5'; // line 7: declined by the rail (402)
+    writeFileSync(path, `${[HEADER, ...body].join('\n')}\n`);
+    const upload = async (name: string): Promise<UploadReport> => {
+      const report = join(dir, name);
+      await runCli(['upload', path, '--url', `${server.url}/v1/payments`, '--token', 'tok_fixed', '--journal', journal, '--report', report]);
+      return JSON.parse(readFileSync(report, 'utf8')) as UploadReport;
+    };
+    const first = await upload('fixed-1.json');
+    expect([first.executed, first.declined]).toEqual([8, 2]);
+    expect(first.declinedRows.map((row) => [row.line, row.status])).toEqual([[4, 400], [7, 402]]);
+
+    body[2] = 'fixed-2,pay,2026-12-01,102,EUR,salary 2';
+    body[5] = 'fixed-5,pay,2026-12-01,200000,EUR,salary 5';
+    writeFileSync(path, `${[HEADER, ...body].join('\n')}\n`);
+    const second = await upload('fixed-2.json');
+    expect([second.executed, second.replayed, second.declined]).toEqual([1, 8, 1]);
+    expect(second.declinedRows.map((row) => row.line)).toEqual([7]);
+    expect(second.declinedRows[0]?.reason).toMatch(/change a key column/);
+    expect(await ledgerCount(server, 'tok_fixed')).toBe(9);
   }, 60_000);
 });

@@ -108,6 +108,30 @@ describe('an operation', () => {
     expect(await client.journal.get(client.scope, 'order-7')).toEqual(before);
   });
 
+  it('sends a corrected request under a key the server refused with 400, and never resends the refused one', async () => {
+    const client = testClient();
+    server.reply(() => problem(400, 'invalid-request'));
+    const refused = await client.post('v1/payments', { json: { ...PAYMENT, amount: 12.5 }, key: 'order-9' }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: ErrorCode.Http, status: 400 });
+    expect(await client.journal.get(client.scope, 'order-9')).toMatchObject({ state: 'failed', lastStatus: 400 });
+    // The same refused request again is answered from the journal: nothing is sent.
+    await expect(client.post('v1/payments', { json: { ...PAYMENT, amount: 12.5 }, key: 'order-9' })).rejects.toMatchObject({ status: 400 });
+    expect(server.seen).toHaveLength(1);
+    server.reply(() => json(201, { id: 'pay_9' }));
+    const corrected = await client.post('v1/payments', { json: PAYMENT, key: 'order-9' });
+    expect(corrected).toMatchObject({ key: 'order-9', status: 201 });
+    expect(server.seen).toMatchObject([{ key: 'order-9', body: JSON.stringify(PAYMENT) }]);
+    expect(await client.journal.get(client.scope, 'order-9')).toMatchObject({ state: 'succeeded', lastStatus: 201 });
+  });
+
+  it('keeps a key the server may have used: a different request after a 402 is KeyReusedError, nothing sent', async () => {
+    const client = testClient();
+    server.reply(() => problem(402, 'declined'));
+    await expect(client.post('v1/payments', { json: PAYMENT, key: 'order-10' })).rejects.toMatchObject({ status: 402 });
+    await expect(client.post('v1/payments', { json: { ...PAYMENT, amount: 1 }, key: 'order-10' })).rejects.toBeInstanceOf(KeyReusedError);
+    expect(server.seen).toHaveLength(1);
+  });
+
   it('refuses a key reused locally on another path or method', async () => {
     const client = testClient();
     const op = await client.prepare('POST', 'v1/payments', { json: PAYMENT });

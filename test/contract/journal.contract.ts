@@ -7,7 +7,7 @@
  * sharing specifications.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { OperationState, type Journal, type NewOperation, type StoredResult } from '../../src/journal/types.js';
+import { OperationState, type Journal, type NewOperation, type OperationPatch, type StoredResult } from '../../src/journal/types.js';
 
 /** One fresh, empty store per test. */
 export interface JournalFixture {
@@ -110,6 +110,46 @@ export function runJournalContract(name: string, makeFixture: () => JournalFixtu
       expect(again.record.body).toBe(first.body);
       expect(again.record.attempts).toBe(2);
       expect((await journal.list()).length).toBe(1);
+    });
+
+    it('lets a corrected request replace one the server refused with 400 or 413, or one never sent; nothing else', async () => {
+      const journal = open();
+      const settle = async (patch: OperationPatch) => {
+        const op = operation();
+        await journal.put(op);
+        await journal.update(op.scope, op.key, patch);
+        const corrected = { ...op, body: '{"amount":2}', fingerprint: `sha256:${op.key}-corrected` };
+        return { op, corrected, outcome: await journal.put(corrected) };
+      };
+      for (const status of [400, 413]) {
+        const { corrected, outcome } = await settle({ state: OperationState.Failed, attempts: 1, lastStatus: status, result: null });
+        expect(outcome.created).toBe(true);
+        expect(outcome.record).toMatchObject({ state: OperationState.Pending, attempts: 0, lastStatus: null, result: null, body: corrected.body });
+        expect(await journal.get(corrected.scope, corrected.key)).toEqual(outcome.record);
+        expect(await journal.claim(corrected.scope, corrected.key, 'resumer', 60_000)).toBe(true); // resumable as any new record
+      }
+      const neverSent = await settle({ state: OperationState.Failed });
+      expect(neverSent.outcome).toMatchObject({ created: true, record: { state: OperationState.Pending, body: neverSent.corrected.body } });
+      // A key the server may have used is never given to another request.
+      const kept: OperationPatch[] = [
+        { state: OperationState.Failed, attempts: 1, lastStatus: 402 },
+        { state: OperationState.Failed, attempts: 1, lastStatus: 422 },
+        { state: OperationState.Failed, attempts: 3, lastStatus: null },
+        { state: OperationState.Pending, attempts: 1, lastStatus: 400 },
+        { state: OperationState.Succeeded, attempts: 1, lastStatus: 201 },
+      ];
+      for (const patch of kept) {
+        const { op, outcome } = await settle(patch);
+        expect(outcome.created, JSON.stringify(patch)).toBe(false);
+        expect(outcome.record).toMatchObject({ body: op.body, fingerprint: op.fingerprint, ...patch });
+      }
+      // The same request again is the same operation: its refusal stands.
+      const same = operation();
+      await journal.put(same);
+      await journal.update(same.scope, same.key, { state: OperationState.Failed, attempts: 1, lastStatus: 400 });
+      expect(await journal.put(same)).toMatchObject({ created: false, record: { state: OperationState.Failed, lastStatus: 400 } });
+      const [many] = await journal.putMany([{ ...same, body: '{"amount":3}', fingerprint: 'sha256:many' }]);
+      expect(many).toMatchObject({ created: true, record: { state: OperationState.Pending, body: '{"amount":3}' } });
     });
 
     it('puts many operations at once, in order, reporting existing and repeated keys as not created', async () => {
