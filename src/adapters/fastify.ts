@@ -102,7 +102,7 @@ export function idempotent<R extends RouteShorthandOptions = RouteShorthandOptio
     if (decision.kind === 'pass') return;
     if (decision.kind === 'answer') {
       const { status, headers, body } = decision.response;
-      return reply.code(status).headers(headers).send(body);
+      return reply.code(status).headers(headers).send(asSent(body, headers));
     }
     running.set(request, decision.execution);
     request.oncely = decision.execution.context;
@@ -132,4 +132,16 @@ export function idempotent<R extends RouteShorthandOptions = RouteShorthandOptio
     preHandler: [preHandler, ...list(route?.preHandler as preHandlerAsyncHookHandler | preHandlerAsyncHookHandler[] | undefined)],
     onSend: [onSend, ...list(route?.onSend as onSendHookHandler | onSendHookHandler[] | undefined)],
   };
+}
+
+/**
+ * A stored body as Fastify must be given it to send the stored headers unchanged: Fastify adds
+ * `; charset=utf-8` to a JSON content type without one when the payload is a string, so such a
+ * response was sent as bytes (a string would have gained the charset before it was stored), and is
+ * replayed as bytes.
+ */
+function asSent(body: string | Uint8Array | null, headers: Readonly<Record<string, string>>): string | Buffer | null {
+  if (typeof body !== 'string') return body === null ? null : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  const type = (headers['content-type'] ?? '').toLowerCase();
+  return type.includes('json') && !type.includes('charset') ? Buffer.from(body, 'utf8') : body;
 }

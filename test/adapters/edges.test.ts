@@ -1,7 +1,7 @@
 /**
  * The middleware where a user's app does something awkward: a transaction handler that never
  * answers, a response the store cannot keep, a chunked body over the cap, a Fastify route with
- * hooks of its own.
+ * hooks of its own or a Buffer reply.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -149,5 +149,20 @@ describe('oncely/fastify with route options of its own', () => {
     expect([replay.headers.get('idempotency-replay'), await replay.text()]).toEqual(['true', '{"id":"ord_1","signed":true}']);
     expect(runs).toBe(1);
     expect(calls).toEqual(['route preHandler']);
+  });
+
+  it('replays a Buffer reply with the headers it was sent with (no charset added to its content type)', async () => {
+    const app = Fastify();
+    app.post('/raw', fastifyIdempotent({ store, clientId }), async (_request, reply) =>
+      reply.code(201).header('content-type', 'application/json').send(Buffer.from('{"id":"ord_2"}')),
+    );
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    closers.push(() => app.close());
+    const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}/raw`;
+    const first = await post(url, 'k-raw');
+    const replay = await post(url, 'k-raw');
+    expect(first.headers.get('content-type')).toBe('application/json');
+    expect([replay.status, replay.headers.get('idempotency-replay'), replay.headers.get('content-type')]).toEqual([201, 'true', 'application/json']);
+    expect(await replay.text()).toBe(await first.text());
   });
 });
