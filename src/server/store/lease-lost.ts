@@ -13,8 +13,8 @@ export class LeaseLostError extends Error {
   /** The SQLSTATE the PostgreSQL functions raise for the same condition. */
   readonly code = 'OLOST';
 
-  constructor() {
-    super('the lease no longer holds the key row');
+  constructor(options?: { readonly cause?: unknown }) {
+    super('the lease no longer holds the key row', options);
   }
 }
 

@@ -7,7 +7,7 @@
  */
 import type { OpenTransaction, Query, QueryResult, Runner, Statement } from './postgres-runner.node.js';
 import type { FoldedFenced, PointCommit, PriorCommit } from '../commits.js';
-import { LOST, isLeaseLost } from './lease-lost.js';
+import { LOST, LeaseLostError, isLeaseLost } from './lease-lost.js';
 import type { Lease, Tx } from './types.js';
 
 /** What the store builds its fenced writes from. */
@@ -97,14 +97,18 @@ export function createFencing(runner: Runner, schema: string): Fencing {
     // A statement sent after the work returned (an unawaited promise) would open a transaction
     // no one ends: refused.
     let ended = false;
+    // The work sees a lost lease as the one LeaseLostError, whichever statement raised OLOST.
+    const fencedOut = (error: unknown): never => {
+      throw isLeaseLost(error) && !(error instanceof LeaseLostError) ? new LeaseLostError({ cause: error }) : error;
+    };
     const query: Query = async <R>(sql: string, params?: readonly unknown[]) => {
       if (ended) throw new Error('postgresKeyStore: this write has ended; await every statement before the work returns');
-      if (opening) return (await opening).query<R>(sql, params);
+      if (opening) return (await opening.catch(fencedOut)).query<R>(sql, params);
       const opened = runner.open({ sql: LOCK, params: fenceArgs(lease) }, takeMark(), { sql, params: params ?? [] });
       opening = opened.then(({ tx }) => (open = tx));
       // Its failure reaches the work through `opened`; it is awaited again when the work ends.
       opening.catch(() => undefined);
-      const { then } = await opened;
+      const { then } = await opened.catch(fencedOut);
       if (then?.status === 'rejected') throw then.reason;
       return then!.value as QueryResult<R>;
     };

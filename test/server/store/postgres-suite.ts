@@ -96,6 +96,22 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       expect((await store.load('acme', 'fence-1'))?.data).toEqual({ by: 'fresh' });
     });
 
+    it('tells the work of an owner whose lease was taken over why its statements fail: a LeaseLostError, each time', async () => {
+      const first = await store.admit(input('fence-2', { leaseMs: 50 }));
+      if (!first.owned) throw new Error('not owned');
+      await sleep(100);
+      expect(await store.takeOver('acme', 'fence-2', 10_000)).not.toBeNull();
+      const caught: unknown[] = [];
+      const stale = await store.commitPhase(first.lease, { recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, async (tx: Tx) => {
+        // An app that logs the failure and carries on, as handlers do.
+        for (let i = 0; i < 2; i += 1) await tx.get('SELECT 1 AS one').catch((error: unknown) => caught.push(error));
+      });
+      expect(stale).toEqual({ ok: false });
+      expect(caught).toHaveLength(2);
+      for (const error of caught) expect(error).toMatchObject({ name: 'LeaseLostError', code: 'OLOST', message: 'the lease no longer holds the key row' });
+      expect((await store.load('acme', 'fence-2'))?.recoveryPoint).toBeNull();
+    });
+
     it('commits a phase with its work atomically, and neither when the work throws', async () => {
       await store.transaction((tx) => tx.run(`CREATE TABLE IF NOT EXISTS ${store.schema}.work_log (note text)`));
       const admitted = await store.admit(input('phase-1'));
