@@ -68,8 +68,10 @@ export interface ClientOptions extends ClientHooks {
    * A name that keeps this application's operations apart from other applications talking to
    * the same origin through the same journal file: `pending()`, `resume()`, keys and
    * `KeyReusedError` are per scope (origin of `baseUrl` + this name). 1–64 characters from
-   * `A-Z a-z 0-9 . _ ~ -`.
-   * @default none: the scope is the origin of baseUrl alone
+   * `A-Z a-z 0-9 . _ ~ -`. Required by `oncely/node` on its default journal, which every program
+   * of the user shares; give clients with different credentials different names too, since
+   * `resume()` sends a scope's operations with the calling client's headers.
+   * @default none: the scope is the origin of baseUrl alone (refused by `oncely/node` without a `journal`)
    * @example
    * ```ts
    * createClient({ baseUrl: 'https://api.bank.example', scope: 'payroll' });

@@ -30,7 +30,7 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function submit(url: string, count: number, scope = '-'): Promise<string[]> {
+async function submit(url: string, count: number, scope = 'billing'): Promise<string[]> {
   const child = spawnScript(SCRIPT, ['submit', url, 'token', scope, 'v1/pay', String(count)], { ONCELY_JOURNAL: journal });
   children.push(child);
   const { keys } = await child.next((e) => e.event === 'submitted', 'the operations to be journaled', 40_000);
@@ -48,13 +48,13 @@ describe('oncely pending and resume with several scopes in one journal', () => {
     const all = await runCli(['pending', '--journal', journal]);
     expect(all.code).toBe(0);
     const headings = all.stdout.split('\n').filter((line) => line.startsWith('http://'));
-    expect(headings.sort()).toEqual([a.url, `${a.url}#payroll`, b.url].sort());
+    expect(headings.sort()).toEqual([`${a.url}#billing`, `${a.url}#payroll`, `${b.url}#billing`].sort());
     expect(all.stdout).toContain('4 pending operations');
     expect(all.stdout).toContain('(3 scopes)');
 
-    const json = await runCli(['pending', '--journal', journal, '--url', `${a.url}/ignored/path`, '--json']);
+    const json = await runCli(['pending', '--journal', journal, '--url', `${a.url}/ignored/path`, '--scope', 'billing', '--json']);
     expect((JSON.parse(json.stdout) as Array<{ key: string; scope: string }>).map((row) => [row.scope, row.key])).toEqual(
-      keysA.map((key) => [a.url, key]),
+      keysA.map((key) => [`${a.url}#billing`, key]),
     );
     const payroll = await runCli(['pending', '--journal', journal, '--url', a.url, '--scope', 'payroll', '--json']);
     expect((JSON.parse(payroll.stdout) as Array<{ key: string }>).map((row) => row.key)).toEqual(keysPayroll);
@@ -71,7 +71,7 @@ describe('oncely pending and resume with several scopes in one journal', () => {
     expect(refused.stderr).toContain('--url is required');
     expect(a.attempts.length + b.attempts.length).toBe(0);
 
-    const resumed = await runCli(['resume', '--journal', journal, '--url', a.url, '--token', 'tok-a', '--json']);
+    const resumed = await runCli(['resume', '--journal', journal, '--url', a.url, '--scope', 'billing', '--token', 'tok-a', '--json']);
     expect(resumed.code).toBe(0);
     expect((JSON.parse(resumed.stdout) as Array<{ key: string; state: string }>).map((line) => [line.key, line.state]).sort()).toEqual(
       keysA.map((key) => [key, 'succeeded']).sort(),
@@ -79,18 +79,18 @@ describe('oncely pending and resume with several scopes in one journal', () => {
     expect(a.attempts.map((attempt) => attempt.process)).toEqual(['tok-a', 'tok-a']);
     expect(b.attempts).toEqual([]);
     const left = await runCli(['pending', '--journal', journal, '--json']);
-    expect((JSON.parse(left.stdout) as Array<{ scope: string }>).map((row) => row.scope)).toEqual([b.url]);
+    expect((JSON.parse(left.stdout) as Array<{ scope: string }>).map((row) => row.scope)).toEqual([`${b.url}#billing`]);
   }, 60_000);
 
   it('finishes, at once, an operation whose process was killed mid-request', async () => {
     const [a] = servers;
-    const owner = spawnScript(SCRIPT, ['send', a.url, 'token', '-', 'v1/hold'], { ONCELY_JOURNAL: journal });
+    const owner = spawnScript(SCRIPT, ['send', a.url, 'token', 'billing', 'v1/hold'], { ONCELY_JOURNAL: journal });
     children.push(owner);
     const { key } = await owner.next((e) => e.event === 'journaled', 'the operation to be journaled', 40_000);
     await a.until(() => a.attempts.length === 1, 'the held attempt');
     await kill(owner);
 
-    const resumed = await runCli(['resume', '--journal', journal, '--url', a.url, '--token', 'token']);
+    const resumed = await runCli(['resume', '--journal', journal, '--url', a.url, '--scope', 'billing', '--token', 'token']);
     expect(resumed.stderr).toBe('');
     expect(resumed.code).toBe(0);
     expect(resumed.stdout).toContain(`${String(key)}  succeeded`);

@@ -46,7 +46,7 @@ async function resumeAndVerify(key: string): Promise<void> {
   expect(done.pending).toBe(0);
 
   const journal = sqliteJournal({ path: journalPath });
-  const record = await journal.get(scopeOf(server.url), key);
+  const record = await journal.get(scopeOf(server.url, 'client-child'), key);
   await journal.close();
   expect(record?.state).toBe('succeeded');
 
@@ -77,7 +77,7 @@ describe('SQLite journal: a client killed with SIGKILL resumes in a fresh proces
     expect(done).toMatchObject({ sent: [], pending: 0, prepared: 1 });
     expect(server.attempts).toHaveLength(0);
     const journal = sqliteJournal({ path: journalPath });
-    expect(await journal.get(scopeOf(server.url), String(key))).toMatchObject({ state: 'pending', submittedAt: null, attempts: 0 });
+    expect(await journal.get(scopeOf(server.url, 'client-child'), String(key))).toMatchObject({ state: 'pending', submittedAt: null, attempts: 0 });
     await journal.close();
   }, 90_000);
 

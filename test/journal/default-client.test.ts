@@ -1,5 +1,5 @@
 import 'fake-indexeddb/auto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -20,8 +20,9 @@ describe('default journals of the platform entries', () => {
   it('gives a Node client a SQLite journal at ONCELY_JOURNAL that keeps a prepared operation after close', async () => {
     const path = join(dir, 'state', 'journal.db');
     vi.stubEnv('ONCELY_JOURNAL', path);
-    const client = createNodeClient({ baseUrl: 'http://127.0.0.1:9' });
+    const client = createNodeClient({ baseUrl: 'http://127.0.0.1:9', scope: 'settlement' });
     expect(client.journal.kind).toBe('sqlite');
+    expect(client.scope).toBe('http://127.0.0.1:9#settlement');
     const op = await client.prepare('POST', 'v1/payments', { json: { amount: 1250, currency: 'EUR', reference: 'inv-7' } });
     await client.close();
 
@@ -30,6 +31,18 @@ describe('default journals of the platform entries', () => {
     expect(record?.state).toBe('pending');
     expect(record?.body).toBe('{"amount":1250,"currency":"EUR","reference":"inv-7"}');
     await reopened.close();
+  });
+
+  it('refuses a Node client on the shared default journal without a scope, before opening or creating the file', () => {
+    const path = join(dir, 'state', 'journal.db');
+    vi.stubEnv('ONCELY_JOURNAL', path);
+    expect(() => createNodeClient({ baseUrl: 'http://127.0.0.1:9' })).toThrow(
+      expect.objectContaining({ code: 'CONFIG', message: expect.stringMatching(/give this program a `scope`.*shared by every program/) }),
+    );
+    expect(existsSync(path)).toBe(false);
+    // A journal of its own needs no name.
+    const own = createNodeClient({ baseUrl: 'http://127.0.0.1:9', journal: sqliteJournal({ path: join(dir, 'own.db') }) });
+    expect(own.scope).toBe('http://127.0.0.1:9');
   });
 
   it('gives a browser client an IndexedDB journal named oncely that keeps a prepared operation after close', async () => {

@@ -86,7 +86,7 @@ describe('a journal file shared by services of different origins and scopes', ()
     expect(keysA).toEqual(keysB);
 
     const journal = sqliteJournal({ path: journalPath });
-    expect((await journal.list({ state: 'pending' })).map((record) => record.scope).sort()).toEqual([a.url, b.url].sort());
+    expect((await journal.list({ state: 'pending' })).map((record) => record.scope).sort()).toEqual([`${a.url}#scope-test`, `${b.url}#scope-test`].sort());
     await journal.close();
 
     await run(['resume', a.url, 'token-A'], 'resumed');

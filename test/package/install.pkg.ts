@@ -118,7 +118,7 @@ try {
 `,
         'src/missing-driver.ts': `
 import { createClient } from 'oncely/node';
-const client = createClient({ baseUrl: 'http://127.0.0.1:9' });
+const client = createClient({ baseUrl: 'http://127.0.0.1:9', scope: 'settlement' });
 try {
   await client.post('v1/payments', { json: {} });
 } catch (error) {
