@@ -39,13 +39,14 @@ export class InvalidKeyError extends OncelyError {
    * @param options `detail` is the server's problem `detail`; it goes into the message
    */
   constructor(ref: OperationRef, status?: number, options?: { readonly cause?: unknown; readonly detail?: string | undefined }) {
-    const why = status === undefined ? 'is not a valid idempotency key' : `was refused by the server (${status})`;
+    const why =
+      status === undefined
+        ? 'is not a valid idempotency key (1–255 characters from A-Z a-z 0-9 _ . : ~ @ / + = -)'
+        : `was refused by the server (${status})`;
     const said = options?.detail === undefined ? '' : messageText(options.detail);
-    super(
-      ErrorCode.InvalidKey,
-      `${ref.method} ${ref.url}: the Idempotency-Key ${JSON.stringify(ref.key)} ${why}${said === '' ? '' : `: ${said}`}`,
-      options,
-    );
+    // The key is the caller's input, of any length: the message shows its start only.
+    const shown = ref.key.length > 80 ? `${JSON.stringify(ref.key.slice(0, 80))}… (${ref.key.length} characters)` : JSON.stringify(ref.key);
+    super(ErrorCode.InvalidKey, `${ref.method} ${ref.url}: the Idempotency-Key ${shown} ${why}${said === '' ? '' : `: ${said}`}`, options);
     this.method = ref.method;
     this.url = ref.url;
     this.key = ref.key;

@@ -78,6 +78,25 @@ describe('errors', () => {
     expect(new InvalidKeyError(ref, 400, { detail: '' }).message).toMatch(/was refused by the server \(400\)$/);
   });
 
+  it('says in a 401 or 403 HttpError that nothing was executed and the operation stays pending; not in a 402', () => {
+    const problem = '{"title":"Unauthorized","detail":"Missing or unknown credentials"}';
+    for (const status of [401, 403]) {
+      expect(new HttpError(ref, { status, headers: {}, body: problem, replayed: false }).message).toBe(
+        `POST ${ref.url} (Idempotency-Key ${ref.key}): the server answered ${status} Unauthorized: Missing or unknown credentials. ` +
+          'Nothing was executed and the operation stays pending: resume() with valid credentials completes it',
+      );
+    }
+    expect(new HttpError(ref, { status: 402, headers: {}, body: '{"title":"Declined"}', replayed: false }).message).toMatch(/answered 402 Declined$/);
+  });
+
+  it('says the key rule in a local InvalidKeyError, and shows only the start of a long key', () => {
+    const long = new InvalidKeyError({ ...ref, key: 'x y'.repeat(40_000) });
+    expect(long.message).toMatch(/the Idempotency-Key "(x y){26}x "… \(120000 characters\) is not a valid idempotency key \(1–255 characters from A-Z a-z 0-9 _ \. : ~ @ \/ \+ = -\)$/);
+    expect(long.message.length).toBeLessThan(300);
+    expect(long.key).toHaveLength(120_000);
+    expect(new InvalidKeyError({ ...ref, key: 'has space' }).message).toContain('"has space" is not a valid idempotency key (1–255 characters');
+  });
+
   it('gives JournalError its path and hint', () => {
     const error = new JournalError('the journal file is locked', { path: '/tmp/j.db', hint: 'close the other process' });
     expect(error).toMatchObject({ code: 'JOURNAL_ERROR', path: '/tmp/j.db', hint: 'close the other process', name: 'JournalError' });
