@@ -109,13 +109,15 @@ describe('reference app in-process: PROTOCOL.md response matrix', () => {
     expect(await t.count('oncely_keys')).toBe(0);
   });
 
-  it('answers 503 with Retry-After when an upstream is unavailable, stores nothing final, and a retry executes once', async () => {
+  it('answers 503 with Retry-After when an upstream is unavailable, stores nothing final, keeps the request at its recovery point, and a retry executes once', async () => {
     t = await createInProcess({ faults: 'unavailable:ext1:1:1' });
     const transient = await t.post('pay-1', payment());
     expect(transient.status).toBe(503);
     expect(Number(transient.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect((await t.getJson<Record<string, unknown>>('/v1/idempotency-keys/pay-1'))['state']).toBe('started');
     expect(await t.count('risk_checks')).toBe(0);
+    // H1 committed: the key keeps its request, so another body under it is a reuse.
+    expect((await t.post('pay-1', payment(4_200))).status).toBe(422);
     const retry = await t.post('pay-1', payment());
     expect(retry.status).toBe(201);
     expect(retry.headers.get('idempotency-replay')).toBeNull();
