@@ -8,7 +8,10 @@
  * - NUL (`\u0000`) anywhere: PostgreSQL's `text` and `jsonb` cannot hold it, SQLite can, and the
  *   two stores must answer alike;
  * - an unpaired UTF-16 surrogate (`\ud800` without its partner): it cannot be stored as UTF-8, so
- *   what was acknowledged would differ from what is read back.
+ *   what was acknowledged would differ from what is read back;
+ * - a member name twice in one object (`{"amount":1,"amount":2}`): `JSON.parse` keeps the last,
+ *   a proxy or validator in front may keep the first, and the two would disagree on the amount
+ *   (I-JSON, RFC 7493, forbids it).
  *
  * One pass over the text, no recursion, so a hostile body costs no stack.
  *
@@ -34,6 +37,10 @@ const BACKSLASH = 0x5c;
 export function jsonTextProblem(text: string, maxDepth: number = MAX_JSON_DEPTH): string | undefined {
   let depth = 0;
   let inString = false;
+  // Per open container: the member names seen so far (an object) or null (an array).
+  const containers: Array<Set<string> | null> = [];
+  let expectName = false;
+  let nameStart = -1;
   for (let at = 0; at < text.length; at += 1) {
     const code = text.charCodeAt(at);
     if (code === 0) return nul();
@@ -44,8 +51,13 @@ export function jsonTextProblem(text: string, maxDepth: number = MAX_JSON_DEPTH)
       continue;
     }
     if (inString) {
-      if (code === QUOTE) inString = false;
-      else if (code === BACKSLASH) {
+      if (code === QUOTE) {
+        inString = false;
+        if (nameStart >= 0) {
+          const repeated = memberRepeated(containers[containers.length - 1], text.slice(nameStart, at + 1));
+          if (repeated !== undefined) return `the body names the member ${repeated} twice in one object`;
+        }
+      } else if (code === BACKSLASH) {
         if (text.charCodeAt(at + 1) !== 0x75 /* u */) {
           at += 1;
           continue;
@@ -65,12 +77,40 @@ export function jsonTextProblem(text: string, maxDepth: number = MAX_JSON_DEPTH)
       }
       continue;
     }
-    if (code === QUOTE) inString = true;
-    else if (code === 0x5b /* [ */ || code === 0x7b /* { */) {
+    if (code === QUOTE) {
+      inString = true;
+      nameStart = expectName ? at : -1;
+      expectName = false;
+    } else if (code === 0x5b /* [ */ || code === 0x7b /* { */) {
       depth += 1;
       if (depth > maxDepth) return `the body nests deeper than ${maxDepth} levels of arrays and objects`;
-    } else if (code === 0x5d /* ] */ || code === 0x7d /* } */) depth -= 1;
+      containers.push(code === 0x7b ? new Set() : null);
+      expectName = code === 0x7b;
+    } else if (code === 0x5d /* ] */ || code === 0x7d /* } */) {
+      depth -= 1;
+      containers.pop();
+    } else if (code === 0x2c /* , */) expectName = containers[containers.length - 1] instanceof Set;
   }
+  return undefined;
+}
+
+/**
+ * Adds the member name `literal` (its JSON text, quotes included) to `names`; the name as JSON
+ * text when it was there already (`"\u0061"` and `"a"` are one name). A name `JSON.parse` cannot
+ * read is left to it.
+ */
+function memberRepeated(names: Set<string> | null | undefined, literal: string): string | undefined {
+  if (!names) return undefined;
+  let name = literal;
+  if (literal.includes('\\')) {
+    try {
+      name = JSON.stringify(JSON.parse(literal) as string);
+    } catch {
+      return undefined;
+    }
+  }
+  if (names.has(name)) return name;
+  names.add(name);
   return undefined;
 }
 

@@ -26,6 +26,8 @@ const HOSTILE: ReadonlyArray<readonly [string, string, RegExp]> = [
   ['an amount in exponent form', withAmount('1e3'), /integer/],
   ['minus zero', withAmount('-0'), /at least 1/],
   ['2^53 + 1', withAmount('9007199254740993'), /integer/],
+  ['a member named twice', '{"amount":1250,"currency":"EUR","reference":"r","reference":"s"}', /names the member "reference" twice/],
+  ['a member named twice, once escaped', '{"amount":1250,"currency":"EUR","reference":"r","\\u0072eference":"s"}', /names the member "reference" twice/],
 ];
 
 /** Accepted, and stored as acknowledged. */
