@@ -8,7 +8,7 @@
  *   `synchronous_commit=off` (how much of PostgreSQL's cost is the WAL flush of each phase commit);
  * - first-execution throughput with 1 000 000 finished keys stored vs an empty key table, the two
  *   servers alternated round by round (goal ≥ 0.9×). The keys are written straight into the
- *   partitioned table in one statement, shaped like rows the handler finishes.
+ *   key table in one statement, shaped like rows the handler finishes.
  *
  * Every measurement is alternated with the others round by round, so a noisy stretch of the
  * shared machine hits all of them. PostgreSQL: `ONCELY_PG_URL`, else

@@ -70,7 +70,7 @@ function describeDb(db: string, schema: string | undefined): string {
   return db === ':memory:' ? 'SQLite database in memory (gone on exit)' : `SQLite database ${db}`;
 }
 
-async function openStore(db: string, options: { readonly ttlMs: number; readonly schema: string | undefined }): Promise<KeyStore> {
+async function openStore(db: string, options: { readonly schema: string | undefined }): Promise<KeyStore> {
   if (!isPostgres(db)) return sqliteKeyStore({ path: db });
   let module: typeof import('../server/store/postgres.node.js');
   try {
@@ -79,7 +79,7 @@ async function openStore(db: string, options: { readonly ttlMs: number; readonly
   } catch (error) {
     throw new Error(`--db ${redacted(db)}: the PostgreSQL key store is not available in this build (${String(error)})`);
   }
-  return module.postgresKeyStore({ connectionString: db, ttlMs: options.ttlMs, ...(options.schema === undefined ? {} : { schema: options.schema }) });
+  return module.postgresKeyStore({ connectionString: db, ...(options.schema === undefined ? {} : { schema: options.schema }) });
 }
 
 async function readClientsFile(path: string): Promise<Record<string, string>> {
@@ -152,7 +152,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   try {
     const faults = createFaults({ spec: values.faults ?? process.env['ONCELY_FAULTS'] ?? '' });
     const clients = values.clients === undefined ? createClients() : createClients(await readClientsFile(values.clients));
-    const store = await openStore(db, { ttlMs, schema: values['pg-schema'] });
+    const store = await openStore(db, { schema: values['pg-schema'] });
     app = createReferenceApp({
       store,
       clients,

@@ -24,12 +24,6 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** How a backend differs where the contract allows it. */
 export interface KeyStoreContractOptions {
   /**
-   * The store reaps by dropping whole partitions of this width (PostgreSQL) instead of deleting
-   * rows in batches: the reap test waits for the partition to pass and does not hold `reap` to
-   * its batch size.
-   */
-  readonly reapsPartitionsOfMs?: number;
-  /**
    * The store has no folded commits of its own (`plainCommits` gives it the first phase after
    * admission, in a transaction of its own): a concurrent duplicate may find the row before that
    * phase committed, at no recovery point.
@@ -326,9 +320,8 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       await store.admit(input('started-expired', { ttlMs: 1 }));
       const kept = await store.admit(input('fresh'));
       if (kept.owned) await store.finish(kept.lease, RESPONSE);
-      await sleep(10 + (options.reapsPartitionsOfMs ?? 0));
-      if (options.reapsPartitionsOfMs === undefined) expect(await store.reap(2)).toBe(2);
-      else expect(await store.reap(2)).toBeGreaterThanOrEqual(3);
+      await sleep(10);
+      expect(await store.reap(2)).toBe(2);
       while ((await store.reap(100)) > 0);
       for (const key of ['f1', 'f2', 'f3']) expect(await store.load(clientId, key)).toBeUndefined();
       expect((await store.load(clientId, 'started-expired'))?.state).toBe('started');

@@ -33,7 +33,7 @@ export interface RawRow {
   expires_ms: number;
 }
 
-/** `row_to_json(row)` from `oncely_admit`: timestamps as ISO strings, computed fields absent. */
+/** `row_to_json(row)` from the admission: timestamps as ISO strings, computed fields absent. */
 interface JsonRow extends Omit<RawRow, 'lease_remaining_ms' | 'created_ms' | 'expires_ms'> {
   lease_until: string | null;
   lease_token: string | null;
@@ -72,7 +72,7 @@ const fromJson = (json: JsonRow, nowMs: number): KeyRow =>
   });
 
 /**
- * What `oncely_admit` answers, with the database clock it answered at: a row it found as JSON, or
+ * What the admission answers, with the database clock it answered at: a row it found as JSON, or
  * for a row it inserted only what the database chose (the lease, its clock); the rest is the input.
  */
 export interface Admitted {
@@ -85,7 +85,7 @@ export interface Admitted {
   now_ms: number;
 }
 
-/** `oncely_admit`'s answer → {@link AdmitResult}: a lease only for the owner. */
+/** The admission's answer → {@link AdmitResult}: a lease only for the owner. */
 export const toAdmitResult = (input: AdmitInput, found: Admitted): AdmitResult => {
   const { clientId, key } = input;
   if (found.row_json !== null) return { owned: false, row: fromJson(found.row_json, found.now_ms) };

@@ -53,7 +53,7 @@ export interface Runner {
   /**
    * {@link Query} for the store's own statements (fixed texts): on a `pg` pool each is a named
    * prepared statement, parsed and planned once per connection instead of at every call —
-   * planning an UPDATE of the partitioned key table costs PostgreSQL more than running it.
+   * planning a statement costs PostgreSQL about as much as running it.
    */
   readonly prepared: Query;
   /**

@@ -4,8 +4,7 @@
  * `leaseRemainingMs`, `createdAt` and `expiresAt` all come from `now()`, so instances with skewed
  * clocks still agree.
  *
- * The table, its daily partitions (reaped by dropping whole partitions) and why `(client_id, key)`
- * stays unique across partitions are explained in `postgres-schema.node.ts`.
+ * The table, and why it is not partitioned, are explained in `postgres-schema.node.ts`.
  *
  * A duplicate waiting on one instance hears the end of its original on another by `LISTEN/NOTIFY`
  * ({@link KeyStore.watch}, in `postgres-listen.node.ts`): one extra connection per store, none per
@@ -22,7 +21,7 @@ import { createFencing } from './postgres-fenced.node.js';
 import { endChannel, listenForEnds } from './postgres-listen.node.js';
 import { createPgliteRunner, type PgliteLike } from './postgres-pglite.node.js';
 import { createPgRunner, schemaFromUrl, type Runner } from './postgres-runner.node.js';
-import { dropDetachedPartitions, dropExpiredPartitions, ensurePartitions, migrate, type PartitionPlan } from './postgres-schema.node.js';
+import { migrate } from './postgres-schema.node.js';
 import { ROW, toAdmitResult, toRow, type Admitted, type RawRow } from './postgres-rows.node.js';
 import { withFoldedCommits, type Commits, type FirstPhase, type FoldedAdmitResult, type FoldedPhase, type PriorCommit } from '../commits.js';
 import type { AdmitInput, AppSchema, Fenced, FinalResponse, KeyStore, Lease, StoredResponse, Tx } from './types.js';
@@ -57,17 +56,6 @@ export interface PostgresKeyStoreOptions {
    * @default the first `search_path` entry of the URL's `?options=`, else 'public'
    */
   readonly schema?: string;
-  /**
-   * Retention planned for: partitions are created this far ahead, and an in-flight row found in
-   * an expired partition gets this much more time. Admissions carry their own `ttlMs`.
-   * @default 86400000 (24 h)
-   */
-  readonly ttlMs?: number;
-  /**
-   * Width of one partition of the key table. Fixed when the table is first created.
-   * @default 86400000 (one day)
-   */
-  readonly partitionMs?: number;
   /**
    * How long a call waits for a connection before rejecting (fail closed). `pg` applies it to
    * opening a connection and to waiting for a free one in the pool, so under overload a call
@@ -130,8 +118,6 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
   if (!SCHEMA_NAME.test(schema)) throw new RangeError(`postgresKeyStore: invalid schema name ${JSON.stringify(schema)}`);
   const sources = [options.connectionString, options.pool, options.pglite].filter((source) => source !== undefined);
   if (sources.length !== 1) throw new TypeError('postgresKeyStore: pass exactly one of connectionString, pool or pglite');
-  const ttlMs = options.ttlMs ?? 86_400_000;
-  const partitionMs = options.partitionMs ?? 86_400_000;
   const maxResponseBytes = options.maxResponseBytes ?? 65_536;
   const runner: Runner = options.pglite
     ? createPgliteRunner(options.pglite, schema)
@@ -155,76 +141,75 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
           await runner.prepared(`UPDATE ${schema}.oncely_keys SET watched = true WHERE client_id = $1 AND key = $2 AND state = 'started' AND NOT watched`, [clientId, key]);
         },
       );
-  // Two partitions of slack past the retention, so the reaper can move in-flight rows forward.
-  const plan: PartitionPlan = { partitionMs, aheadMs: ttlMs + 2 * partitionMs };
   const t = `${schema}.oncely_keys`;
   const channel = endChannel(schema);
   // Built once; sent as named prepared statements with bind parameters.
-  const ADMIT = `SELECT a.owned, a.lease, a.row_json, a.created_ms, a.expires_ms, a.lease_ms, floor(extract(epoch FROM now()) * 1000)::float8 AS now_ms
-                   FROM ${schema}.oncely_admit($1, $2, $3, $4, $5, $6, $7) a`;
+  // Admission: the INSERT, or the row it found. A row committed after this statement's snapshot
+  // (the INSERT waited for its owner's COMMIT) is in neither branch: it is read again (`loadAfter`).
+  const ADMIT = `WITH ins AS (
+      INSERT INTO ${t} AS k (client_id, key, request_hash, endpoint, request_body, state, lease_token, lease_until, created_at, expires_at)
+      VALUES ($1, $2, $3, $4, $5, 'started', gen_random_uuid()::text, now() + $6 * interval '1 millisecond', now(), now() + $7 * interval '1 millisecond')
+      ON CONFLICT (client_id, key) DO NOTHING
+      RETURNING k.lease_token, k.expires_at)
+    SELECT true AS owned, ins.lease_token AS lease, NULL::json AS row_json, floor(extract(epoch FROM now()) * 1000)::float8 AS created_ms,
+           floor(extract(epoch FROM ins.expires_at) * 1000)::float8 AS expires_ms, $6::float8 AS lease_ms,
+           floor(extract(epoch FROM now()) * 1000)::float8 AS now_ms FROM ins
+    UNION ALL
+    SELECT false, NULL, row_to_json(k), NULL, NULL, NULL, floor(extract(epoch FROM now()) * 1000)::float8
+      FROM ${t} k WHERE k.client_id = $1 AND k.key = $2 AND NOT EXISTS (SELECT 1 FROM ins)`;
+  const LOAD = `SELECT ${ROW} FROM ${t} WHERE client_id = $1 AND key = $2`;
   const FIRST_POINT = `SELECT ${schema}.oncely_point($1, $2, $3, $4, $5, $6, false, $7)`;
   const FINISH = `SELECT ${schema}.oncely_finish($1, $2, $3, $4, $5, $6)`;
   const FINISH_AFTER = `SELECT ${schema}.oncely_finish_after($1, $2, $3, $4, $5, $6, $7, $8)`;
-
-  // Single flight: a burst of admissions that all miss a partition waits for one creation, instead
-  // of each holding a pooled connection while queueing on the DDL lock.
-  let ensuring: Promise<void> | undefined;
-  const ensureFor = (ttlMsAhead: number): Promise<void> =>
-    (ensuring ??= (async () => {
-      const { rows } = await runner.query<{ at: number }>(`SELECT floor(extract(epoch FROM now()) * 1000)::float8 + $1 AS at`, [ttlMsAhead]);
-      await ensurePartitions(runner, schema, { ...plan, alsoAt: rows[0]!.at });
-    })().finally(() => {
-      ensuring = undefined;
-    }));
 
   const { fenced, pointStatement, landed, fenceArgs, txOver } = createFencing(runner, schema);
 
   const commits: Commits = {
     async admit<T>(input: AdmitInput, first?: FirstPhase<T>): Promise<FoldedAdmitResult<T>> {
       const args = [input.clientId, input.key, input.requestHash, input.endpoint, input.requestBody, input.leaseMs, input.ttlMs];
-      // 23514: no partition covers this expiry (a retention longer than planned): create the one
-      // it needs and the next (the clock moves on before the retry), then admit again.
-      for (let attempt = 1; ; attempt += 1) {
-        let admitting = true;
+      // No row in the answer: the INSERT met a row committed after the statement's snapshot (it
+      // waited for that owner's COMMIT). The next attempt's snapshot sees it.
+      for (let attempt = 1; attempt <= 3; attempt += 1) {
+        if (!first) {
+          const { rows } = await runner.prepared<Admitted>(ADMIT, args);
+          if (rows[0]) return toAdmitResult(input, rows[0]);
+          continue;
+        }
+        // The INSERT, the first phase's work and its recovery point in one transaction. The new
+        // row is this transaction's until COMMIT: a duplicate's INSERT waits, then finds the row at
+        // its recovery point.
+        const { result, tx } = await runner.open<Admitted>({ sql: ADMIT, params: args });
         try {
-          if (!first) {
-            const { rows } = await runner.prepared<Admitted>(ADMIT, args);
-            return toAdmitResult(input, rows[0]!);
-          }
-          // The INSERT, the first phase's work and its recovery point in one transaction. The
-          // admission's advisory lock is held until COMMIT: a duplicate waits, then finds the row
-          // at its recovery point.
-          const { result, tx } = await runner.open<Admitted>({ sql: ADMIT, params: args });
-          admitting = false;
-          try {
-            const admitted = toAdmitResult(input, result.rows[0]!);
-            if (!admitted.owned) {
-              await tx.rollback();
-              return admitted;
-            }
-            const value = await first.work(txOver(tx.query));
-            const { commit } = first;
-            const patch = phasePatch(commit, value);
-            // EXTn_SENT after the first phase is written by the phase's own UPDATE (durable, as
-            // EXTn_SENT must be): the row, inserted by this transaction, cannot change hands before COMMIT.
-            const point = folded(undefined, commit, patch, commit.next);
-            await tx
-              .commit({ sql: FIRST_POINT, params: [...fenceArgs(admitted.lease), point.recoveryPoint, JSON.stringify(point.data), point.leaseMs, point.durable !== false] })
-              // The answer was lost (connection reset): the row says whether the COMMIT ran, as in fenced().
-              .catch(async (error: unknown) => {
-                if (!(await landed(admitted.lease, point.recoveryPoint))) throw error;
-              });
-            const row = { ...admitted.row, recoveryPoint: commit.recoveryPoint, data: patch };
-            return { ...admitted, row, first: commit.next ? { value, next: true } : { value } };
-          } catch (error) {
+          const found = result.rows[0];
+          if (!found) {
             await tx.rollback();
-            throw error;
+            continue;
           }
+          const admitted = toAdmitResult(input, found);
+          if (!admitted.owned) {
+            await tx.rollback();
+            return admitted;
+          }
+          const value = await first.work(txOver(tx.query));
+          const { commit } = first;
+          const patch = phasePatch(commit, value);
+          // EXTn_SENT after the first phase is written by the phase's own UPDATE (durable, as
+          // EXTn_SENT must be): the row, inserted by this transaction, cannot change hands before COMMIT.
+          const point = folded(undefined, commit, patch, commit.next);
+          await tx
+            .commit({ sql: FIRST_POINT, params: [...fenceArgs(admitted.lease), point.recoveryPoint, JSON.stringify(point.data), point.leaseMs, point.durable !== false] })
+            // The answer was lost (connection reset): the row says whether the COMMIT ran, as in fenced().
+            .catch(async (error: unknown) => {
+              if (!(await landed(admitted.lease, point.recoveryPoint))) throw error;
+            });
+          const row = { ...admitted.row, recoveryPoint: commit.recoveryPoint, data: patch };
+          return { ...admitted, row, first: commit.next ? { value, next: true } : { value } };
         } catch (error) {
-          if (!admitting || (error as { code?: unknown }).code !== '23514' || attempt === 3) throw error;
-          await ensureFor(input.ttlMs);
+          await tx.rollback();
+          throw error;
         }
       }
+      throw new Error(`postgresKeyStore: admission of key ${JSON.stringify(input.key.slice(0, 64))} found its row gone three times (deleted while admitted)`);
     },
 
     commitPhase: <T>(lease: Lease, phase: FoldedPhase<T>, work?: (tx: Tx) => Promise<T>) =>
@@ -264,12 +249,12 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
   const store: KeyStore = {
     dialect: 'postgres',
 
-    migrate: (app?: AppSchema) => migrate(runner, schema, app?.postgres, plan),
+    migrate: (app?: AppSchema) => migrate(runner, schema, app?.postgres),
 
     admit: (input) => commits.admit(input),
 
     async load(clientId, key) {
-      const { rows } = await runner.prepared<RawRow>(`SELECT ${ROW} FROM ${t} WHERE client_id = $1 AND key = $2`, [clientId, key]);
+      const { rows } = await runner.prepared<RawRow>(LOAD, [clientId, key]);
       return rows[0] ? toRow(rows[0]) : undefined;
     },
 
@@ -329,11 +314,15 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
       return rows.map(toRow);
     },
 
-    // Whole partitions are dropped, so there is no batch to size.
-    async reap() {
-      const orphaned = await dropDetachedPartitions(runner, schema);
-      await ensurePartitions(runner, schema, plan);
-      return orphaned + (await dropExpiredPartitions(runner, schema, ttlMs));
+    async reap(batchSize) {
+      // Finished keys only: an in-flight or parked key is kept whatever its age, as on SQLite.
+      const { rows } = await runner.prepared<{ n: number }>(
+        `WITH gone AS (DELETE FROM ${t} WHERE ctid = ANY (ARRAY(
+           SELECT ctid FROM ${t} WHERE expires_at <= now() AND state = 'finished' LIMIT $1)) RETURNING 1)
+         SELECT count(*)::int AS n FROM gone`,
+        [batchSize],
+      );
+      return rows[0]?.n ?? 0;
     },
 
     transaction: <T>(work: (tx: Tx) => Promise<T>) => runner.transaction((query) => work(txOver(query))),

@@ -215,7 +215,7 @@ export interface KeyStore {
   park(lease: Lease, options: { readonly retryAfterMs: number }): Promise<boolean>;
   /** Started rows with no live lease and due for another attempt, oldest first. */
   sweep(limit: number): Promise<KeyRow[]>;
-  /** Deletes (or drops partitions of) rows past `expiresAt`; resolves to the count removed. */
+  /** Deletes up to `batchSize` finished rows past `expiresAt`; resolves to the count removed. */
   reap(batchSize: number): Promise<number>;
   /**
    * Optional: tells `listener` when the key's owner lets go of it on any instance sharing the

@@ -1,7 +1,7 @@
 /**
  * The shared KeyStore contract on PostgreSQL (a server when one is reachable, see
- * test/support/pg.ts) and on PGlite. One-second partitions, so the reap test sees a partition
- * pass within the run; every test uses its own client id, so all share one schema per engine.
+ * test/support/pg.ts) and on PGlite; every test uses its own client id, so all share one schema per
+ * engine.
  */
 import { afterAll, beforeAll } from 'vitest';
 import { runKeyStoreChainedContract } from '../../contract/keystore-chained.contract.js';
@@ -9,7 +9,6 @@ import { runKeyStoreValuesContract } from '../../contract/keystore-values.contra
 import { runKeyStoreContract } from '../../contract/keystore.contract.js';
 import { openPgBackend, openPglite, type PgBackend } from '../../support/pg.js';
 
-const PARTITION_MS = 1000;
 const backends: Array<Promise<PgBackend>> = [];
 afterAll(async () => {
   for (const backend of backends) await (await backend).close();
@@ -27,9 +26,9 @@ function contractOn(name: string, open: () => Promise<PgBackend>): void {
   const factory = async () => {
     const ready = await backend!;
     schema ??= ready.newSchema();
-    return ready.open(schema, { partitionMs: PARTITION_MS, ttlMs: 5000 });
+    return ready.open(schema);
   };
-  runKeyStoreContract(name, factory, { reapsPartitionsOfMs: PARTITION_MS });
+  runKeyStoreContract(name, factory);
   runKeyStoreValuesContract(name, factory);
   runKeyStoreChainedContract(name, factory);
 }
