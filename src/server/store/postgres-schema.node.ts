@@ -156,6 +156,18 @@ export async function migrate(runner: Runner, schema: string, appDdl: string | u
     await query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
     await query(`CREATE TABLE IF NOT EXISTS ${schema}.oncely_schema_version (version int NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
     const { rows } = await query<{ version: number | null }>(`SELECT max(version) AS version FROM ${schema}.oncely_schema_version`);
+    // A development build of 0.1.0 wrote a partitioned table under the same version number: say so
+    // instead of failing at the first admission with PostgreSQL's ON CONFLICT error.
+    const { rows: layout } = await query<{ partitioned: boolean }>(
+      `SELECT c.relkind = 'p' AS partitioned FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = 'oncely_keys'`,
+      [schema],
+    );
+    if (layout[0]?.partitioned) {
+      throw new Error(
+        `postgresKeyStore: schema ${schema} holds the partitioned key table of a development build of oncely 0.1.0; ` +
+          `this build keeps keys in a plain table. Drop the schema's oncely_* objects (no release ever wrote them) or use another schema.`,
+      );
+    }
     for (let version = rows[0]?.version ?? 0; version < MIGRATIONS.length; version += 1) {
       await query(MIGRATIONS[version]!(schema));
       await query(`INSERT INTO ${schema}.oncely_schema_version (version) VALUES ($1)`, [version + 1]);

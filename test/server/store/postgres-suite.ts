@@ -267,6 +267,15 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       for (const key of keys) expect(await first.load('acme', key)).toBeUndefined();
     });
 
+    it('refuses, saying why, a schema holding the partitioned key table of an earlier development build', async () => {
+      const schema = backend.newSchema();
+      await backend.query(`CREATE SCHEMA ${schema}`);
+      await backend.query(`CREATE TABLE ${schema}.oncely_schema_version (version int NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+      await backend.query(`INSERT INTO ${schema}.oncely_schema_version (version) VALUES (1)`);
+      await backend.query(`CREATE TABLE ${schema}.oncely_keys (client_id text, key text, expires_at timestamptz, PRIMARY KEY (client_id, key, expires_at)) PARTITION BY RANGE (expires_at)`);
+      await expect(backend.open(schema).migrate()).rejects.toThrow(/partitioned key table of a development build/);
+    });
+
     it('applies migrations once when several instances start at the same time', async () => {
       const schema = backend.newSchema();
       const peers = Array.from({ length: 4 }, () => backend.open(schema));
