@@ -103,6 +103,16 @@ type Ended = { readonly n: number };
 const NOTIFY_ENDED = `SELECT count(*)::int AS n, count(CASE WHEN watched THEN pg_notify($4, md5($1 || E'\\n' || $2)) END) AS notified FROM ended`;
 
 /**
+ * An admission that met a row committed after its snapshot: answered nothing (READ COMMITTED), or
+ * failed with a serialization error (40001) where REPEATABLE READ or SERIALIZABLE is the
+ * database's default. Either way the next attempt sees the row.
+ */
+const raced = (error: unknown): undefined => {
+  if ((error as { code?: unknown } | null)?.code === '40001') return undefined;
+  throw error;
+};
+
+/**
  * Opens a PostgreSQL KeyStore over a connection string, a `pg` pool or a PGlite instance. Call
  * `migrate()` once before use; any number of instances may do so at the same time.
  *
@@ -171,14 +181,16 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
       // waited for that owner's COMMIT). The next attempt's snapshot sees it.
       for (let attempt = 1; attempt <= 3; attempt += 1) {
         if (!first) {
-          const { rows } = await runner.prepared<Admitted>(ADMIT, args);
-          if (rows[0]) return toAdmitResult(input, rows[0]);
+          const answer = await runner.prepared<Admitted>(ADMIT, args).catch(raced);
+          if (answer?.rows[0]) return toAdmitResult(input, answer.rows[0]);
           continue;
         }
         // The INSERT, the first phase's work and its recovery point in one transaction. The new
         // row is this transaction's until COMMIT: a duplicate's INSERT waits, then finds the row at
         // its recovery point.
-        const { result, tx } = await runner.open<Admitted>({ sql: ADMIT, params: args });
+        const opened = await runner.open<Admitted>({ sql: ADMIT, params: args }).catch(raced);
+        if (!opened) continue;
+        const { result, tx } = opened;
         try {
           const found = result.rows[0];
           if (!found) {

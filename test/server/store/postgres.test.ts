@@ -128,6 +128,41 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
     }
   });
 
+  it('admits on a database whose default isolation is REPEATABLE READ: a duplicate that waited for the owner gets the row, not a serialization error', async () => {
+    const strict = new pg.Pool({ connectionString: url, max: 12, pipeline: true } as pg.PoolConfig);
+    strict.on('connect', (client) => void client.query(`SET default_transaction_isolation = 'repeatable read'`));
+    const store = postgresKeyStore({ pool: strict, schema: `${schema}_rr` });
+    try {
+      await store.migrate();
+      const input = { clientId: 'acme', key: 'rr', requestHash: 'h', endpoint: 'POST /x', requestBody: '{}', leaseMs: 10_000, ttlMs: 86_400_000 };
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let started!: () => void;
+      const working = new Promise<void>((resolve) => (started = resolve));
+      let level: string | undefined;
+      const owner = commitsOf(store).admit(input, {
+        commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false },
+        work: async (tx: Tx) => {
+          level = (await tx.get<{ transaction_isolation: string }>('SHOW transaction_isolation'))?.transaction_isolation;
+          started();
+          await gate;
+          return 1;
+        },
+      });
+      await working;
+      expect(level).toBe('repeatable read');
+      const duplicates = Array.from({ length: 5 }, () => store.admit(input));
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      release();
+      expect((await owner).owned).toBe(true);
+      for (const duplicate of await Promise.all(duplicates)) expect(duplicate).toMatchObject({ owned: false, row: { recoveryPoint: 'H1_DONE' } });
+    } finally {
+      await store.close();
+      await strict.query(`DROP SCHEMA IF EXISTS ${schema}_rr CASCADE`);
+      await strict.end();
+    }
+  });
+
   it('answers a duplicate of a key at once while its owner holds the row in a phase', async () => {
     const store = postgresKeyStore({ pool, schema: `${schema}_lock` });
     const holder = new pg.Client({ connectionString: url });
