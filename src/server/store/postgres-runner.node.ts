@@ -174,8 +174,12 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
     // Client-side bound too: `statement_timeout` cannot fire on a server that stopped answering.
     query_timeout: options.statementTimeoutMs + options.connectTimeoutMs,
     // Set per session at connect time, so no checkout pays a round trip for it. `pg` lets a
-    // URL's `?options=` replace this field wholesale: keep the URL's settings, then ours.
-    options: [urlOptions(options.connectionString), `-c search_path=${options.schema},public -c statement_timeout=${options.statementTimeoutMs}`]
+    // URL's `?options=` replace this field wholesale: keep the URL's settings, then ours (the
+    // store's statements need READ COMMITTED whatever the database's default; see `migrate`).
+    options: [
+      urlOptions(options.connectionString),
+      `-c search_path=${options.schema},public -c statement_timeout=${options.statementTimeoutMs} -c default_transaction_isolation=read\\ committed`,
+    ]
       .filter(Boolean)
       .join(' '),
     pipeline: true,

@@ -156,6 +156,18 @@ export async function migrate(runner: Runner, schema: string, appDdl: string | u
     await query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
     await query(`CREATE TABLE IF NOT EXISTS ${schema}.oncely_schema_version (version int NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
     const { rows } = await query<{ version: number | null }>(`SELECT max(version) AS version FROM ${schema}.oncely_schema_version`);
+    // Under REPEATABLE READ or SERIALIZABLE a duplicate that waited for its owner, a takeover that
+    // lost its race or a phase's COMMIT fails with a serialization error (40001) where READ
+    // COMMITTED answers "not yours" or commits: the store's own pool sets it for its sessions; a
+    // pool passed in must too.
+    const { rows: isolation } = await query<{ level: string }>(`SELECT current_setting('default_transaction_isolation') AS level`, []);
+    const level = isolation[0]?.level ?? 'read committed';
+    if (level !== 'read committed') {
+      throw new Error(
+        `postgresKeyStore: the store's statements need READ COMMITTED, and this pool's sessions default to ${level}: ` +
+          `create the pool with options: '-c default_transaction_isolation=read\\\\ committed' (the store's own pool does)`,
+      );
+    }
     // A development build of 0.1.0 wrote a partitioned table under the same version number: say so
     // instead of failing at the first admission with PostgreSQL's ON CONFLICT error.
     const { rows: layout } = await query<{ partitioned: boolean }>(

@@ -45,7 +45,8 @@ export interface PostgresKeyStoreOptions {
   /**
    * A `pg` pool owned by the caller (not ended by `close()`). One created with `pipeline: true`
    * gets the same round trips as the store's own pool; otherwise each statement takes a round
-   * trip of its own (the results are the same).
+   * trip of its own (the results are the same). Its sessions must default to READ COMMITTED
+   * (`migrate()` refuses others; `options: '-c default_transaction_isolation=read\\ committed'`).
    */
   readonly pool?: pg.Pool;
   /** An in-process PGlite instance (tests, embedded use), owned by the caller. */
@@ -103,16 +104,6 @@ type Ended = { readonly n: number };
 const NOTIFY_ENDED = `SELECT count(*)::int AS n, count(CASE WHEN watched THEN pg_notify($4, md5($1 || E'\\n' || $2)) END) AS notified FROM ended`;
 
 /**
- * An admission that met a row committed after its snapshot: answered nothing (READ COMMITTED), or
- * failed with a serialization error (40001) where REPEATABLE READ or SERIALIZABLE is the
- * database's default. Either way the next attempt sees the row.
- */
-const raced = (error: unknown): undefined => {
-  if ((error as { code?: unknown } | null)?.code === '40001') return undefined;
-  throw error;
-};
-
-/**
  * Opens a PostgreSQL KeyStore over a connection string, a `pg` pool or a PGlite instance. Call
  * `migrate()` once before use; any number of instances may do so at the same time.
  *
@@ -155,7 +146,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
   const channel = endChannel(schema);
   // Built once; sent as named prepared statements with bind parameters.
   // Admission: the INSERT, or the row it found. A row committed after this statement's snapshot
-  // (the INSERT waited for its owner's COMMIT) is in neither branch: it is read again (`loadAfter`).
+  // (the INSERT waited for its owner's COMMIT) is in neither branch: the admission runs again.
   const ADMIT = `WITH ins AS (
       INSERT INTO ${t} AS k (client_id, key, request_hash, endpoint, request_body, state, lease_token, lease_until, created_at, expires_at)
       VALUES ($1, $2, $3, $4, $5, 'started', gen_random_uuid()::text, now() + $6 * interval '1 millisecond', now(), now() + $7 * interval '1 millisecond')
@@ -181,16 +172,14 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
       // waited for that owner's COMMIT). The next attempt's snapshot sees it.
       for (let attempt = 1; attempt <= 3; attempt += 1) {
         if (!first) {
-          const answer = await runner.prepared<Admitted>(ADMIT, args).catch(raced);
-          if (answer?.rows[0]) return toAdmitResult(input, answer.rows[0]);
+          const { rows } = await runner.prepared<Admitted>(ADMIT, args);
+          if (rows[0]) return toAdmitResult(input, rows[0]);
           continue;
         }
         // The INSERT, the first phase's work and its recovery point in one transaction. The new
         // row is this transaction's until COMMIT: a duplicate's INSERT waits, then finds the row at
         // its recovery point.
-        const opened = await runner.open<Admitted>({ sql: ADMIT, params: args }).catch(raced);
-        if (!opened) continue;
-        const { result, tx } = opened;
+        const { result, tx } = await runner.open<Admitted>({ sql: ADMIT, params: args });
         try {
           const found = result.rows[0];
           if (!found) {

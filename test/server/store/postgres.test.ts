@@ -128,10 +128,14 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
     }
   });
 
-  it('admits on a database whose default isolation is REPEATABLE READ: a duplicate that waited for the owner gets the row, not a serialization error', async () => {
-    const strict = new pg.Pool({ connectionString: url, max: 12, pipeline: true } as pg.PoolConfig);
-    strict.on('connect', (client) => void client.query(`SET default_transaction_isolation = 'repeatable read'`));
-    const store = postgresKeyStore({ pool: strict, schema: `${schema}_rr` });
+  it('runs its own pool at READ COMMITTED where the database defaults to REPEATABLE READ: a duplicate that waited for the owner gets the row', async () => {
+    // The URL's options stand for a database whose default is stricter; the store's come after them.
+    const strictUrl = `${url}${url!.includes('?') ? '&' : '?'}options=${encodeURIComponent('-c default_transaction_isolation=repeatable\\ read')}`;
+    const probe = new pg.Client({ connectionString: strictUrl });
+    await probe.connect();
+    expect((await probe.query<{ level: string }>(`SELECT current_setting('default_transaction_isolation') AS level`)).rows[0]!.level).toBe('repeatable read');
+    await probe.end();
+    const store = postgresKeyStore({ connectionString: strictUrl, schema: `${schema}_rr` });
     try {
       await store.migrate();
       const input = { clientId: 'acme', key: 'rr', requestHash: 'h', endpoint: 'POST /x', requestBody: '{}', leaseMs: 10_000, ttlMs: 86_400_000 };
@@ -150,7 +154,7 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
         },
       });
       await working;
-      expect(level).toBe('repeatable read');
+      expect(level).toBe('read committed');
       const duplicates = Array.from({ length: 5 }, () => store.admit(input));
       await new Promise((resolve) => setTimeout(resolve, 200));
       release();
@@ -158,7 +162,18 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
       for (const duplicate of await Promise.all(duplicates)) expect(duplicate).toMatchObject({ owned: false, row: { recoveryPoint: 'H1_DONE' } });
     } finally {
       await store.close();
-      await strict.query(`DROP SCHEMA IF EXISTS ${schema}_rr CASCADE`);
+      await pool.query(`DROP SCHEMA IF EXISTS ${schema}_rr CASCADE`);
+    }
+  });
+
+  it('refuses at migrate, saying how to fix it, a pool whose sessions default to REPEATABLE READ', async () => {
+    const strict = new pg.Pool({ connectionString: url, max: 2, options: '-c default_transaction_isolation=repeatable\\ read' });
+    const store = postgresKeyStore({ pool: strict, schema: `${schema}_rr_pool` });
+    try {
+      await expect(store.migrate()).rejects.toThrow(/need READ COMMITTED, and this pool's sessions default to repeatable read: create the pool with options/);
+      expect((await strict.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_namespace WHERE nspname = $1`, [`${schema}_rr_pool`])).rows[0]!.n).toBe(0);
+    } finally {
+      await store.close();
       await strict.end();
     }
   });
