@@ -311,6 +311,20 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       expect((await store.sweep(1)).length).toBe(1);
     });
 
+    it('keeps a key that finished after its retention for a retention from its finish: a retry still gets the answer', async () => {
+      await open();
+      const late = await store.admit(input('late', { ttlMs: 300 }));
+      if (!late.owned) throw new Error('not owned');
+      await sleep(400); // in flight past its retention (parked, resumed by the worker)
+      expect(await store.reap(100)).toBe(0);
+      expect((await store.finish(late.lease, RESPONSE)).ok).toBe(true);
+      expect(await store.reap(100)).toBe(0);
+      expect(await store.admit(input('late', { ttlMs: 300 }))).toMatchObject({ owned: false, row: { state: 'finished', response: RESPONSE } });
+      await sleep(400);
+      while ((await store.reap(100)) > 0);
+      expect(await store.load(clientId, 'late')).toBeUndefined();
+    });
+
     it('reaps finished keys past their expiry in batches, and keeps started and unexpired ones', async () => {
       await open();
       for (const key of ['f1', 'f2', 'f3']) {

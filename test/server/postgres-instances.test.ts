@@ -43,7 +43,17 @@ async function start(slots: Slot[], i: number): Promise<void> {
   const slot = slots[i]!;
   const faults = slot.crashes < MAX_CRASHES_PER_INSTANCE ? FAULTS[i]! : '';
   const args = ['--db', url, '--pg-schema', schema, '--lease', '1s', '--recovery-interval', '200ms', '--quiet'];
-  const served = await spawnServe(faults ? [...args, '--faults', faults] : args);
+  let served: Served;
+  try {
+    served = await spawnServe(faults ? [...args, '--faults', faults] : args);
+  } catch (error) {
+    // The recovery worker resumes keys as the instance starts: a crash fault can fire before the
+    // instance says it listens. That is one more crash, and the slot starts again.
+    if (!/\(SIGKILL\) before listening/.test(String(error))) throw error;
+    if (slot.stopping) return;
+    slot.crashes += 1;
+    return start(slots, i);
+  }
   slot.served = served;
   void served.exited.then(({ signal }) => {
     slot.served = undefined;

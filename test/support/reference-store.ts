@@ -196,8 +196,10 @@ export function referenceKeyStore(path: string): KeyStore {
         const final = typeof response === 'function' ? response(result) : response;
         const bytes = Buffer.byteLength(final.body, 'utf8');
         if (bytes > MAX_RESPONSE_BYTES) throw new RangeError(`referenceKeyStore: a ${bytes}-byte response exceeds maxResponseBytes (${MAX_RESPONSE_BYTES})`);
-        db.prepare(`UPDATE ref_keys SET state = 'finished', response = ?, lease_token = NULL, lease_until = NULL WHERE client_id = ? AND key = ?`).run(
+        // Kept its retention from now: a key that finished late is not reaped at once.
+        db.prepare(`UPDATE ref_keys SET state = 'finished', response = ?, lease_token = NULL, lease_until = NULL, expires_at = ? + expires_at - created_at WHERE client_id = ? AND key = ?`).run(
           JSON.stringify(final),
+          now(),
           lease.clientId,
           lease.key,
         );

@@ -38,6 +38,9 @@ import type { Runner } from './postgres-runner.node.js';
  *   set while the owner commits is seen by its UPDATE (re-read after the lock), and an end
  *   committed before the flag is seen by the waiter's next load of the row. (Row triggers did
  *   the same at a measured fifth of first-execution throughput.)
+ * - A finished key is kept its retention from its finish (`expires_at` moves by the time it was in
+ *   flight): one that finished late (parked, resumed by the worker) is not reaped before a retry
+ *   of its client could see the answer.
  * - `oncely_point`'s `p_durable = false` turns `synchronous_commit` off for its own transaction
  *   (a local phase, an outcome mark); `oncely_finish_after` writes the outcome mark before a final
  *   step that runs no statement in the response's own UPDATE.
@@ -109,7 +112,7 @@ DECLARE
 BEGIN
   UPDATE ${s}.oncely_keys
      SET state = 'finished', response_status = p_status, response_headers = p_headers::json, response_body = p_body,
-         lease_token = NULL, lease_until = NULL
+         lease_token = NULL, lease_until = NULL, expires_at = now() + (expires_at - created_at)
    WHERE client_id = p_client AND key = p_key AND state = 'started' AND lease_token = p_token
   RETURNING watched INTO v_watched;
   IF NOT FOUND THEN
@@ -129,7 +132,8 @@ DECLARE
 BEGIN
   UPDATE ${s}.oncely_keys
      SET state = 'finished', recovery_point = p_point, data = data || p_data::jsonb, response_status = p_status,
-         response_headers = p_headers::json, response_body = p_body, lease_token = NULL, lease_until = NULL
+         response_headers = p_headers::json, response_body = p_body, lease_token = NULL, lease_until = NULL,
+         expires_at = now() + (expires_at - created_at)
    WHERE client_id = p_client AND key = p_key AND state = 'started' AND lease_token = p_token
   RETURNING watched INTO v_watched;
   IF NOT FOUND THEN

@@ -50,14 +50,16 @@ export const SQL = {
                 WHERE client_id = ? AND key = ? AND lease_token = ?`,
   commitPhaseData: `UPDATE oncely_keys SET recovery_point = ?, data = oncely_merge(data, ?), lease_expires_at = ?
                     WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
-  finish: `UPDATE oncely_keys SET state = 'finished', response_status = ?, response_headers = ?, response_body = ?,
+  // A finished key is kept its retention from now: one that finished late (parked, resumed by the
+  // worker) is not reaped before its client's retries could see the answer.
+  finish: `UPDATE oncely_keys SET expires_at = ? + expires_at - created_at, state = 'finished', response_status = ?, response_headers = ?, response_body = ?,
            lease_token = NULL, lease_expires_at = NULL WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
   // The final response and the outcome mark before it, in one statement (see fenced()).
-  finishAfterMark: `UPDATE oncely_keys SET state = 'finished', recovery_point = ?, data = oncely_merge(data, ?), response_status = ?,
+  finishAfterMark: `UPDATE oncely_keys SET expires_at = ? + expires_at - created_at, state = 'finished', recovery_point = ?, data = oncely_merge(data, ?), response_status = ?,
                     response_headers = ?, response_body = ?, lease_token = NULL, lease_expires_at = NULL
                     WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
   // …when the mark carries no data: no merge (a JSON parse and stringify of the row's data).
-  finishAfterPoint: `UPDATE oncely_keys SET state = 'finished', recovery_point = ?, response_status = ?,
+  finishAfterPoint: `UPDATE oncely_keys SET expires_at = ? + expires_at - created_at, state = 'finished', recovery_point = ?, response_status = ?,
                      response_headers = ?, response_body = ?, lease_token = NULL, lease_expires_at = NULL
                      WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
   forget: `DELETE FROM oncely_keys WHERE client_id = ? AND key = ? AND lease_token = ? AND recovery_point IS NULL`,

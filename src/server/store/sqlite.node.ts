@@ -254,10 +254,10 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
         const { clientId, key, token } = lease;
         if (mark) {
           const headers = JSON.stringify(final.headers);
-          if (!hasData(mark.data)) return prepare(SQL.finishAfterPoint).run(mark.recoveryPoint, final.status, headers, final.body, clientId, key, token).changes;
-          return prepare(SQL.finishAfterMark).run(mark.recoveryPoint, JSON.stringify(mark.data), final.status, headers, final.body, clientId, key, token).changes;
+          if (!hasData(mark.data)) return prepare(SQL.finishAfterPoint).run(now(), mark.recoveryPoint, final.status, headers, final.body, clientId, key, token).changes;
+          return prepare(SQL.finishAfterMark).run(now(), mark.recoveryPoint, JSON.stringify(mark.data), final.status, headers, final.body, clientId, key, token).changes;
         }
-        return prepare(SQL.finish).run(final.status, JSON.stringify(final.headers), final.body, clientId, key, token).changes;
+        return prepare(SQL.finish).run(now(), final.status, JSON.stringify(final.headers), final.body, clientId, key, token).changes;
         },
         prior?.committed ? undefined : prior,
       );
