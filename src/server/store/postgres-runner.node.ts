@@ -88,7 +88,21 @@ export function urlOptions(connectionString: string | undefined): string {
  * `--db 'postgres://…?options=-csearch_path%3Dpayments'` works like `--pg-schema payments`.
  */
 export function schemaFromUrl(connectionString: string | undefined): string | undefined {
-  return /(?:^|\s)-c\s*search_path\s*=\s*"?([a-z_][a-z0-9_]*)/.exec(urlOptions(connectionString))?.[1];
+  return schemaFromOptions(urlOptions(connectionString));
+}
+
+/** The schema a libpq `options` setting (`-c search_path=payments,public`) puts first, if any. */
+export function schemaFromOptions(options: string | undefined): string | undefined {
+  return /(?:^|\s)-c\s*search_path\s*=\s*"?([a-z_][a-z0-9_]*)/.exec(options ?? '')?.[1];
+}
+
+/**
+ * The schema a pool passed in looks in first: its URL's `?options=`, else its `options` setting
+ * (`pg` lets the first replace the second wholesale), as the app's own unqualified statements see it.
+ */
+export function schemaFromPool(pool: pg.Pool | undefined): string | undefined {
+  const config = (pool as { options?: { connectionString?: string; options?: string } } | undefined)?.options;
+  return config === undefined ? undefined : (schemaFromUrl(config.connectionString) ?? (urlOptions(config.connectionString) ? undefined : schemaFromOptions(config.options)));
 }
 
 function withoutOptions(connectionString: string | undefined): string | undefined {

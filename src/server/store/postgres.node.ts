@@ -20,7 +20,7 @@ import { folded, phasePatch } from './fold.js';
 import { createFencing } from './postgres-fenced.node.js';
 import { endChannel, listenForEnds } from './postgres-listen.node.js';
 import { createPgliteRunner, type PgliteLike } from './postgres-pglite.node.js';
-import { createPgRunner, schemaFromUrl, type Runner } from './postgres-runner.node.js';
+import { createPgRunner, schemaFromPool, schemaFromUrl, type Runner } from './postgres-runner.node.js';
 import { migrate } from './postgres-schema.node.js';
 import { ROW, toAdmitResult, toRow, type Admitted, type RawRow } from './postgres-rows.node.js';
 import { withFoldedCommits, type Commits, type FirstPhase, type FoldedAdmitResult, type FoldedPhase, type PriorCommit } from '../commits.js';
@@ -54,7 +54,8 @@ export interface PostgresKeyStoreOptions {
   /**
    * The PostgreSQL schema holding the key table and the app's tables; created if missing.
    * Lower-case letters, digits and `_`.
-   * @default the first `search_path` entry of the URL's `?options=`, else 'public'
+   * @default the first `search_path` entry of the URL's `?options=` (or of the pool's: its URL's, else its
+   * `options` setting), else 'public'
    */
   readonly schema?: string;
   /**
@@ -115,7 +116,7 @@ const NOTIFY_ENDED = `SELECT count(*)::int AS n, count(CASE WHEN watched THEN pg
  * ```
  */
 export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
-  const schema = options.schema ?? schemaFromUrl(options.connectionString) ?? 'public';
+  const schema = options.schema ?? schemaFromUrl(options.connectionString) ?? schemaFromPool(options.pool) ?? 'public';
   if (!SCHEMA_NAME.test(schema)) throw new RangeError(`postgresKeyStore: invalid schema name ${JSON.stringify(schema)}`);
   const sources = [options.connectionString, options.pool, options.pglite].filter((source) => source !== undefined);
   if (sources.length !== 1) throw new TypeError('postgresKeyStore: pass exactly one of connectionString, pool or pglite');

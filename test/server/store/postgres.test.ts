@@ -53,6 +53,29 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
     }
   });
 
+  it("takes its schema from the search_path of a pool passed in (its URL's options, or its options setting), as the app's own statements see it", async () => {
+    for (const [how, config] of [
+      ['url', (s: string) => ({ connectionString: `${url}?options=${encodeURIComponent(`-c search_path=${s}`)}` })],
+      ['options', (s: string) => ({ connectionString: url, options: `-c search_path=${s},public` })],
+    ] as const) {
+      const appSchema = `${schema}_app_${how}`;
+      const appPool = new pg.Pool({ ...config(appSchema), max: 2 });
+      const store = postgresKeyStore({ pool: appPool });
+      try {
+        await store.migrate({ sqlite: '', postgres: 'CREATE TABLE IF NOT EXISTS orders (id text PRIMARY KEY)' });
+        // The app's statement as the app writes it, unqualified, in the store's transaction.
+        await store.transaction((tx) => tx.run('INSERT INTO orders (id) VALUES ($1)', ['ord_1']));
+        const tables = await pool.query<{ tablename: string }>(`SELECT tablename FROM pg_tables WHERE schemaname = $1 ORDER BY 1`, [appSchema]);
+        expect(tables.rows.map((r) => r.tablename)).toEqual(['oncely_keys', 'oncely_schema_version', 'orders']);
+        expect((await pool.query(`SELECT id FROM ${appSchema}.orders`)).rows).toEqual([{ id: 'ord_1' }]);
+      } finally {
+        await store.close();
+        await appPool.end();
+        await pool.query(`DROP SCHEMA IF EXISTS ${appSchema} CASCADE`);
+      }
+    }
+  });
+
   it('never sends a mark twice, even when the round trip that carried it failed after PostgreSQL ran it', async () => {
     // The answer of the round trip carrying the mark is lost (the connection resets after the
     // server ran every statement): a second copy of the mark would move the row back. The mark
