@@ -17,6 +17,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { createGuard, type Execution, type GuardContext, type GuardOptions, type GuardedBody, type WireResponse } from './guard.js';
+import { handlerHeaders, type HeaderValues } from './wire.js';
 
 export { isFinalStatus, type GuardContext, type GuardOptions, type WireResponse } from './guard.js';
 
@@ -79,24 +80,10 @@ function bodyOf(req: Request, maxBytes: number): GuardedBody | (() => Promise<Gu
   };
 }
 
-type Headers = Record<string, number | string | string[]>;
+type Headers = HeaderValues;
 
 /** The headers on `res` now, as set (a repeated header stays an array). */
 const snapshot = (res: ServerResponse): Headers => ({ ...(res.getHeaders() as Headers) });
-
-/**
- * The headers the handler set: those not already on the response when the middleware ran (CORS,
- * a request id: earlier middleware sets them again on every request, so they are not stored).
- */
-function handlerHeaders(now: Headers, before: Headers): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(now)) {
-    const flat = Array.isArray(value) ? value.join(', ') : String(value);
-    const earlier = before[name];
-    if (earlier === undefined || (Array.isArray(earlier) ? earlier.join(', ') : String(earlier)) !== flat) headers[name] = flat;
-  }
-  return headers;
-}
 
 /** Makes `headers` the response's headers, and `status` its status. */
 function reset(res: ServerResponse, status: number, headers: Headers): void {

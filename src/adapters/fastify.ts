@@ -17,6 +17,7 @@
 import type { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest, RouteShorthandOptions, onSendHookHandler, preHandlerAsyncHookHandler } from 'fastify';
 import { createGuard, type Execution, type GuardContext, type GuardOptions, type WireResponse } from './guard.js';
+import { handlerHeaders, type HeaderValues } from './wire.js';
 
 export { isFinalStatus, type GuardContext, type GuardOptions, type WireResponse } from './guard.js';
 
@@ -50,11 +51,10 @@ const header = (request: FastifyRequest, name: string): string | null => {
   return value === undefined ? null : Array.isArray(value) ? value.join(', ') : value;
 };
 
-function headersOf(reply: FastifyReply): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(reply.getHeaders())) {
-    if (value !== undefined) headers[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : String(value);
-  }
+/** The reply's headers now, lower-case names (a repeated header stays an array). */
+function headersOf(reply: FastifyReply): HeaderValues {
+  const headers: HeaderValues = {};
+  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) headers[name.toLowerCase()] = value;
   return headers;
 }
 
@@ -84,7 +84,8 @@ async function collect(stream: Readable): Promise<Buffer> {
  */
 export function idempotent<R extends RouteShorthandOptions = RouteShorthandOptions>(options: FastifyIdempotentOptions, route?: R): IdempotentRouteOptions<R> {
   const guard = createGuard(options);
-  const running = new WeakMap<FastifyRequest, Execution>();
+  /** The admitted requests: each one's execution, and the headers earlier hooks had set on its reply. */
+  const running = new WeakMap<FastifyRequest, { readonly execution: Execution; readonly before: HeaderValues }>();
 
   const preHandler: preHandlerAsyncHookHandler = async function (request, reply) {
     if (!guard.guards(request.method)) return;
@@ -104,23 +105,25 @@ export function idempotent<R extends RouteShorthandOptions = RouteShorthandOptio
       const { status, headers, body } = decision.response;
       return reply.code(status).headers(headers).send(asSent(body, headers));
     }
-    running.set(request, decision.execution);
+    running.set(request, { execution: decision.execution, before: headersOf(reply) });
     request.oncely = decision.execution.context;
   };
 
   const onSend: onSendHookHandler = async function (request, reply, payload) {
-    const execution = running.get(request);
-    if (execution === undefined) return payload;
+    const admitted = running.get(request);
+    if (admitted === undefined) return payload;
     running.delete(request);
+    const { execution, before } = admitted;
     const body = isStream(payload) ? await collect(payload) : (payload as string | Buffer | null | undefined);
-    const handled: WireResponse = { status: reply.statusCode, headers: headersOf(reply), body: body ?? null };
+    const handled: WireResponse = { status: reply.statusCode, headers: handlerHeaders(headersOf(reply), before), body: body ?? null };
     const answer = await execution.complete(handled);
     if (answer.status === handled.status && answer.body === handled.body) {
       reply.header('idempotency-key', execution.context.key);
       return body;
     }
+    // The guard's answer instead, over the headers earlier hooks set for this request.
     for (const name of Object.keys(reply.getHeaders())) reply.removeHeader(name);
-    reply.code(answer.status).headers(answer.headers);
+    reply.code(answer.status).headers({ ...before, ...answer.headers });
     return answer.body;
   };
 
@@ -138,9 +141,11 @@ export function idempotent<R extends RouteShorthandOptions = RouteShorthandOptio
  * A stored body as Fastify must be given it to send the stored headers unchanged: Fastify adds
  * `; charset=utf-8` to a JSON content type without one when the payload is a string, so such a
  * response was sent as bytes (a string would have gained the charset before it was stored), and is
- * replayed as bytes.
+ * replayed as bytes. An empty body with no content type (a 303, a 204) is sent as none, as Fastify
+ * sent it: an empty string would gain `text/plain`.
  */
-function asSent(body: string | Uint8Array | null, headers: Readonly<Record<string, string>>): string | Buffer | null {
+function asSent(body: string | Uint8Array | null, headers: Readonly<Record<string, string>>): string | Buffer | null | undefined {
+  if ((body === null || body.length === 0) && headers['content-type'] === undefined) return undefined;
   if (typeof body !== 'string') return body === null ? null : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   const type = (headers['content-type'] ?? '').toLowerCase();
   return type.includes('json') && !type.includes('charset') ? Buffer.from(body, 'utf8') : body;

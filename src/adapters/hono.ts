@@ -8,11 +8,12 @@
  *
  * The handler runs unchanged; its response is stored before it is sent, and a replay gets the
  * same status, headers and bytes with `Idempotency-Replay: true`. The middleware reads the body
- * through Hono's request, which keeps it: the handler's `c.req.json()` still works.
+ * through Hono's request, which keeps it: the handler's `c.req.json()` still works, and a body a
+ * validator before it read is taken from Hono's cache.
  *
  * @module
  */
-import type { Context, Env, MiddlewareHandler } from 'hono';
+import type { Context, Env, HonoRequest, MiddlewareHandler } from 'hono';
 import { readCappedBody } from '../server/read-body.js';
 import { createGuard, type GuardContext, type GuardOptions, type GuardedBody, type WireResponse } from './guard.js';
 
@@ -29,6 +30,7 @@ export interface HonoIdempotentOptions<E extends Env = Env> extends GuardOptions
    * The caller whose keys these are (`(c) => c.get('user').id`): keys of two callers never meet.
    * `null`/`undefined` answers `401`. Required: a hash of a bearer token would change with every
    * token refresh (and run the handler again), and requests without one would share one key space.
+   * Its `c` is untyped unless the app's environment is given: `idempotent<AppEnv>({ … })`.
    */
   readonly clientId: (c: Context<E>) => string | null | undefined | Promise<string | null | undefined>;
 }
@@ -48,6 +50,25 @@ function headersOf(response: Response): Record<string, string> {
 }
 
 /**
+ * The body a middleware before this one read through Hono (`c.req.json()`, a validator): the
+ * exact bytes when Hono kept them (read as text or bytes), else the parsed JSON (fingerprinted as
+ * its canonical JSON, as the raw text would be). A form Hono parsed cannot give its bytes back.
+ */
+async function cachedBody(req: HonoRequest, max: number): Promise<GuardedBody | 'too-large'> {
+  const cache = req.bodyCache;
+  if (cache.arrayBuffer === undefined && cache.text === undefined && cache.blob === undefined) {
+    if (cache.json === undefined) {
+      throw new Error('oncely/hono: a middleware before idempotent() parsed the body as a form; mount idempotent() before it');
+    }
+    // Read by the parser before, under its own limit (as with a body parser before oncely/express).
+    return { parsed: (await cache.json) as unknown };
+  }
+  const bytes = new Uint8Array(await req.arrayBuffer());
+  if (bytes.byteLength > max) return 'too-large';
+  return bytes.byteLength === 0 ? { none: true } : { raw: bytes };
+}
+
+/**
  * The Hono middleware: put it in front of a route's existing handler.
  *
  * @example
@@ -62,7 +83,7 @@ function headersOf(response: Response): Record<string, string> {
  * app.post('/orders', idempotent({ store, clientId: (c) => c.req.header('x-account-id') ?? null }), async (c) => c.json({ id: 'ord_1', ...(await c.req.json()) }, 201));
  * ```
  */
-export function idempotent<E extends Env = Env>(options: HonoIdempotentOptions<E>): MiddlewareHandler<E & { Variables: OncelyVariables }> {
+export function idempotent<E extends Env = any>(options: HonoIdempotentOptions<E>): MiddlewareHandler<{ Variables: OncelyVariables }> {
   const guard = createGuard(options);
   const max = guard.maxBodyBytes;
   return async (c, next) => {
@@ -71,6 +92,8 @@ export function idempotent<E extends Env = Env>(options: HonoIdempotentOptions<E
     const clientId = (await options.clientId(context)) ?? null;
     const url = new URL(c.req.url);
     const body = async (): Promise<GuardedBody | 'too-large'> => {
+      // A middleware before this one (a validator) read the body through Hono: it is in the cache.
+      if (Object.keys(c.req.bodyCache).length > 0) return cachedBody(c.req, max);
       // Capped while it arrives (a chunked body too), then left in Hono's body cache, from which
       // the handler's own c.req.json()/text() read it.
       const read = await readCappedBody(c.req.raw, max);

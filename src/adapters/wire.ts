@@ -15,6 +15,24 @@ export interface WireResponse {
   readonly body: string | Uint8Array | null;
 }
 
+/** Headers as a Node response holds them (a repeated header stays an array). */
+export type HeaderValues = Record<string, number | string | string[]>;
+
+/**
+ * The headers the handler set: those not already on the response when the guard admitted the
+ * request (CORS, a request id: earlier middleware and hooks set them again on every request, a
+ * replay's own included, so they are not stored).
+ */
+export function handlerHeaders(now: Readonly<HeaderValues>, before: Readonly<HeaderValues>): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(now)) {
+    const flat = Array.isArray(value) ? value.join(', ') : String(value);
+    const earlier = before[name];
+    if (earlier === undefined || (Array.isArray(earlier) ? earlier.join(', ') : String(earlier)) !== flat) headers[name] = flat;
+  }
+  return headers;
+}
+
 /**
  * 4xx answers never stored (the key is released): a retry may cure them (401, 408, 409, 429), or,
  * for 400, the request was refused before any work, which PROTOCOL.md says consumes no key (a

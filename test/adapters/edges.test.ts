@@ -11,6 +11,7 @@ import { serve } from '@hono/node-server';
 import express from 'express';
 import Fastify from 'fastify';
 import { Hono } from 'hono';
+import { validator } from 'hono/validator';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { idempotent as expressIdempotent } from '../../src/adapters/express.js';
 import { idempotent as fastifyIdempotent } from '../../src/adapters/fastify.js';
@@ -127,6 +128,67 @@ describe('oncely/hono reading the body itself', () => {
   });
 });
 
+describe('oncely/hono behind a middleware that read the body first', () => {
+  async function listenHono(app: Hono): Promise<string> {
+    const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
+    await new Promise((resolve) => server.once('listening', resolve));
+    closers.push(() => new Promise((resolve) => server.close(resolve)));
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+
+  it("takes the body from Hono's cache after a JSON validator: the handler runs once, a retry replays, a reordered body is the same request, another body 422", async () => {
+    let runs = 0;
+    const app = new Hono();
+    app.post('/orders', validator('json', (value) => value as { item: string; qty: number }), honoIdempotent({ store, clientId }), (c) => {
+      runs += 1;
+      return c.json({ id: `ord_${runs}`, item: c.req.valid('json').item }, 201);
+    });
+    const url = `${await listenHono(app)}/orders`;
+    const first = await post(url, 'k-v', '{"item":"book","qty":1}');
+    expect([first.status, await first.json()]).toEqual([201, { id: 'ord_1', item: 'book' }]);
+    const replay = await post(url, 'k-v', '{ "qty": 1, "item": "book" }');
+    expect([replay.status, replay.headers.get('idempotency-replay'), await replay.json()]).toEqual([201, 'true', { id: 'ord_1', item: 'book' }]);
+    expect((await post(url, 'k-v', '{"item":"pen","qty":1}')).status).toBe(422);
+    expect(runs).toBe(1);
+  });
+
+  it('takes the exact bytes from the cache after a middleware read the text', async () => {
+    let runs = 0;
+    const app = new Hono();
+    app.use('/notes', async (c, next) => {
+      c.set('length' as never, (await c.req.text()).length as never);
+      await next();
+    });
+    app.post('/notes', honoIdempotent({ store, clientId, maxBodyBytes: 64 }), async (c) => {
+      runs += 1;
+      return c.text(await c.req.text(), 201);
+    });
+    const url = `${await listenHono(app)}/notes`;
+    const sent = (key: string, body: string) => fetch(url, { method: 'POST', headers: { 'content-type': 'text/plain', 'idempotency-key': key }, body });
+    const first = await sent('k-t', 'hello');
+    expect([first.status, await first.text()]).toEqual([201, 'hello']);
+    expect((await sent('k-t', 'hello ')).status).toBe(422);
+    // The cap holds for a body read before the middleware too.
+    expect((await sent('k-big', 'x'.repeat(65))).status).toBe(413);
+    expect(runs).toBe(1);
+  });
+
+  it('compiles in a typed app: clientId reads a variable an earlier middleware set, and the handler reads oncely', async () => {
+    const app = new Hono<{ Variables: { user: { id: string } } }>();
+    app.use('/typed', async (c, next) => {
+      c.set('user', { id: c.req.header('x-user') ?? 'anon' });
+      await next();
+    });
+    app.post('/typed', honoIdempotent({ store, clientId: (c) => c.get('user').id }), (c) => c.json({ caller: c.get('oncely').clientId }, 201));
+    const response = await fetch(`${await listenHono(app as unknown as Hono)}/typed`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': 'k-typed', 'x-user': 'u_7' },
+      body: '{}',
+    });
+    expect([response.status, await response.json()]).toEqual([201, { caller: 'u_7' }]);
+  });
+});
+
 describe('oncely/fastify with route options of its own', () => {
   it('keeps the route preHandler and onSend beside the guard: a replay skips the route preHandler, and the onSend hook shapes first answer and replay alike', async () => {
     const calls: string[] = [];
@@ -149,6 +211,37 @@ describe('oncely/fastify with route options of its own', () => {
     expect([replay.headers.get('idempotency-replay'), await replay.text()]).toEqual(['true', '{"id":"ord_1","signed":true}']);
     expect(runs).toBe(1);
     expect(calls).toEqual(['route preHandler']);
+  });
+
+  it("stores only the handler's headers: a replay carries the CORS and request-id headers its own hooks set, not the first request's", async () => {
+    let requests = 0;
+    const app = Fastify();
+    app.addHook('onRequest', async (request, reply) => {
+      requests += 1;
+      reply.header('access-control-allow-origin', String(request.headers.origin ?? '*'));
+      reply.header('x-request-id', `req-${requests}`);
+    });
+    app.post('/orders', fastifyIdempotent({ store, clientId }), async (_request, reply) => reply.code(201).header('x-order', 'ord_1').send({ id: 'ord_1' }));
+    app.post('/moved', fastifyIdempotent({ store, clientId }), async (_request, reply) => reply.code(303).header('location', '/orders/ord_1').send());
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    closers.push(() => app.close());
+    const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
+    const from = (origin: string, path = '/orders') =>
+      fetch(`${base}${path}`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/json', 'idempotency-key': `k-cors${path}`, origin }, body: '{}' });
+    const first = await from('https://a.example');
+    const replay = await from('https://b.example');
+    const seen = (r: Response) => [r.headers.get('access-control-allow-origin'), r.headers.get('x-request-id'), r.headers.get('x-order')];
+    expect(seen(first)).toEqual(['https://a.example', 'req-1', 'ord_1']);
+    expect([replay.headers.get('idempotency-replay'), ...seen(replay)]).toEqual(['true', 'https://b.example', 'req-2', 'ord_1']);
+    expect(await replay.text()).toBe(await first.text());
+    const moved = await from('https://a.example', '/moved');
+    const movedAgain = await from('https://a.example', '/moved');
+    expect([movedAgain.status, movedAgain.headers.get('idempotency-replay'), movedAgain.headers.get('location'), movedAgain.headers.get('content-type')]).toEqual([
+      303,
+      'true',
+      '/orders/ord_1',
+      moved.headers.get('content-type'),
+    ]);
   });
 
   it('replays a Buffer reply with the headers it was sent with (no charset added to its content type)', async () => {
