@@ -126,6 +126,10 @@ async function runChain(
   // A record this call has just created needs no read back: nothing else knows its key yet.
   const record = fresh ?? (await loadRecord(options, ref));
   if (record.state !== OperationState.Pending) return fromSettled(ref, record);
+  // Whether no attempt can have left before this chain: the record was just created by this call,
+  // or only prepared (resume() never sends those). A submitted record may have been sent by a
+  // process that died before it could count the attempt (`attempts` counts answered ones).
+  const untouched = fresh !== undefined || record.submittedAt === null;
   if (isExpired(record, options.keyTtlMs)) throw new ExpiredOperationError(ref, record.createdAt, options.keyTtlMs);
   // From here on the caller has asked for it: a crash before or during the first attempt must
   // leave it for resume(), which skips operations that were only prepared.
@@ -165,10 +169,12 @@ async function runChain(
     throw new AbortError(finalError(ref, live));
   };
 
+  /** Attempts this chain started (`attempts` counts those that got as far as an outcome). */
+  let sent = 0;
   // Nothing can leave the process: a final local answer, never "outcome unknown". Settled as
   // failed only when no attempt was ever sent; otherwise the server may have applied one.
   const refuse = async (reason: string): Promise<RequestRefusedError> => {
-    const never = attempts === 0;
+    const never = untouched && sent === 0;
     if (never) {
       const stored: StoredResult = { status: 0, headers: {}, body: reason, replayed: false };
       await journal.update(scope, ref.key, { state: OperationState.Failed, result: stored });
@@ -177,7 +183,6 @@ async function runChain(
     return new RequestRefusedError(ref, reason, never);
   };
 
-  let sent = 0;
   const attempt = async (): Promise<OperationResult> => {
     let outcome: AttemptOutcome;
     let report: AttemptReport | undefined;

@@ -10,7 +10,7 @@ import { ErrorCode, OncelyError, describeOperation, type OperationRef } from './
  * accept, a URL it cannot use) before any byte left the process. Retrying would fail the same
  * way, so it is never reported as an unknown outcome. `settled` says what happened to the
  * operation: `true` when nothing had ever been sent for it, so it was settled as `failed`;
- * `false` when an earlier attempt was sent (the server may have applied it), so it stays
+ * `false` when an earlier attempt may have been sent (the server may have applied it), so it stays
  * pending for a `resume()` with a request that can be sent.
  *
  * @example
@@ -31,7 +31,7 @@ export class RequestRefusedError extends OncelyError {
   readonly settled: boolean;
 
   constructor(ref: OperationRef, reason: string, settled: boolean, options?: { readonly cause?: unknown }) {
-    const then = settled ? 'nothing was ever sent, the operation is failed' : 'an earlier attempt was sent, the operation stays pending';
+    const then = settled ? 'nothing was ever sent, the operation is failed' : 'an earlier attempt may have been sent, the operation stays pending';
     super(ErrorCode.RequestRefused, `${describeOperation(ref)} cannot be sent: ${reason}; ${then}`, options);
     this.method = ref.method;
     this.url = ref.url;

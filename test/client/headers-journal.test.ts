@@ -143,7 +143,22 @@ describe('requests that could never be sent', () => {
     await optedIn.close();
   });
 
-  it('settles as failed, without a request, an operation whose headers cannot be sent and that was never sent', async () => {
+  it('settles as failed, without a request, an operation whose headers cannot be sent and that was never sent (posted or prepared in this process)', async () => {
+    // Headers that could be sent when the operation was journaled, and no longer can when it is.
+    let calls = 0;
+    const broken = createClient({ baseUrl: server.url, journal, headers: () => ({ authorization: (calls += 1) % 2 === 0 ? 'Bearer bad\r\nvalue' : 'Bearer ok' }) });
+    await expect(broken.post('v1/pay', { json: { amount: 4 } })).rejects.toMatchObject({ code: 'REQUEST_REFUSED', settled: true });
+    const prepared = await broken.prepare('POST', 'v1/pay', { json: { amount: 6 } });
+    await expect(prepared.send()).rejects.toMatchObject({ code: 'REQUEST_REFUSED', settled: true });
+    expect(calls).toBe(4);
+    expect((await journal.list()).map((record) => record.state)).toEqual(['failed', 'failed']);
+    expect(server.attempts).toEqual([]);
+    await broken.close();
+  });
+
+  it('leaves pending, and its key unusable by another request, an operation submitted by a process that died during its first attempt', async () => {
+    // What the journal holds after a SIGKILL while the first request was on the wire: submitted,
+    // no attempt counted yet (attempts counts answered ones). The server may have executed it.
     const first = createClient({ baseUrl: server.url, journal });
     const op = await first.prepare('POST', 'v1/pay', { json: { amount: 4 } });
     await journal.update(first.scope, op.key, { submittedAt: Date.now() });
@@ -151,10 +166,19 @@ describe('requests that could never be sent', () => {
 
     const broken = createClient({ baseUrl: server.url, journal, headers: () => ({ authorization: 'Bearer bad\r\nvalue' }) });
     const [outcome] = await broken.resume();
-    expect(outcome).toMatchObject({ key: op.key, state: 'failed', error: { code: 'REQUEST_REFUSED', settled: true } });
-    expect((await journal.get(broken.scope, op.key))?.state).toBe('failed');
-    expect(server.attempts).toEqual([]);
+    expect(outcome).toMatchObject({ key: op.key, state: 'pending', error: { code: 'REQUEST_REFUSED', settled: false } });
+    expect((await journal.get(broken.scope, op.key))?.state).toBe('pending');
     await broken.close();
+    // Another request under that key is refused before anything is sent.
+    const fixed = createClient({ baseUrl: server.url, journal });
+    await expect(fixed.post('v1/pay', { key: op.key, json: { amount: 5 } })).rejects.toMatchObject({ code: 'KEY_REUSED' });
+    expect(server.attempts).toEqual([]);
+
+    // With headers that can be sent, it is resumed under its key with its bytes.
+    const [resumed] = await fixed.resume();
+    expect(resumed).toMatchObject({ key: op.key, state: 'succeeded' });
+    expect(server.attempts).toHaveLength(1);
+    await fixed.close();
   });
 
   it('leaves pending an operation whose headers cannot be sent now but that was sent before', async () => {
