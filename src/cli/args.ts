@@ -12,6 +12,7 @@
  */
 import { parseArgs } from 'node:util';
 import { closest } from './suggest.js';
+import { checkHeaders } from '../client/request.js';
 
 /** One option of a command: a `parseArgs` option plus the line shown by `--help`. */
 export interface OptionSpec {
@@ -157,6 +158,20 @@ export function usageError<Options extends Readonly<Record<string, OptionSpec>>>
  * ```
  */
 export type ReadResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly problem: string };
+
+/**
+ * Whether a bearer token can be sent at all (no line break, no control or non-Latin-1
+ * character): a `--token` that cannot is a usage error, before any row is journaled or sent.
+ *
+ * @example
+ * ```ts
+ * const token = readToken('tok_live_1'); // { ok: true, value: 'tok_live_1' }
+ * ```
+ */
+export function readToken(token: string): ReadResult<string> {
+  const refused = checkHeaders({ authorization: `Bearer ${token}` });
+  return refused === undefined ? { ok: true, value: token } : { ok: false, problem: '--token (or $ONCELY_TOKEN) cannot be sent in an Authorization header: it holds a line break, a control character or a character outside Latin-1' };
+}
 
 /**
  * Reads an integer option: `fallback` when absent, an error message when not an integer in

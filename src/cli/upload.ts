@@ -21,7 +21,7 @@ import { isOncelyError } from '../errors.js';
 import { sqliteJournal } from '../journal/sqlite.node.js';
 import { OperationState, type NewOperation } from '../journal/types.js';
 import { deriveKey } from '../keys.js';
-import { parseCommandArgs, readInteger, readList, reportParseFailure, usageError } from './args.js';
+import { parseCommandArgs, readInteger, readList, readToken, reportParseFailure, usageError } from './args.js';
 import { inspectFile, rowFingerprint, validBatches, type FileSettings } from './upload-file.js';
 import { createProgress, type Progress } from './upload-progress.js';
 import { createTally, renderReport, type Tally, type UploadReport } from './upload-report.js';
@@ -68,6 +68,8 @@ function resolveSettings(argv: readonly string[]): { ok: true; settings: UploadS
   if (!dryRun && values.url === undefined) return usageError(spec, '--url is required (the endpoint every row is POSTed to)');
   if (values.url !== undefined && !URL.canParse(values.url)) return usageError(spec, `--url ${JSON.stringify(values.url)} is not an absolute URL`);
   if (!dryRun && token === undefined) return usageError(spec, '--token (or $ONCELY_TOKEN) is required');
+  const sendable = token === undefined ? undefined : readToken(token);
+  if (sendable?.ok === false) return usageError(spec, sendable.problem);
   const concurrency = readInteger('concurrency', values.concurrency, 8, 1, 1024);
   if (!concurrency.ok) return usageError(spec, concurrency.problem);
   const namespace = values.namespace;

@@ -79,6 +79,18 @@ describe('oncely pending and oncely resume', () => {
     expect(after).toHaveLength(1);
   });
 
+  it('refuses (exit 2) a token that cannot be sent in a header, leaving the operations pending, not failed', async () => {
+    const path = join(dir, 'bad-token.db');
+    await journalWithoutSending(path, 2);
+    const before = await ledgerCount(server);
+    const run = await runCli(['resume', '--journal', path, '--url', server.url, '--token', 'test_acme\nx']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/--token \(or \$ONCELY_TOKEN\) cannot be sent in an Authorization header/);
+    const after = JSON.parse((await runCli(['pending', '--journal', path, '--json'])).stdout) as unknown[];
+    expect(after).toHaveLength(2);
+    expect((await ledgerCount(server)) - before).toBe(0);
+  });
+
   it('fails (exit 1) with "no journal at PATH" on stderr for a mistyped path, pending and resume alike, creating nothing', async () => {
     const path = join(dir, 'typo', 'jornal.db');
     const runs = await Promise.all([
