@@ -24,6 +24,7 @@ import { createFaults } from '../reference/faults.js';
 import { createStaticFiles } from '../reference/static-files.node.js';
 import { nodeDigest } from '../digest.node.js';
 import type { KeyStore } from '../server/store/types.js';
+import { schemaFromUrl } from '../server/store/postgres-runner.node.js';
 import { sqliteKeyStore } from '../server/store/sqlite.node.js';
 import { type CommandSpec, type OptionSpec, parseCommandArgs, readDuration, readInteger, reportParseFailure, usageError } from './args.js';
 
@@ -36,7 +37,7 @@ const spec = {
     port: { type: 'string', value: 'N', help: 'TCP port; 0 picks a free one (default 8787)' },
     host: { type: 'string', value: 'HOST', help: 'interface to bind (default 127.0.0.1)' },
     db: { type: 'string', value: 'PATH|URL', help: 'SQLite file, or postgres://… (default oncely-server.db)' },
-    'pg-schema': { type: 'string', value: 'NAME', help: 'PostgreSQL schema for the key and app tables (default public)' },
+    'pg-schema': { type: 'string', value: 'NAME', help: 'PostgreSQL schema for the key and app tables (default: the search_path in the URL options, else public)' },
     clients: { type: 'string', value: 'FILE', help: 'JSON {"<token>": "<client_id>"} (default: demo callers)' },
     'key-ttl': { type: 'string', value: 'DURATION', help: 'how long finished keys are kept (default 24h)' },
     lease: { type: 'string', value: 'DURATION', help: 'owner lease between phase commits (default 10s)' },
@@ -66,7 +67,7 @@ function resolveDb(db: string): string {
 
 /** The startup line's account of the database, e.g. `SQLite database /srv/oncely-server.db`. */
 function describeDb(db: string, schema: string | undefined): string {
-  if (isPostgres(db)) return `PostgreSQL database ${redacted(db)}, schema ${schema ?? 'public'}`;
+  if (isPostgres(db)) return `PostgreSQL database ${redacted(db)}, schema ${schema ?? schemaFromUrl(db) ?? 'public'}`;
   return db === ':memory:' ? 'SQLite database in memory (gone on exit)' : `SQLite database ${db}`;
 }
 

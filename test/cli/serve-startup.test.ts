@@ -2,8 +2,21 @@ import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { resolvePgUrl } from '../support/pg.js';
 import { runCli, startCli } from './helpers/processes.js';
+
+const pgUrl = await resolvePgUrl();
+async function pgQuery<T>(sql: string, params: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ connectionString: pgUrl });
+  await client.connect();
+  try {
+    return (await client.query(sql, params)).rows as T[];
+  } finally {
+    await client.end();
+  }
+}
 
 // realpath: the server resolves against its working directory as the OS reports it.
 const dir = realpathSync(mkdtempSync(join(tmpdir(), 'oncely-serve-startup-')));
@@ -46,6 +59,20 @@ describe('oncely serve startup', () => {
     expect(started.db).toBe(join(dir, 'relative.db'));
     expect(started.ttlMs).toBe(7 * 86_400_000);
     expect(code).toBe(0);
+  });
+
+  it.skipIf(!pgUrl)("names the PostgreSQL schema it uses: the URL's search_path when --pg-schema is absent", async () => {
+    const schema = `oncely_t_startup_${process.pid}`;
+    const url = `${pgUrl}${pgUrl!.includes('?') ? '&' : '?'}options=${encodeURIComponent(`-c search_path=${schema}`)}`;
+    try {
+      const { started, code } = await startedLine(dir, ['--db', url]);
+      expect(started.msg).toContain(`, schema ${schema};`);
+      const tables = await pgQuery<{ n: number }>(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = $1 AND tablename = 'oncely_keys'`, [schema]);
+      expect(tables[0]!.n).toBe(1);
+      expect(code).toBe(0);
+    } finally {
+      await pgQuery(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    }
   });
 
   it('refuses a bare number for --key-ttl (hours only on pending and resume, for their old syntax) and exits 2', async () => {
