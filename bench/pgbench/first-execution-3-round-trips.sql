@@ -1,0 +1,21 @@
+-- The 3-round-trip variant measured and not adopted: the charge rides with BEGIN and the admission (it needs the work to start before ownership is known; see README).
+\set r random(1, 1000000000)
+\startpipeline
+BEGIN;
+INSERT INTO oncely_pgbench.oncely_keys (client_id, key, request_hash, endpoint, request_body, state, lease_token, lease_until, created_at, expires_at)
+  VALUES ('bench', 'k' || :client_id || '_' || :r, 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', 'POST /pay',
+          '{"amount":1250,"currency":"EUR","reference":"x"}', 'started', 'tok', now() + interval '10 s', now(), now() + interval '1 day')
+  ON CONFLICT DO NOTHING RETURNING lease_token;
+INSERT INTO oncely_pgbench.bench_executions (id, reference, amount, created_at)
+  VALUES ('pay_' || :client_id || '_' || :r || '_' || random(), 'ref', 1250, now()::text);
+\endpipeline
+\startpipeline
+UPDATE oncely_pgbench.oncely_keys SET recovery_point = 'EXT1_SENT',
+       data = '{"payment":{"id":"pay_1","status":"succeeded","amount":1250,"currency":"EUR","reference":"x","created_at":"2026-12-05T08:00:00.000Z"}}'::jsonb,
+       lease_until = now() + interval '10 s'
+ WHERE client_id = 'bench' AND key = 'k' || :client_id || '_' || :r AND state = 'started' AND lease_token = 'tok';
+COMMIT;
+\endpipeline
+UPDATE oncely_pgbench.oncely_keys SET state = 'finished', recovery_point = 'EXT1_DONE', response_status = 201,
+       response_headers = '{"content-type":"application/json"}'::json, response_body = '{"id":"pay_1"}', lease_token = NULL, lease_until = NULL
+ WHERE client_id = 'bench' AND key = 'k' || :client_id || '_' || :r AND state = 'started' AND lease_token = 'tok';
