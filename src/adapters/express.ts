@@ -80,20 +80,18 @@ function bodyOf(req: Request, maxBytes: number): GuardedBody | (() => Promise<Gu
   };
 }
 
-type Headers = HeaderValues;
-
 /** The headers on `res` now, as set (a repeated header stays an array). */
-const snapshot = (res: ServerResponse): Headers => ({ ...(res.getHeaders() as Headers) });
+const snapshot = (res: ServerResponse): HeaderValues => ({ ...(res.getHeaders() as HeaderValues) });
 
 /** Makes `headers` the response's headers, and `status` its status. */
-function reset(res: ServerResponse, status: number, headers: Headers): void {
+function reset(res: ServerResponse, status: number, headers: HeaderValues): void {
   for (const name of res.getHeaderNames()) res.removeHeader(name);
   res.statusCode = status;
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
 }
 
 /** Sends a guard's answer over the headers earlier middleware set (`before`). */
-function send(res: ServerResponse, wire: WireResponse, before: Headers): void {
+function send(res: ServerResponse, wire: WireResponse, before: HeaderValues): void {
   reset(res, wire.status, { ...before, ...wire.headers });
   const body = wire.status === 204 || wire.status === 304 ? '' : (wire.body ?? '');
   if (wire.status !== 204 && wire.status !== 304) res.setHeader('content-length', typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength);
@@ -109,7 +107,7 @@ type Callback = (error?: Error | null) => void;
  * instead. Whatever touches the response after its first `end` (a second `end`, an error handler
  * after a throw) changes nothing: the stored answer is the one sent.
  */
-function capture(res: ServerResponse, execution: Execution, before: Headers, onFailure: (error: unknown) => void): void {
+function capture(res: ServerResponse, execution: Execution, before: HeaderValues, onFailure: (error: unknown) => void): void {
   const { writeHead, write, end } = res;
   const chunks: Buffer[] = [];
   let ended = false;

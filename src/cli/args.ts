@@ -160,17 +160,18 @@ export function usageError<Options extends Readonly<Record<string, OptionSpec>>>
 export type ReadResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly problem: string };
 
 /**
- * Whether a bearer token can be sent at all (no line break, no control or non-Latin-1
- * character): a `--token` that cannot is a usage error, before any row is journaled or sent.
+ * Why a bearer token cannot be sent at all (a line break, a control or non-Latin-1 character), or
+ * `undefined`: a `--token` that cannot is a usage error, before any row is journaled or sent.
  *
  * @example
  * ```ts
- * const token = readToken('tok_live_1'); // { ok: true, value: 'tok_live_1' }
+ * tokenProblem('tok_live_1'); // undefined
  * ```
  */
-export function readToken(token: string): ReadResult<string> {
-  const refused = checkHeaders({ authorization: `Bearer ${token}` });
-  return refused === undefined ? { ok: true, value: token } : { ok: false, problem: '--token (or $ONCELY_TOKEN) cannot be sent in an Authorization header: it holds a line break, a control character or a character outside Latin-1' };
+export function tokenProblem(token: string): string | undefined {
+  return checkHeaders({ authorization: `Bearer ${token}` }) === undefined
+    ? undefined
+    : '--token (or $ONCELY_TOKEN) cannot be sent in an Authorization header: it holds a line break, a control character or a character outside Latin-1';
 }
 
 /**

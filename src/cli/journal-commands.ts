@@ -15,7 +15,7 @@ import { createClient } from '../client/create-client.js';
 import { defaultJournalPath } from '../journal/default.node.js';
 import { sqliteJournal } from '../journal/sqlite.node.js';
 import { OperationState, SCOPE_NAME, isExpired, scopeOf, type DamagedRecord, type OperationRecord } from '../journal/types.js';
-import { parseCommandArgs, readDuration, readToken, reportParseFailure, usageError, type ReadResult } from './args.js';
+import { parseCommandArgs, readDuration, reportParseFailure, tokenProblem, usageError, type ReadResult } from './args.js';
 
 const journalOption = { type: 'string', value: 'PATH', help: 'the journal file (default: $ONCELY_JOURNAL, else ~/.oncely/journal.db)' } as const;
 const jsonOption = { type: 'boolean', help: 'print JSON instead of a table' } as const;
@@ -223,8 +223,8 @@ export async function resume(argv: readonly string[]): Promise<number> {
   // Without credentials every resend would only be refused (401). A 401 leaves the operation
   // pending, so trying costs nothing lasting, but it is a request per operation for nothing.
   if (token === undefined || token === '') return reportParseFailure(usageError(resumeSpec, '--token (or $ONCELY_TOKEN) is required'));
-  const sendable = readToken(token);
-  if (!sendable.ok) return reportParseFailure(usageError(resumeSpec, sendable.problem));
+  const unsendable = tokenProblem(token);
+  if (unsendable !== undefined) return reportParseFailure(usageError(resumeSpec, unsendable));
   const path = defaultJournalPath({ path: parsed.values.journal });
   if (!journalExists('resume', path)) return 1;
   const journal = sqliteJournal({ path });

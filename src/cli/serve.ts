@@ -24,7 +24,7 @@ import { createFaults } from '../reference/faults.js';
 import { createStaticFiles } from '../reference/static-files.node.js';
 import { nodeDigest } from '../digest.node.js';
 import type { KeyStore } from '../server/store/types.js';
-import { schemaFromUrl } from '../server/store/postgres-runner.node.js';
+import { schemaFromUrl } from '../server/store/postgres-url.node.js';
 import { sqliteKeyStore } from '../server/store/sqlite.node.js';
 import { type CommandSpec, type OptionSpec, parseCommandArgs, readDuration, readInteger, reportParseFailure, usageError } from './args.js';
 

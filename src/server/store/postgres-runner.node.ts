@@ -10,6 +10,7 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { requirePeer } from '../../optional-peer.node.js';
+import { urlOptions, withoutOptions } from './postgres-url.node.js';
 
 /** A statement of the store's own (never application SQL) and its bind parameters. */
 export interface Statement {
@@ -71,45 +72,6 @@ export interface Runner {
   transaction<T>(work: (query: Query) => Promise<T>): Promise<T>;
   /** Ends the pool when the store created it; an injected pool or PGlite belongs to its owner. */
   close(): Promise<void>;
-}
-
-/** The `options` parameter of a libpq URL (`?options=-c%20work_mem%3D64MB`), or `''`. */
-export function urlOptions(connectionString: string | undefined): string {
-  if (!connectionString) return '';
-  try {
-    return new URL(connectionString).searchParams.get('options') ?? '';
-  } catch {
-    return '';
-  }
-}
-
-/**
- * The schema a URL's options put first on the search path (`-c search_path=payments,public`), so
- * `--db 'postgres://…?options=-csearch_path%3Dpayments'` works like `--pg-schema payments`.
- */
-export function schemaFromUrl(connectionString: string | undefined): string | undefined {
-  return schemaFromOptions(urlOptions(connectionString));
-}
-
-/** The schema a libpq `options` setting (`-c search_path=payments,public`) puts first, if any. */
-export function schemaFromOptions(options: string | undefined): string | undefined {
-  return /(?:^|\s)-c\s*search_path\s*=\s*"?([a-z_][a-z0-9_]*)/.exec(options ?? '')?.[1];
-}
-
-/**
- * The schema a pool passed in looks in first: its URL's `?options=`, else its `options` setting
- * (`pg` lets the first replace the second wholesale), as the app's own unqualified statements see it.
- */
-export function schemaFromPool(pool: pg.Pool | undefined): string | undefined {
-  const config = (pool as { options?: { connectionString?: string; options?: string } } | undefined)?.options;
-  return config === undefined ? undefined : (schemaFromUrl(config.connectionString) ?? (urlOptions(config.connectionString) ? undefined : schemaFromOptions(config.options)));
-}
-
-function withoutOptions(connectionString: string | undefined): string | undefined {
-  if (!connectionString || !urlOptions(connectionString)) return connectionString;
-  const url = new URL(connectionString);
-  url.searchParams.delete('options');
-  return url.toString();
 }
 
 /** Options of {@link createPgRunner}. */
