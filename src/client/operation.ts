@@ -26,11 +26,12 @@
  * @module
  */
 import pRetry, { AbortError } from 'p-retry';
-import { ExpiredOperationError, JournalError, OperationAbortedError, RequestRefusedError, type OperationRef } from '../errors.js';
+import { ExpiredOperationError, JournalError, OperationAbortedError, RequestRefusedError, type OncelyError, type OperationRef } from '../errors.js';
 import { OperationState, isExpired, type OperationRecord, type StoredResult } from '../journal/types.js';
 import { sendAttempt, type AttemptReport, type ResponseReport } from './attempt.js';
 import { checkHeaders } from './request.js';
 import type { ResolvedOptions } from './options.js';
+import { createTracker, isFinal, outcomeOf, snapshotOf, type OperationSnapshot, type SettledOptions, type Tracker } from './follow.js';
 import { finalError, isReplay, toResult, toStorable, type OperationResult } from './results.js';
 import { decide, type AttemptOutcome } from './retry-policy.js';
 import { join, sleep, type Chain } from './waiting.js';
@@ -65,6 +66,50 @@ export interface Operation {
   readonly url: string;
   /** Sends (or joins the send in flight, or returns the settled result). */
   send<T = unknown>(options?: SendOptions): Promise<OperationResult<T>>;
+  /**
+   * Where the operation stands now (see {@link OperationSnapshot}); shared by every handle of
+   * this key in this client.
+   *
+   * @example
+   * ```ts
+   * if (op.state.state === 'pending' && op.state.retryAt === null) showBanner('Payment not confirmed yet; you will not be charged twice');
+   * ```
+   */
+  readonly state: OperationSnapshot;
+  /**
+   * Calls `listener` with each new state (not the current one: read `state`); returns the
+   * function that stops it.
+   *
+   * @example
+   * ```ts
+   * const stop = op.subscribe((s) => (badge.textContent = s.state));
+   * ```
+   */
+  subscribe(listener: (snapshot: OperationSnapshot) => void): () => void;
+  /**
+   * Waits for the operation to settle without sending anything: resolves with the result once it
+   * succeeds, rejects with its typed error once it fails or expires — whoever sends it (this
+   * client, another tab or worker through the shared journal, another process). A pending
+   * operation keeps it waiting until someone finishes it, or until `signal` aborts.
+   *
+   * @example
+   * ```ts
+   * const outcome = await op.settled({ signal: AbortSignal.timeout(60_000) });
+   * ```
+   */
+  settled<T = unknown>(options?: SettledOptions): Promise<OperationResult<T>>;
+}
+
+/**
+ * A change of one operation's state, as {@link Client.subscribe} reports it.
+ *
+ * @example
+ * ```ts
+ * client.subscribe(({ key, snapshot }) => console.log(key, snapshot.state));
+ * ```
+ */
+export interface OperationChange extends OperationRef {
+  readonly snapshot: OperationSnapshot;
 }
 
 /**
@@ -78,6 +123,26 @@ export interface Engine {
   readonly inflight: Map<string, Chain>;
   /** Throws once the client is closed. */
   readonly assertOpen: () => void;
+  /** Followed state by key, while it can still change (a final one is dropped: the journal has it). */
+  readonly trackers: Map<string, Tracker>;
+  /** Hears every change of every operation of the client. */
+  readonly onChange: (change: OperationChange) => void;
+}
+
+/**
+ * The tracker of `ref`'s key, created at `initial` when this client follows it for the first time.
+ *
+ * @internal
+ */
+export function trackerFor(engine: Engine, ref: OperationRef, initial: OperationSnapshot): Tracker {
+  const existing = engine.trackers.get(ref.key);
+  if (existing !== undefined) return existing;
+  const tracker = createTracker(initial, (snapshot) => {
+    if (isFinal(snapshot) && engine.trackers.get(ref.key) === tracker) engine.trackers.delete(ref.key);
+    engine.onChange({ ...ref, snapshot });
+  });
+  if (!isFinal(initial)) engine.trackers.set(ref.key, tracker);
+  return tracker;
 }
 
 /** Thrown inside the p-retry loop to ask for a retry after `delayMs`. */
@@ -120,6 +185,7 @@ async function runChain(
   ref: OperationRef,
   unjournaled: Readonly<Record<string, string>>,
   signal: AbortSignal,
+  track: (snapshot: OperationSnapshot) => void,
   fresh?: OperationRecord,
 ): Promise<OperationResult> {
   const { journal, retry, ownerId, claimTtlMs, hooks, scope } = options;
@@ -191,6 +257,7 @@ async function runChain(
       const refused = checkHeaders(headers);
       if (refused !== undefined) throw new AbortError(await refuse(`a header cannot be sent (${refused})`));
       sent += 1;
+      track({ state: 'sending', attempt: sent, elsewhere: false });
       hooks.onAttempt?.({ ...ref, attempt: sent });
       report = await sendAttempt({
         method: record.method,
@@ -206,6 +273,7 @@ async function runChain(
     } else {
       const current = await loadRecord(options, ref);
       if (current.state !== OperationState.Pending) return fromSettled(ref, current);
+      track({ state: 'sending', attempt: sent, elsewhere: true });
       outcome = { kind: 'claimed-elsewhere' };
     }
     const now = Date.now();
@@ -224,6 +292,10 @@ async function runChain(
     const status = outcome.kind === 'response' ? outcome.status : undefined;
     const error = outcome.kind === 'network' ? outcome.error : undefined;
     if (outcome.kind !== 'claimed-elsewhere') hooks.onRetry?.({ ...ref, attempt: sent, delayMs: decision.delayMs, status, error });
+    const retryAt = Date.now() + decision.delayMs;
+    // An answer that asks to wait says the outcome is known not to be final yet; no answer says nothing.
+    if (status !== undefined) track({ state: 'waiting', retryAt, status });
+    else if (outcome.kind === 'network') track({ state: 'pending', retryAt, error });
     throw new RetryLater(decision.delayMs, outcome.kind !== 'claimed-elsewhere');
   };
 
@@ -256,14 +328,49 @@ export function createOperation(
   ref: OperationRef,
   unjournaled: Readonly<Record<string, string>>,
   defaultSignal: AbortSignal | undefined,
+  initial: OperationSnapshot,
   fresh?: OperationRecord,
 ): Operation {
   // Good for the first chain only, started at once by post(); a later send() reads the journal.
   let justCreated = fresh;
+  const tracker = trackerFor(engine, ref, initial);
+  const track = (snapshot: OperationSnapshot): void => tracker.set(snapshot);
+  // The chain's end is the state's: set before any waiter hears it, so `await send()` then
+  // `state` agree.
+  const settle = (chain: Promise<OperationResult>): Promise<OperationResult> =>
+    chain.then(
+      (result) => {
+        track({ state: 'succeeded', result });
+        return result;
+      },
+      (error: unknown) => {
+        const outcome = outcomeOf(error);
+        if (outcome === 'failed') track({ state: 'failed', error: error as OncelyError });
+        else if (outcome === 'expired') track({ state: 'expired', error: error as ExpiredOperationError });
+        else track({ state: 'pending', retryAt: null, error });
+        throw error;
+      },
+    );
+  // Another holder's progress reaches this client only through the journal: what it settled,
+  // or that it was submitted. A pending row says nothing a send here has not said better.
+  const poll = async (): Promise<OperationSnapshot | undefined> => {
+    if (engine.inflight.has(ref.key)) return undefined;
+    const record = await engine.options.journal.get(engine.options.scope, ref.key);
+    if (record === undefined) return undefined;
+    const read = snapshotOf(ref, record, engine.options.keyTtlMs);
+    return isFinal(read) || (tracker.snapshot.state === 'prepared' && read.state !== 'prepared') ? read : undefined;
+  };
   return {
     key: ref.key,
     method: ref.method,
     url: ref.url,
+    get state() {
+      return tracker.snapshot;
+    },
+    subscribe: (listener) => tracker.subscribe(listener),
+    settled<T>(options: SettledOptions = {}): Promise<OperationResult<T>> {
+      return tracker.settled(poll, options) as Promise<OperationResult<T>>;
+    },
     send<T>(sendOptions: SendOptions = {}): Promise<OperationResult<T>> {
       engine.assertOpen();
       let chain = engine.inflight.get(ref.key);
@@ -277,14 +384,15 @@ export function createOperation(
         const controller = new AbortController();
         const clientSignal = engine.options.signal;
         if (clientSignal?.aborted) controller.abort(new OperationAbortedError(ref, { cause: clientSignal.reason }));
-        const initial = justCreated;
+        const first = justCreated;
         justCreated = undefined;
-        const run = (): Promise<OperationResult> => runChain(engine.options, ref, unjournaled, controller.signal, previous ? undefined : initial);
+        const run = (): Promise<OperationResult> => runChain(engine.options, ref, unjournaled, controller.signal, track, previous ? undefined : first);
+        track({ state: 'sending', attempt: 0, elsewhere: false });
         const started: Chain = {
           ref,
           controller,
           waiters: 0,
-          promise: (previous ? previous.then(run) : run()).finally(() => {
+          promise: settle(previous ? previous.then(run) : run()).finally(() => {
             if (engine.inflight.get(ref.key) === started) engine.inflight.delete(ref.key);
           }),
         };
