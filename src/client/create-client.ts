@@ -8,8 +8,8 @@ import { ErrorCode, ExpiredOperationError, KeyReusedError, OncelyError, type Ope
 import { OperationState, isExpired, type Journal } from '../journal/types.js';
 import type { FingerprintDigest } from '../fingerprint.js';
 import { newKey } from '../keys.js';
-import { outcomeOf, snapshotOf } from './follow.js';
-import { abortAll, createOperation, type Engine, type Operation, type OperationChange } from './operation.js';
+import { outcomeOf } from './follow.js';
+import { abortAll, createOperation, snapshotOf, type Engine, type Operation } from './operation.js';
 import { normalizeOptions, type ClientOptions } from './options.js';
 import { prepareRequest, type RequestOptions } from './request.js';
 import type { OperationResult, PendingOperation, ResumeOutcome } from './results.js';
@@ -90,16 +90,6 @@ export interface Client {
    * left alone. Operations that were only prepared, never sent, are not touched (nor reported).
    */
   resume(options?: ResumeOptions): Promise<ResumeOutcome[]>;
-  /**
-   * Calls `listener` on every state change of an operation this client follows (one it prepared,
-   * sent or resumed); returns the function that stops it. For "payments in progress" views.
-   *
-   * @example
-   * ```ts
-   * const stop = client.subscribe(({ key, snapshot }) => console.log(key, snapshot.state));
-   * ```
-   */
-  subscribe(listener: (change: OperationChange) => void): () => void;
   /** Stops operations in flight (they stay pending) and closes a journal the client created. */
   close(): Promise<void>;
 }
@@ -127,7 +117,6 @@ export function buildClient(
   const resolved = normalizeOptions(options, defaultJournal, newKey, digest);
   const { journal } = resolved;
   let closed = false;
-  const listeners = new Set<(change: OperationChange) => void>();
   const engine: Engine = {
     options: resolved,
     inflight: new Map(),
@@ -135,9 +124,6 @@ export function buildClient(
       if (closed) throw new OncelyError(ErrorCode.Config, 'this oncely client is closed');
     },
     trackers: new Map(),
-    onChange: (change) => {
-      for (const listener of [...listeners]) listener(change);
-    },
   };
   resolved.signal?.addEventListener('abort', () => void abortAll(engine, resolved.signal?.reason), { once: true });
 
@@ -229,10 +215,6 @@ export function buildClient(
       const width = Math.max(1, Math.min(resumeOptions.concurrency ?? 4, keys.length));
       await Promise.all(Array.from({ length: width }, worker));
       return [...outcomes, ...damaged.map((row) => ({ key: row.key, state: 'damaged' as const, reason: row.reason }))];
-    },
-    subscribe(listener) {
-      listeners.add(listener);
-      return () => void listeners.delete(listener);
     },
     async close() {
       if (closed) return;

@@ -22,31 +22,8 @@
  *
  * @module
  */
-import { ErrorCode, ExpiredOperationError, isOncelyError, type OncelyError, type OperationRef } from '../errors.js';
-import { OperationState, isExpired, type OperationRecord } from '../journal/types.js';
+import { ErrorCode, isOncelyError, type ExpiredOperationError, type OncelyError } from '../errors.js';
 import type { OperationResult } from './results.js';
-import { finalError, toResult } from './results.js';
-
-/**
- * The states of {@link OperationSnapshot}, as `op.state.state` reports them.
- *
- * @example
- * ```ts
- * if (op.state.state === OperationStatus.Succeeded) showReceipt(op.state.result);
- * ```
- */
-export const OperationStatus = {
-  Prepared: 'prepared',
-  Sending: 'sending',
-  Waiting: 'waiting',
-  Pending: 'pending',
-  Succeeded: 'succeeded',
-  Failed: 'failed',
-  Expired: 'expired',
-} as const;
-
-/** One of {@link OperationStatus}'s values. */
-export type OperationStatus = (typeof OperationStatus)[keyof typeof OperationStatus];
 
 /**
  * Where an operation stands, as {@link Operation.state} and its subscribers see it.
@@ -68,8 +45,6 @@ export type OperationSnapshot =
   | { readonly state: 'prepared' }
   | {
       readonly state: 'sending';
-      /** Attempts this client started in the current send (0 while another holder sends). */
-      readonly attempt: number;
       /** `true` while another tab, worker or process holds the operation's claim. */
       readonly elsewhere: boolean;
     }
@@ -104,10 +79,29 @@ export interface SettledOptions {
   readonly signal?: AbortSignal;
 }
 
+/**
+ * The states of {@link OperationSnapshot}: a string union (the snapshot's discriminant), not a
+ * const object, so a page that follows operations pays nothing for naming them.
+ *
+ * @example
+ * ```ts
+ * const busy: ReadonlySet<OperationStatus> = new Set(['sending', 'waiting']);
+ * ```
+ */
+export type OperationStatus = OperationSnapshot['state'];
+
 /** How often a follower re-reads the journal while another holder has the operation. */
 const FOLLOW_POLL_MS = 500;
 
-/** Whether the state can still change. */
+const OUTCOMES: Partial<Record<ErrorCode, 'failed' | 'pending' | 'expired'>> = {
+  [ErrorCode.KeyReused]: 'failed',
+  [ErrorCode.InvalidKey]: 'failed',
+  [ErrorCode.OperationPending]: 'pending',
+  [ErrorCode.Aborted]: 'pending',
+  [ErrorCode.ExpiredOperation]: 'expired',
+};
+
+/** Whether the state can no longer change. */
 export function isFinal(snapshot: OperationSnapshot): snapshot is Extract<OperationSnapshot, { state: 'succeeded' | 'failed' | 'expired' }> {
   return snapshot.state === 'succeeded' || snapshot.state === 'failed' || snapshot.state === 'expired';
 }
@@ -122,37 +116,9 @@ export function isFinal(snapshot: OperationSnapshot): snapshot is Extract<Operat
  */
 export function outcomeOf(error: unknown): 'failed' | 'pending' | 'expired' | undefined {
   if (!isOncelyError(error)) return undefined;
-  switch (error.code) {
-    case ErrorCode.Http:
-      return isOncelyError(error, ErrorCode.Http) && (error.status === 401 || error.status === 403) ? 'pending' : 'failed';
-    case ErrorCode.RequestRefused:
-      return isOncelyError(error, ErrorCode.RequestRefused) && error.settled ? 'failed' : 'pending';
-    case ErrorCode.KeyReused:
-    case ErrorCode.InvalidKey:
-      return 'failed';
-    case ErrorCode.OperationPending:
-    case ErrorCode.Aborted:
-      return 'pending';
-    case ErrorCode.ExpiredOperation:
-      return 'expired';
-    default:
-      return undefined;
-  }
-}
-
-/**
- * The snapshot a journal record stands for, when no send of it runs here.
- *
- * @internal
- */
-export function snapshotOf(ref: OperationRef, record: OperationRecord, keyTtlMs: number): OperationSnapshot {
-  if (record.state !== OperationState.Pending) {
-    if (record.result === null) return { state: 'pending', retryAt: null, error: undefined };
-    if (record.state === OperationState.Succeeded) return { state: 'succeeded', result: toResult(ref.key, record.result, record.attempts) };
-    return { state: 'failed', error: finalError(ref, record.result) };
-  }
-  if (isExpired(record, keyTtlMs)) return { state: 'expired', error: new ExpiredOperationError(ref, record.createdAt, keyTtlMs) };
-  return record.submittedAt === null ? { state: 'prepared' } : { state: 'pending', retryAt: null, error: undefined };
+  if (isOncelyError(error, ErrorCode.Http)) return error.status === 401 || error.status === 403 ? 'pending' : 'failed';
+  if (isOncelyError(error, ErrorCode.RequestRefused)) return error.settled ? 'failed' : 'pending';
+  return OUTCOMES[error.code];
 }
 
 /**
@@ -172,11 +138,11 @@ export interface Tracker {
 }
 
 /**
- * Creates a tracker starting at `initial`; `onChange` hears every change (the client's subscribers).
+ * Creates a tracker starting at `initial`; `onFinal` hears when it reaches a final state.
  *
  * @internal
  */
-export function createTracker(initial: OperationSnapshot, onChange: (snapshot: OperationSnapshot) => void): Tracker {
+export function createTracker(initial: OperationSnapshot, onFinal: () => void): Tracker {
   let snapshot = initial;
   const listeners = new Set<(snapshot: OperationSnapshot) => void>();
   const tracker: Tracker = {
@@ -187,51 +153,34 @@ export function createTracker(initial: OperationSnapshot, onChange: (snapshot: O
       // A final state is the journal's truth: nothing a late event says can undo it.
       if (isFinal(snapshot) || next === snapshot) return;
       snapshot = next;
-      onChange(next);
+      if (isFinal(next)) onFinal();
       for (const listener of [...listeners]) listener(next);
     },
     subscribe(listener) {
       listeners.add(listener);
       return () => void listeners.delete(listener);
     },
-    settled(poll, { signal }) {
-      return new Promise<OperationResult>((resolve, reject) => {
-        let timer: ReturnType<typeof setTimeout> | undefined;
-        const finish = (current: OperationSnapshot): boolean => {
-          if (!isFinal(current)) return false;
-          stop();
-          if (current.state === 'succeeded') resolve(current.result);
-          else reject(current.error);
-          return true;
-        };
-        const onAbort = (): void => {
-          stop();
-          reject(signal?.reason);
-        };
-        const unsubscribe = tracker.subscribe((current) => void finish(current));
-        function stop(): void {
-          unsubscribe();
-          clearTimeout(timer);
-          signal?.removeEventListener('abort', onAbort);
-        }
-        // Another tab, worker or process may settle it: the journal is the only news of that.
-        const tick = (): void => {
-          timer = setTimeout(() => {
-            poll().then(
-              (read) => {
-                if (read !== undefined) tracker.set(read);
-                if (!finish(snapshot)) tick();
-              },
-              () => tick(),
-            );
-          }, FOLLOW_POLL_MS);
+    async settled(poll, { signal }) {
+      // Another tab, worker or process may settle it: the journal is the only news of that, so
+      // it is read again whenever nothing was heard for a while.
+      while (!isFinal(snapshot)) {
+        signal?.throwIfAborted();
+        await new Promise<void>((resolve) => {
+          const done = (): void => {
+            stop();
+            clearTimeout(timer);
+            signal?.removeEventListener('abort', done);
+            resolve();
+          };
+          const stop = tracker.subscribe(done);
+          const timer = setTimeout(done, FOLLOW_POLL_MS);
           (timer as { unref?: () => void }).unref?.();
-        };
-        if (finish(snapshot)) return;
-        if (signal?.aborted) return onAbort();
-        signal?.addEventListener('abort', onAbort, { once: true });
-        tick();
-      });
+          signal?.addEventListener('abort', done);
+        });
+        if (!isFinal(snapshot) && !signal?.aborted) tracker.set((await poll().catch(() => undefined)) ?? snapshot);
+      }
+      if (snapshot.state === 'succeeded') return snapshot.result;
+      throw snapshot.error;
     },
   };
   return tracker;

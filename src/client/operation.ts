@@ -31,7 +31,7 @@ import { OperationState, isExpired, type OperationRecord, type StoredResult } fr
 import { sendAttempt, type AttemptReport, type ResponseReport } from './attempt.js';
 import { checkHeaders } from './request.js';
 import type { ResolvedOptions } from './options.js';
-import { createTracker, isFinal, outcomeOf, snapshotOf, type OperationSnapshot, type SettledOptions, type Tracker } from './follow.js';
+import { createTracker, isFinal, outcomeOf, type OperationSnapshot, type SettledOptions, type Tracker } from './follow.js';
 import { finalError, isReplay, toResult, toStorable, type OperationResult } from './results.js';
 import { decide, type AttemptOutcome } from './retry-policy.js';
 import { join, sleep, type Chain } from './waiting.js';
@@ -101,18 +101,6 @@ export interface Operation {
 }
 
 /**
- * A change of one operation's state, as {@link Client.subscribe} reports it.
- *
- * @example
- * ```ts
- * client.subscribe(({ key, snapshot }) => console.log(key, snapshot.state));
- * ```
- */
-export interface OperationChange extends OperationRef {
-  readonly snapshot: OperationSnapshot;
-}
-
-/**
  * What a client shares with its operations (internal).
  *
  * @internal
@@ -125,8 +113,6 @@ export interface Engine {
   readonly assertOpen: () => void;
   /** Followed state by key, while it can still change (a final one is dropped: the journal has it). */
   readonly trackers: Map<string, Tracker>;
-  /** Hears every change of every operation of the client. */
-  readonly onChange: (change: OperationChange) => void;
 }
 
 /**
@@ -137,9 +123,8 @@ export interface Engine {
 export function trackerFor(engine: Engine, ref: OperationRef, initial: OperationSnapshot): Tracker {
   const existing = engine.trackers.get(ref.key);
   if (existing !== undefined) return existing;
-  const tracker = createTracker(initial, (snapshot) => {
-    if (isFinal(snapshot) && engine.trackers.get(ref.key) === tracker) engine.trackers.delete(ref.key);
-    engine.onChange({ ...ref, snapshot });
+  const tracker = createTracker(initial, () => {
+    if (engine.trackers.get(ref.key) === tracker) engine.trackers.delete(ref.key);
   });
   if (!isFinal(initial)) engine.trackers.set(ref.key, tracker);
   return tracker;
@@ -168,6 +153,23 @@ function fromSettled(ref: OperationRef, record: OperationRecord): OperationResul
   }
   if (record.state === OperationState.Succeeded) return toResult(ref.key, record.result, record.attempts);
   throw finalError(ref, record.result);
+}
+
+/**
+ * The snapshot a journal record stands for, when no send of it runs here.
+ *
+ * @internal
+ */
+export function snapshotOf(ref: OperationRef, record: OperationRecord, keyTtlMs: number): OperationSnapshot {
+  if (record.state !== OperationState.Pending) {
+    try {
+      return { state: 'succeeded', result: fromSettled(ref, record) };
+    } catch (error) {
+      return { state: 'failed', error: error as OncelyError };
+    }
+  }
+  if (isExpired(record, keyTtlMs)) return { state: 'expired', error: new ExpiredOperationError(ref, record.createdAt, keyTtlMs) };
+  return record.submittedAt === null ? { state: 'prepared' } : { state: 'pending', retryAt: null, error: undefined };
 }
 
 async function loadRecord(options: ResolvedOptions, ref: OperationRef): Promise<OperationRecord> {
@@ -257,7 +259,7 @@ async function runChain(
       const refused = checkHeaders(headers);
       if (refused !== undefined) throw new AbortError(await refuse(`a header cannot be sent (${refused})`));
       sent += 1;
-      track({ state: 'sending', attempt: sent, elsewhere: false });
+      track({ state: 'sending', elsewhere: false });
       hooks.onAttempt?.({ ...ref, attempt: sent });
       report = await sendAttempt({
         method: record.method,
@@ -273,7 +275,7 @@ async function runChain(
     } else {
       const current = await loadRecord(options, ref);
       if (current.state !== OperationState.Pending) return fromSettled(ref, current);
-      track({ state: 'sending', attempt: sent, elsewhere: true });
+      track({ state: 'sending', elsewhere: true });
       outcome = { kind: 'claimed-elsewhere' };
     }
     const now = Date.now();
@@ -334,20 +336,15 @@ export function createOperation(
   // Good for the first chain only, started at once by post(); a later send() reads the journal.
   let justCreated = fresh;
   const tracker = trackerFor(engine, ref, initial);
-  const track = (snapshot: OperationSnapshot): void => tracker.set(snapshot);
+  const track = tracker.set;
   // The chain's end is the state's: set before any waiter hears it, so `await send()` then
   // `state` agree.
   const settle = (chain: Promise<OperationResult>): Promise<OperationResult> =>
     chain.then(
-      (result) => {
-        track({ state: 'succeeded', result });
-        return result;
-      },
+      (result) => (track({ state: 'succeeded', result }), result),
       (error: unknown) => {
         const outcome = outcomeOf(error);
-        if (outcome === 'failed') track({ state: 'failed', error: error as OncelyError });
-        else if (outcome === 'expired') track({ state: 'expired', error: error as ExpiredOperationError });
-        else track({ state: 'pending', retryAt: null, error });
+        track(outcome === 'failed' || outcome === 'expired' ? ({ state: outcome, error } as OperationSnapshot) : { state: 'pending', retryAt: null, error });
         throw error;
       },
     );
@@ -387,7 +384,7 @@ export function createOperation(
         const first = justCreated;
         justCreated = undefined;
         const run = (): Promise<OperationResult> => runChain(engine.options, ref, unjournaled, controller.signal, track, previous ? undefined : first);
-        track({ state: 'sending', attempt: 0, elsewhere: false });
+        track({ state: 'sending', elsewhere: false });
         const started: Chain = {
           ref,
           controller,

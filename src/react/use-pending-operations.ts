@@ -8,12 +8,16 @@ import type { Client } from '../client/create-client.js';
 import type { UnsettledOperation } from '../client/results.js';
 import { useOncelyClient } from './client-context.js';
 
+/** How often the journal is read again: other tabs and the Service Worker change it too, and only a read tells. */
+const REFRESH_MS = 1_000;
+
 /**
  * Lists the client's submitted operations that have no final outcome yet (Pay pressed, not
  * confirmed: "payments in progress"), oldest first; `undefined` while the journal is read, and
- * on the server. Re-read whenever an operation of this client changes state and when the
- * browser comes back online. Operations only prepared (a checkout rendered, Pay not pressed)
- * are left out, as are damaged rows (see `client.pending()`).
+ * on the server. Read again every second (whoever settled a payment — this tab, another tab,
+ * the Service Worker — the shared journal is where it shows) and when the browser comes back
+ * online. Operations only prepared (a checkout rendered, Pay not pressed) are left out, as are
+ * damaged rows (see `client.pending()`).
  *
  * @example
  * ```tsx
@@ -35,11 +39,11 @@ export function usePendingOperations(client?: Client): readonly UnsettledOperati
       );
     };
     read();
-    const stop = chosen.subscribe(read);
+    const timer = setInterval(read, REFRESH_MS);
     window.addEventListener('online', read);
     return () => {
       live = false;
-      stop();
+      clearInterval(timer);
       window.removeEventListener('online', read);
     };
   }, [chosen]);

@@ -202,10 +202,10 @@ describe('usePendingOperations', () => {
 
     container.querySelector('button')!.click();
     const key = container.querySelector('section')?.dataset.key ?? '';
-    await vi.waitFor(() => expect(list()).toEqual([key]));
+    await vi.waitFor(() => expect(list()).toEqual([key]), { timeout: 10_000 });
     release();
 
     await vi.waitFor(() => expect(stateOf(container)).toBe('succeeded'));
-    await vi.waitFor(() => expect(list()).toEqual([]));
+    await vi.waitFor(() => expect(list()).toEqual([]), { timeout: 10_000 });
   });
 });
