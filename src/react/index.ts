@@ -12,3 +12,4 @@
 export { OncelyProvider, useOncelyClient, type OncelyProviderProps } from './client-context.js';
 export { useOperation, type OperationView, type UseOperationOptions, type UseOperationResult } from './use-operation.js';
 export { usePendingOperations } from './use-pending-operations.js';
+export { oncelyMutationFn, type MutationRequest } from './mutation.js';
