@@ -20,7 +20,7 @@
 import { useCallback, useEffect, useState, useSyncExternalStore } from 'react';
 import type { Client } from '../client/create-client.js';
 import type { OperationSnapshot } from '../client/follow.js';
-import type { Operation } from '../client/operation.js';
+import type { Operation } from '../client/operation-handle.js';
 import type { RequestOptions } from '../client/request.js';
 import { ErrorCode, isOncelyError } from '../errors.js';
 import { useOncelyClient } from './client-context.js';
