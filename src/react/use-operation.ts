@@ -127,14 +127,16 @@ export function useOperation(options: UseOperationOptions): UseOperationResult {
   const client = useOncelyClient(options.client);
   const { method = 'POST', path, client: _client, resend = true, ...request } = options;
   const identity = JSON.stringify([method.toUpperCase(), path, options.key ?? null, options.naturalKey ?? null]);
-  const [operation, setOperation] = useState<Operation>();
-  const [failure, setFailure] = useState<{ error: unknown }>();
+  // Kept with the identity it was prepared for: another order's operation is never shown for this one.
+  const [prepared, setPrepared] = useState<{ identity: string; operation?: Operation; error?: unknown }>();
+  const current = prepared?.identity === identity ? prepared : undefined;
+  const operation = current?.operation;
 
   useEffect(() => {
     let live = true;
     prepareOnce(client, identity, () => client.prepare(method, path, request)).then(
-      (prepared) => live && setOperation(prepared),
-      (error: unknown) => live && setFailure({ error }),
+      (ready) => live && setPrepared({ identity, operation: ready }),
+      (error: unknown) => live && setPrepared({ identity, error }),
     );
     return () => {
       live = false;
@@ -170,6 +172,6 @@ export function useOperation(options: UseOperationOptions): UseOperationResult {
   }, [operation, snapshot, resend]);
 
   const send = useCallback(() => void operation?.send().catch(ignore), [operation]);
-  const state: OperationView = failure !== undefined && operation === undefined ? { state: 'unavailable', error: failure.error } : snapshot;
+  const state: OperationView = current !== undefined && operation === undefined ? { state: 'unavailable', error: current.error } : snapshot;
   return { state, key: operation?.key, send, operation };
 }

@@ -181,6 +181,37 @@ describe('useOperation under StrictMode', () => {
   });
 });
 
+describe('useOperation when the checkout changes', () => {
+  it('never shows the previous order\'s operation for the new one', async () => {
+    const client = newClient(indexedDbJournal({ dbName: `react-switch-${crypto.randomUUID()}` }), paymentServer());
+    const renders: Array<[string, string | undefined, string]> = [];
+    function Tracked({ reference }: { reference: string }) {
+      const { state, key } = useOperation({ path: 'v1/payments', json: { ...ORDER, reference }, naturalKey: ['checkout', reference] });
+      renders.push([reference, key, state.state]);
+      return <p data-testid="state">{state.state}</p>;
+    }
+    const container = document.createElement('div');
+    document.body.append(container);
+    const root = createRoot(container);
+    roots.push(root);
+    const render = (reference: string): void =>
+      root.render(
+        <OncelyProvider client={client}>
+          <Tracked reference={reference} />
+        </OncelyProvider>,
+      );
+    render('ord-7a');
+    await vi.waitFor(() => expect(stateOf(container)).toBe('prepared'));
+    const first = renders.at(-1)?.[1];
+
+    render('ord-7b');
+    await vi.waitFor(() => expect(renders.at(-1)?.[1]).toMatch(/./));
+    await vi.waitFor(() => expect(renders.at(-1)?.[1]).not.toBe(first));
+
+    expect(renders.filter(([reference, key]) => reference === 'ord-7b' && key === first)).toEqual([]);
+  });
+});
+
 describe('usePendingOperations', () => {
   it('lists a payment in progress and drops it once it succeeded; an order only viewed is never listed', async () => {
     const server = paymentServer();
