@@ -7,6 +7,8 @@
  * @module
  * @internal
  */
+import { compositeId } from '../composite-id.js';
+
 /**
  * The part of the Web Locks API the journal uses (`navigator.locks` satisfies it).
  *
@@ -73,7 +75,7 @@ export function webLockClaims(locks: LockRequester, scope: string): WebLockClaim
       let gone: Promise<unknown> = Promise.resolve();
       const release = await new Promise<(() => void) | null>((resolve, reject) => {
         gone = locks
-          .request(`oncely-journal:${scope}:${key}`, { ifAvailable: true }, (lock) => {
+          .request(`oncely-journal:${compositeId(scope, key)}`, { ifAvailable: true }, (lock) => {
             if (!lock) {
               resolve(null);
               return undefined;

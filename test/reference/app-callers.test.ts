@@ -43,6 +43,21 @@ describe('reference app in-process: keys and callers', () => {
     expect(await t.count('ledger_entries')).toBe(3);
   });
 
+  it('charges caller org:acme (key inv-1) and caller org (key acme:inv-1) once each: ids with a colon reach no other caller', async () => {
+    t = await createInProcess({ clients: { tok_a: 'org:acme', tok_b: 'org' } });
+    const a = await t.post('inv-1', payment(500), { token: 'tok_a' });
+    const b = await t.post('acme:inv-1', payment(700), { token: 'tok_b' });
+    expect([a.status, b.status]).toEqual([201, 201]);
+    expect(b.headers.get('idempotency-replay')).toBeNull();
+    const ids = [((await a.json()) as { id: string }).id, ((await b.json()) as { id: string }).id];
+    expect(ids[0]).not.toBe(ids[1]);
+    // The rail holds one charge per payment, each in its own caller's list.
+    expect(await t.count('rail_charges')).toBe(2);
+    expect((await t.getJson<{ count: number }>('/v1/rail/charges', 'tok_a')).count).toBe(1);
+    expect((await t.getJson<{ count: number; charges: Array<{ amount: number }> }>('/v1/rail/charges', 'tok_b')).charges.map((c) => c.amount)).toEqual([700]);
+    expect((await t.getJson<{ count: number }>('/v1/ledger', 'tok_b')).count).toBe(1);
+  });
+
   it('runs another caller using the same key string as its own operation, each executed once', async () => {
     t = await createInProcess();
     const acme = await t.post('shared-key', payment(100));
