@@ -113,13 +113,32 @@ describe('reference app in-process: keys and callers', () => {
   });
 
   it('answers /healthz with the store dialect and /metrics in Prometheus text with request outcomes', async () => {
-    t = await createInProcess();
+    t = await createInProcess({ metrics: 'open' });
     await t.post('pay-1', payment());
     await t.post('pay-1', payment());
     expect(await (await t.get('/healthz', null)).json()).toEqual({ status: 'ok', store: 'sqlite' });
     const metrics = await (await t.get('/metrics', null)).text();
     expect(metrics).toContain('oncely_requests_total{outcome="executed"} 1');
     expect(metrics).toContain('oncely_requests_total{outcome="replayed"} 1');
+  });
+
+  it('keeps /metrics off unless asked, and behind its own token when given one (a caller token does not open it)', async () => {
+    t = await createInProcess();
+    await t.post('pay-1', payment());
+    expect((await t.get('/metrics', null)).status).toBe(404);
+    expect((await t.get('/metrics')).status).toBe(404);
+    await t.app.close(0);
+    t = await createInProcess({ metrics: { token: 'metrics-scraper-token-1' } });
+    await t.post('pay-1', payment());
+    for (const token of [null, 'test_acme', 'metrics-scraper-token-', 'metrics-scraper-token-12']) {
+      const refused = await t.get('/metrics', token);
+      expect({ token, status: refused.status }).toEqual({ token, status: 401 });
+      expect(refused.headers.get('content-type')).toBe('application/problem+json');
+      expect(await refused.text()).not.toContain('oncely_requests_total');
+    }
+    const scraped = await t.get('/metrics', 'metrics-scraper-token-1');
+    expect(scraped.status).toBe(200);
+    expect(await scraped.text()).toContain('oncely_requests_total{outcome="executed"} 1');
   });
 
   it('answers 503 to every request once shutdown has begun', async () => {
