@@ -65,10 +65,10 @@ const concurrent: Check = {
     answers.push(followUp);
     if (!isSuccess(followUp)) problems.push(`the request after the burst got ${brief(followUp)}`);
     const resources = new Set([...burst, followUp].filter(isSuccess).map(identity));
-    if (resources.size > 1) problems.unshift(`${resources.size} resources created: ${[...resources].slice(0, 3).join(', ')}${resources.size > 3 ? ', ...' : ''}`);
+    if (resources.size > 1) problems.unshift(`a second resource: ${[...resources].slice(0, 3).join(', ')}${resources.size > 3 ? ', ...' : ''}`);
     const tally = [...counts].map(([label, count]) => `${count} x ${label}`).join(', ');
-    const summary = `${concurrency} at once: ${tally}; after: ${brief(followUp)}`;
-    return problems.length > 0 ? fail(`${summary}. ${[...new Set(problems)].join('; ')}`) : pass(`${summary}; one resource`);
+    const summary = `${concurrency} at once: ${tally}; after: ${brief(followUp)}; ${resources.size} resource${resources.size === 1 ? '' : 's'}`;
+    return problems.length > 0 ? fail(`${summary}. ${[...new Set(problems)].join('; ')}`) : pass(summary);
   },
 };
 
