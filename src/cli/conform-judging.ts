@@ -161,6 +161,7 @@ function refusalReason(body: string): string {
     // Not JSON: its text says why.
   }
   const text = body.replace(/\s+/g, ' ').trim();
+  if (text.startsWith('<')) return 'an HTML page';
   return text.length > 50 ? `${text.slice(0, 47)}...` : text;
 }
 
