@@ -35,7 +35,7 @@ export type CheckPlan = { readonly requests: number; readonly mayCreate: number 
 
 /** What a check found. */
 export interface Finding {
-  readonly verdict: typeof Verdict.Pass | typeof Verdict.Fail | typeof Verdict.NotApplicable;
+  readonly verdict: Verdict;
   /** What the endpoint did, in a sentence. */
   readonly observed: string;
 }

@@ -96,7 +96,7 @@ const sfString: Check = {
 /** The key-header checks, in the order they run. */
 export const KEY_CHECKS: readonly Check[] = [
   missing,
-  refusedKeys('key-empty', 'an empty Idempotency-Key', '400 (draft: a malformed key is a 400), nothing stored', () => [['empty', '']]),
+  refusedKeys('key-empty', 'an empty Idempotency-Key', '400: an empty value is no sf-string, so the field counts as missing (draft: missing key, 400); nothing stored', () => [['empty', '']]),
   refusedKeys('key-too-long', `a ${TOO_LONG}-character key`, '400 (article: "enforce a maximum length ... reject anything else with 400")', (length) => [
     ['too long', 'k'.repeat(length)],
   ]),

@@ -129,14 +129,15 @@ export function renderReport(report: ConformReport): string {
 }
 
 /**
- * The `--dry-run` plan: what each check would send and could create, and which do not apply.
+ * The `--dry-run` plan: what each check would send and could create, which do not apply, and
+ * `sends`: lines on the headers every request carries.
  *
  * @example
  * ```ts
- * console.log(renderPlan(url, plan));
+ * console.log(renderPlan(url, plan, ['caller A: authorization']));
  * ```
  */
-export function renderPlan(url: string, plan: readonly PlannedCheck[]): string {
+export function renderPlan(url: string, plan: readonly PlannedCheck[], sends: readonly string[] = []): string {
   const rows = plan.map((check) => [
     check.title,
     check.notApplicable === undefined ? String(check.requests) : '0',
@@ -149,9 +150,10 @@ export function renderPlan(url: string, plan: readonly PlannedCheck[]): string {
   return [
     `oncely conform --dry-run: the plan for POST ${url} (nothing sent)`,
     '',
-    table(['check', 'requests', 'may create', 'expects'], [30, 8, 10, 60], rows),
+    table(['check', 'requests', 'may create', 'expects'], [32, 8, 10, 60], rows),
     '',
     `${requests} requests in all, each with a fresh key and a fresh {{unique}} value; up to ${created} resources may be created.`,
+    ...sends,
     'Point it at a sandbox: every request is real.',
   ].join('\n');
 }

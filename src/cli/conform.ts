@@ -29,7 +29,7 @@ const spec = {
     token: { type: 'string', value: 'TOKEN', help: 'bearer token of caller A (default: $ONCELY_TOKEN)' },
     'token-b': { type: 'string', value: 'TOKEN', help: 'bearer token of a second caller, for the two-callers check' },
     header: { type: 'string', value: '"NAME: VALUE"', multiple: true, help: 'a header of caller A (repeatable), e.g. an API key' },
-    'header-b': { type: 'string', value: '"NAME: VALUE"', multiple: true, help: 'a header of caller B (repeatable)' },
+    'header-b': { type: 'string', value: '"NAME: VALUE"', multiple: true, help: 'a header of caller B (repeatable); B sends its own headers only, none of A\'s' },
     concurrency: { type: 'string', value: 'N', help: 'identical requests sent at once by the concurrency check (default 20)' },
     'fault-header': { type: 'string', value: '"NAME: VALUE"', help: 'a header that makes the endpoint answer 5xx or 429, for the transient check' },
     'slow-body': { type: 'string', value: 'JSON', help: 'a body template the endpoint takes well over 100 ms to answer, for the in-flight check' },
@@ -146,7 +146,13 @@ export async function conform(argv: readonly string[]): Promise<number> {
       const base = { id: check.id, title: check.title, expected: check.expected };
       return 'notApplicable' in planned ? { ...base, requests: 0, mayCreate: 0, notApplicable: planned.notApplicable } : { ...base, ...planned };
     });
-    console.log(settings.json ? JSON.stringify({ url: target, dryRun: true, checks: plan }, null, 2) : renderPlan(target, plan));
+    // Header names only: a dry run's output may be pasted into a ticket, a token must not.
+    const names = (headers: Readonly<Record<string, string>> | undefined): string => (headers === undefined ? '' : Object.keys(headers).join(', ') || '(none)');
+    const sends = [
+      `Every request: POST with content-type: application/json and idempotency-key: conform-<run>-k<n> (malformed ones in the key checks); caller A's headers: ${names(settings.headersA)}` +
+        (settings.headersB === undefined ? '.' : `; caller B's: ${names(settings.headersB)}.`),
+    ];
+    console.log(settings.json ? JSON.stringify({ url: target, dryRun: true, checks: plan }, null, 2) : renderPlan(target, plan, sends));
     return 0;
   }
 
