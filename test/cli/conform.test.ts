@@ -64,13 +64,16 @@ describe('oncely conform: usage errors', () => {
 describe('oncely conform --dry-run', () => {
   it('prints the plan, what each check sends and may create, and sends nothing', async () => {
     const before = received;
-    const run = await runConform([url, '--body', PAYMENT_TEMPLATE, '--token', 'a', '--concurrency', '5', '--dry-run']);
+    const run = await runConform([url, '--body', PAYMENT_TEMPLATE, '--token', 'tok_secret_1', '--concurrency', '5', '--dry-run']);
     expect(run.code).toBe(0);
     expect(received).toBe(before);
     expect(run.stdout).toContain(`the plan for POST ${url} (nothing sent)`);
     expect(run.stdout).toMatch(/^N identical requests at once +6 +up to 1 /m);
     expect(run.stdout).toMatch(/two callers, same key +0 +0 +n\/a: needs a second caller: --token-b or --header-b/);
     expect(run.stdout).toContain('Point it at a sandbox');
+    // The headers by name, never the token.
+    expect(run.stdout).toContain("caller A's headers: authorization.");
+    expect(run.stdout).not.toContain('tok_secret_1');
   });
 
   it('prints the plan as JSON with --json: the checks that apply and why the others do not', async () => {
