@@ -17,10 +17,10 @@
 #define MUTATION 0      /* 0: the code as it is; 11..14: the mutants of README.md */
 #endif
 #ifndef CHECK
-#define CHECK 0         /* 0: every property; n: only property Jn */
+#define CHECK 0         /* 0: every property; n: only property Kn */
 #endif
 #ifndef MAXCRASH
-#define MAXCRASH 1
+#define MAXCRASH 2      /* process crashes in one run (each restarts and resumes) */
 #endif
 #ifndef MAXREFUSE
 #define MAXREFUSE 1     /* attempts whose headers fetch refuses (headers() evaluated per attempt) */
@@ -55,12 +55,12 @@ byte keys_sent;          /* bit k: a request with key k was sent */
 /* ---- budgets ---- */
 byte crashes; byte refusals; byte stalls;
 
-/* J1 the request is sent with one key: the journaled one */
-#define J1 assert(!ON(1) || key == rec_key)
-/* J2 never both "succeeded" (or settled) and re-sent */
-#define J2 assert(!ON(2) || state == PENDING)
-/* J3 an attempt with no answer is never settled as failed: failed only when nothing was sent or the server declined */
-#define J3 assert(!ON(3) || !sent_any || srv == S_DECLINED)
+/* K1 the request is sent with one key: the journaled one */
+#define K1 assert(!ON(1) || key == rec_key)
+/* K2 never both "succeeded" (or settled) and re-sent */
+#define K2 assert(!ON(2) || state == PENDING)
+/* K3 an attempt with no answer is never settled as failed: failed only when nothing was sent or the server declined */
+#define K3 assert(!ON(3) || !sent_any || srv == S_DECLINED)
 
 #if MUTATION == 14
 #define FREE(me) (claim == 0 || claim == me || claim_dead || claim_expired)   /* any state */
@@ -136,7 +136,7 @@ attempt:
         if
         :: untouched && !sentHere ->
 #endif
-           atomic { J3; state = FAILED; claim = 0 };
+           atomic { K3; state = FAILED; claim = 0 };
            goto stop
         :: else -> goto ended
         fi
@@ -147,7 +147,7 @@ attempt:
 #endif
      /* the attempt: journaled bytes + the key, and what comes back */
      atomic {
-       J1; J2;
+       K1; K2;
        keys_sent = keys_sent | (1 << key);
        sent_any = true; sentHere = true;
        if
@@ -161,7 +161,7 @@ attempt:
      CRASH;
      if
      :: answer == S_APPLIED -> atomic { state = SUCCEEDED; claim = 0 }; goto stop
-     :: answer == S_DECLINED -> atomic { J3; state = FAILED; claim = 0 }; goto stop
+     :: answer == S_DECLINED -> atomic { K3; state = FAILED; claim = 0 }; goto stop
      :: else ->
         /* retry (the claim kept) or give up for now (OperationPendingError): pending either way */
         answer = 0;
