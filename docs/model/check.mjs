@@ -35,6 +35,9 @@ const rows = [
   { name: 'M2 response stored before the last phase', model: 'server.pml', defines: ['MUTATION=2', 'CHECK=2'], mode: 'safety', property: 'P2', expect: 'violation' },
   { name: 'M3 work committed apart from its recovery point', model: 'server.pml', defines: ['MUTATION=3', 'CHECK=1'], mode: 'safety', property: 'P1', expect: 'violation' },
   { name: 'M4 lease shorter than a phase, no fencing', model: 'server.pml', defines: ['MUTATION=4', 'CHECK=1'], mode: 'safety', property: 'P1', expect: 'violation' },
+  // Control: with no live owner's lease running out, the unfenced writes of M4 do no harm; the
+  // fence is what makes a lease shorter than a phase (a stalled owner) safe.
+  { name: 'M4 control: no lease runs out under a live owner', model: 'server.pml', defines: ['MUTATION=4', 'MAXSTALL=0'], mode: 'safety', property: 'P1-P5', expect: 'pass', big: true },
   { name: 'M4 (same mutant) seen by a client', model: 'server.pml', defines: ['MUTATION=4', 'CHECK=4'], mode: 'safety', property: 'P4', expect: 'violation' },
   { name: 'M5 a fresh external key per attempt', model: 'server.pml', defines: ['MUTATION=5', 'CHECK=2'], mode: 'safety', property: 'P2', expect: 'violation' },
   { name: 'M6 an unknown outcome stored as failed', model: 'server.pml', defines: ['MUTATION=6', 'CHECK=5'], mode: 'safety', property: 'P5', expect: 'violation' },
