@@ -93,7 +93,7 @@ byte crashes; byte stalls; byte unknowns; byte unavails;
 #if MUTATION == 5
 #define KEY(me) (me)            /* a fresh key per attempt instead of the derived Kn */
 #else
-#define KEY(me) 0               /* Kn = uuid5(namespace, client_id:key:extn): the same for every attempt */
+#define KEY(me) 0               /* Kn, a uuid5 of (client_id, key, n): the same for every attempt */
 #endif
 
 #if MUTATION == 4
