@@ -18,7 +18,8 @@ import fc from 'fast-check';
 export const DEFAULT_SEED = 20_261_206;
 
 function integerFromEnv(name: string): number | undefined {
-  const text = process.env[name];
+  // The browser suite has no process: it runs with the defaults.
+  const text = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env[name];
   if (text === undefined || text.trim() === '') return undefined;
   const value = Number(text);
   // A typo must not quietly fall back to the defaults: the run would look checked and not be.
