@@ -1,15 +1,18 @@
 /**
  * Model-based runs of the Journal contract (src/journal/types.ts) on the memory and SQLite
- * journals (the browser suite runs the same model on IndexedDB: test/browser/). See
- * ./journal-model.ts.
+ * journals, and on the IndexedDB journal over fake-indexeddb with a fake lock manager (the browser
+ * suite runs the same model on Chromium's: test/browser/). See ./journal-model.ts.
  */
+import 'fake-indexeddb/auto';
 import fc from 'fast-check';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, it } from 'vitest';
+import { indexedDbJournal } from '../../../src/journal/indexeddb.browser.js';
 import { memoryJournal } from '../../../src/journal/memory.js';
 import { sqliteJournal } from '../../../src/journal/sqlite.node.js';
+import { fakeWebLocks } from '../../journal/fake-web-locks.js';
 import { checkProperty } from '../settings.js';
 import { HOUR, journalCommands, runJournalModel } from './journal-model.js';
 
@@ -33,4 +36,22 @@ describe('Journal model', () => {
       }),
       40,
     ));
+
+  let databases = 0;
+  it.each([
+    ['lease records', [0, 1, 1_000, HOUR]],
+    // A lock is also dropped by a real timer after its ttl: only lengths no run outlasts, or 0.
+    ['Web Locks', [0, HOUR]],
+  ] as const)('IndexedDB (%s): agrees with the model on every answer and every record, claims racing included', (locks, ttls) =>
+    checkProperty(
+      fc.asyncProperty(fc.commands(journalCommands(ttls), { maxCommands: 40, size: 'medium' }), (cmds) => {
+        databases += 1;
+        const dbName = `oncely-model-${databases}`;
+        return runJournalModel(() => indexedDbJournal({ dbName, locks: locks === 'Web Locks' ? fakeWebLocks() : null }), cmds, () => {
+          indexedDB.deleteDatabase(dbName);
+        });
+      }),
+      30,
+    ),
+  );
 });
