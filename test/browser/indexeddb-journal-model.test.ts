@@ -5,7 +5,8 @@
 import fc from 'fast-check';
 import { describe, it } from 'vitest';
 import { indexedDbJournal } from '../../src/journal/indexeddb.browser.js';
-import { HOUR, journalCommands, runJournalModel } from '../property/journal/journal-model.js';
+import { journalCommands } from '../property/journal/journal-commands.js';
+import { HOUR, runJournalModel } from '../property/journal/journal-model.js';
 import { checkProperty } from '../property/settings.js';
 
 let databases = 0;

@@ -14,7 +14,8 @@ import { memoryJournal } from '../../../src/journal/memory.js';
 import { sqliteJournal } from '../../../src/journal/sqlite.node.js';
 import { fakeWebLocks } from '../../journal/fake-web-locks.js';
 import { checkProperty } from '../settings.js';
-import { HOUR, journalCommands, runJournalModel } from './journal-model.js';
+import { journalCommands } from './journal-commands.js';
+import { HOUR, runJournalModel } from './journal-model.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'oncely-journal-model-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

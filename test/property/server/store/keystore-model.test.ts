@@ -2,7 +2,7 @@
  * Model-based runs of the KeyStore contract (src/server/store/types.ts) on SQLite, on its
  * injectable clock, and on PostgreSQL: random sequences of admissions (concurrent ones of one key
  * included), takeovers after a lease ran out, fenced writes by current and stale owners, finish,
- * release, park, sweep and reap, checked call by call against ./keystore-model.ts.
+ * release, park, sweep and reap, checked call by call against ./keystore-model.ts (commands: ./keystore-commands.ts).
  */
 import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
@@ -11,7 +11,8 @@ import { sqliteKeyStore } from '../../../../src/server/sqlite.js';
 import type { KeyStore } from '../../../../src/server/store/types.js';
 import { openPgBackend, type PgBackend } from '../../../support/pg.js';
 import { checkProperty } from '../../settings.js';
-import { EFFECTS_SCHEMA, HOUR, emptyModel, storeCommands, type RealStore } from './keystore-model.js';
+import { storeCommands } from './keystore-commands.js';
+import { EFFECTS_SCHEMA, HOUR, emptyModel, type RealStore } from './keystore-model.js';
 
 const START = Date.UTC(2026, 11, 6, 12, 0, 0);
 
