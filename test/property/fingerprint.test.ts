@@ -80,7 +80,7 @@ const sendings = fc.oneof(
 );
 
 function storeParity(name: string, openStore: () => Promise<KeyStore>): void {
-  it(`${name}: the client's journaled fingerprint is the request_hash the server stores for the same request`, async () => {
+  it(`${name}: the client's journaled fingerprint and fingerprint() are the request_hash the server stores for the same request`, async () => {
     const store = await openStore();
     try {
       const server = echoServer(store);
@@ -95,19 +95,20 @@ function storeParity(name: string, openStore: () => Promise<KeyStore>): void {
           });
           const key = randomUUID();
           const path = `${ECHO_PATH}${query}`;
+          // What goes on the wire: the json option is sent as JSON.stringify's text; a text body
+          // without a content type as text/plain (fetch's default).
+          const body = sending.as === 'json' ? JSON.stringify(sending.value) : spell(sending.value, g);
+          const contentType = sending.as === 'json' ? 'application/json' : (sending.contentType ?? 'text/plain;charset=UTF-8');
           const result =
             sending.as === 'json'
               ? await client.post(path, { key, json: sending.value })
-              : await client.post(path, {
-                  key,
-                  body: spell(sending.value, g),
-                  ...(sending.contentType === undefined ? {} : { headers: { 'content-type': sending.contentType } }),
-                });
+              : await client.post(path, { key, body, ...(sending.contentType === undefined ? {} : { headers: { 'content-type': sending.contentType } }) });
           expect(result.status).toBe(201);
           const record = await client.journal.get(scopeOf('http://oncely.test'), key);
           const row = await store.load('acme', key);
-          expect(row?.requestHash).toBeDefined();
+          expect(row?.requestHash).toMatch(/^[0-9a-f]{64}$/);
           expect(record?.fingerprint).toBe(row?.requestHash);
+          expect(await fingerprint('POST', path, body, { contentType })).toBe(row?.requestHash);
           await client.close();
         }),
         40,
