@@ -195,6 +195,7 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
     throw new JournalError(`the journal row for Idempotency-Key ${row.key} (${row.scope}) is damaged: ${read.damaged.reason}`, {
       path,
       hint: 'it is left as it is; `oncely pending` lists it. Inspect the file with sqlite3, or delete the row yourself',
+      damaged: read.damaged,
     });
   };
   const rowsOf = (sql: Statements, state: OperationState | 'any', scope: string | undefined): IterableIterator<Row> =>
