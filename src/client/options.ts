@@ -5,7 +5,7 @@
  * @module
  */
 import { OncelyError, ErrorCode } from '../errors.js';
-import { JOURNALED_HEADERS, SCOPE_NAME, scopeOf, type Journal } from '../journal/types.js';
+import { JOURNALED_HEADERS, NEVER_JOURNALED_HEADERS, SCOPE_NAME, scopeOf, type Journal } from '../journal/types.js';
 import { DEFAULT_NAMESPACE } from '../keys.js';
 import { defaultDigest, type FingerprintDigest } from '../fingerprint.js';
 import type { AttemptEvent, RetryEvent, SettledEvent, UnansweredEvent } from './results.js';
@@ -191,9 +191,6 @@ export interface ResolvedOptions {
   readonly digest: FingerprintDigest;
 }
 
-/** Headers `journalHeaders` may not name: credentials, and the key (journaled on its own). */
-const NEVER_JOURNALED: ReadonlySet<string> = new Set(['authorization', 'cookie', 'proxy-authorization', 'idempotency-key']);
-
 /**
  * Resolves the options once. `journal` falls back to `defaultJournal` (the platform entries'
  * durable journal); without either, the neutral entry refuses rather than silently keeping
@@ -237,7 +234,7 @@ export function normalizeOptions(
       "createClient: no journal. Pass `journal: memoryJournal()` (pending operations are lost on exit), or import createClient from 'oncely/node' (SQLite) or 'oncely/browser' (IndexedDB) for a durable default",
     );
   }
-  const secret = (options.journalHeaders ?? []).find((name) => NEVER_JOURNALED.has(name.toLowerCase()));
+  const secret = (options.journalHeaders ?? []).find((name) => NEVER_JOURNALED_HEADERS.has(name.toLowerCase()));
   if (secret !== undefined) {
     throw new OncelyError(ErrorCode.Config, `createClient: journalHeaders may not name ${JSON.stringify(secret)}: credentials are never written to the journal`);
   }

@@ -7,7 +7,8 @@
  * (an amount of 500 becoming 999999, under a key the server may never have seen). The
  * fingerprint, computed from the request before it was journaled, is the check: a record whose
  * method, path, query or body no longer hash to it is damaged. So is one whose URL left its
- * scope's origin: the resuming client's credentials are for that origin only. A damaged record
+ * scope's origin: the resuming client's credentials are for that origin only; or one holding a
+ * credential header, which would stand in for the resuming client's own. A damaged record
  * is reported (`pending()`, `resume()`, `oncely pending`), never sent, never rewritten.
  *
  * Where it is checked: every record read back from the journal before its chain's first attempt
@@ -25,7 +26,7 @@
  * @internal
  */
 import { fingerprintInput, type FingerprintDigest } from '../fingerprint.js';
-import { scopeOrigin, type OperationRecord } from './types.js';
+import { NEVER_JOURNALED_HEADERS, scopeOrigin, type OperationRecord } from './types.js';
 
 /**
  * The bytes a journaled request's fingerprint is computed over: its method, path and query, and
@@ -64,6 +65,11 @@ export async function recordDamage(record: OperationRecord, digest: FingerprintD
   const origin = scopeOrigin(record.scope);
   if (url.origin !== origin) return `its URL is on ${url.origin}, outside its scope's origin ${origin}`;
   if (record.body !== null && typeof record.body !== 'string') return 'its body is not text';
+  // The client writes methods upper-case; fetch upper-cases only some, so another case would
+  // send another method than the one fingerprinted (which upper-cases it).
+  if (record.method !== record.method.toUpperCase()) return `its method ${JSON.stringify(record.method)} is not as the client writes it`;
+  const secret = Object.keys(record.headers).find((name) => NEVER_JOURNALED_HEADERS.has(name.toLowerCase()));
+  if (secret !== undefined) return `its headers hold ${secret}, which is never journaled`;
   const expected = await digest(journaledFingerprintInput(record.method, url, record.headers, record.body));
   if (expected !== record.fingerprint) return 'its method, URL or body no longer match its fingerprint (changed after it was journaled)';
   return undefined;

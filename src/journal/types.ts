@@ -236,6 +236,13 @@ export function replacesRefused(existing: OperationRecord, operation: NewOperati
 export const JOURNALED_HEADERS: ReadonlySet<string> = new Set(['content-type', 'accept']);
 
 /**
+ * Headers no journal row may hold, whatever the client's `journalHeaders`: credentials, and the
+ * key (journaled on its own). `journalHeaders` may not name them, and a row read back with one
+ * is damaged, never sent: it would stand in for the resuming client's own credentials.
+ */
+export const NEVER_JOURNALED_HEADERS: ReadonlySet<string> = new Set(['authorization', 'cookie', 'proxy-authorization', 'idempotency-key']);
+
+/**
  * The scope of a client: the origin of its `baseUrl`, plus `#name` when it was given a `scope`
  * name. Records of one scope are invisible to clients of another.
  *

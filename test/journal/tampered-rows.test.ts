@@ -142,6 +142,27 @@ describe('a row whose body was edited after it was journaled', () => {
   });
 });
 
+describe('a row whose headers or method were edited', () => {
+  it('is reported damaged and never sent when it holds a credential header, or a method in another case', async () => {
+    const journal = sqliteJournal({ path });
+    const keys = await submitted(journal, 5);
+    const [withToken, lowerCase] = [keys[1] as string, keys[3] as string];
+    edit('UPDATE oncely_operations SET headers = ? WHERE key = ?', '{"content-type":"application/json","authorization":"Bearer someone-else"}', withToken);
+    edit("UPDATE oncely_operations SET method = 'post' WHERE key = ?", lowerCase);
+
+    const client = createClient({ baseUrl: server.url, journal, headers: { authorization: 'Bearer resumer' } });
+    const outcomes = await client.resume();
+    expect(outcomes.filter((o) => o.state === 'damaged')).toEqual([
+      { key: withToken, state: 'damaged', reason: 'its headers hold authorization, which is never journaled' },
+      { key: lowerCase, state: 'damaged', reason: expect.stringMatching(/its method "post"/) },
+    ]);
+    expect(server.attempts.map((attempt) => attempt.key).sort()).toEqual([keys[0], keys[2], keys[4]].sort());
+    expect(server.attempts.map((attempt) => attempt.process)).toEqual(['resumer', 'resumer', 'resumer']);
+    await client.close();
+    await journal.close();
+  });
+});
+
 describe('a row moved to another origin', () => {
   it('is reported damaged and the other 19 rows are resumed: resume() does not reject', async () => {
     const journal = sqliteJournal({ path });
