@@ -124,7 +124,7 @@ function lossError(path: string, lost: number, written: number): JournalError {
     if (statSync(wal).size > 0) {
       const copy = `${wal}.lost-${Date.now()}`;
       copyFileSync(wal, copy);
-      kept = ` The -wal file as found is kept at ${copy}.`;
+      kept = ` The -wal file as found is kept at ${copy} (SQLite stopped reading it at the damage; what follows may still be read by hand).`;
     }
   } catch {
     // No WAL left (an earlier open already reported this loss): nothing to keep.
@@ -134,7 +134,7 @@ function lossError(path: string, lost: number, written: number): JournalError {
     {
       path,
       hint:
-        `their keys and bodies are lost and they may have been sent: check with the server which took effect (\`oncely pending\` cannot list them).${kept} ` +
+        `their keys and bodies are gone from the file and they may have been sent: check with the server which of them took effect.${kept} ` +
         `To go on with what the file still holds, delete ${markPath(path)}; oncely never resets or deletes the journal itself`,
     },
   );
