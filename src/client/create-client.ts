@@ -86,7 +86,8 @@ export interface Client {
    * and this client's current `headers`. Each one is claimed first, so processes sharing a
    * journal never send the same operation at once (a claim whose process has died is void at
    * once on the same host); expired ones are reported, not sent; damaged rows (unreadable, or
-   * whose method, URL or body no longer match their fingerprint) are reported and left alone. Operations that were only prepared, never sent, are not touched (nor reported).
+   * whose method, URL or body no longer match their fingerprint) are reported and left alone.
+   * Operations that were only prepared, never sent, are not touched (nor reported).
    */
   resume(options?: ResumeOptions): Promise<ResumeOutcome[]>;
   /** Stops operations in flight (they stay pending) and closes a journal the client created. */
@@ -180,14 +181,16 @@ export function buildClient(
   // moved to the damaged rows the journal itself could not read.
   const readPending = async (): Promise<{ records: OperationRecord[]; damaged: DamagedRecord[] }> => {
     const listed = await journal.list({ scope: resolved.scope, state: OperationState.Pending });
-    const unreadable = await journal.damaged({ scope: resolved.scope });
     const reasons = await Promise.all(listed.map((record) => recordDamage(record, resolved.digest)));
-    const records = listed.filter((_, index) => reasons[index] === undefined);
-    const damaged = listed.flatMap((record, index) => {
+    const records: OperationRecord[] = [];
+    const damaged: DamagedRecord[] = [];
+    listed.forEach((record, index) => {
       const reason = reasons[index];
-      return reason === undefined ? [] : [{ scope: record.scope, key: record.key, reason }];
+      if (reason === undefined) records.push(record);
+      else damaged.push({ scope: record.scope, key: record.key, reason });
     });
-    return { records, damaged: [...damaged, ...unreadable] };
+    damaged.push(...(await journal.damaged({ scope: resolved.scope })));
+    return { records, damaged };
   };
 
   return {

@@ -121,10 +121,11 @@ async function loadRecord(options: ResolvedOptions, ref: OperationRef): Promise<
  * fingerprint says, or left the client's origin (see `../journal/integrity.ts`): nothing of it is sent.
  */
 async function assertIntact(options: ResolvedOptions, ref: OperationRef, record: OperationRecord): Promise<void> {
-  const reason = record.scope === options.scope ? await recordDamage(record, options.digest) : `its scope is ${record.scope}, not ${options.scope}`;
+  // Checked against the client's own scope: a journal handing back another scope's row gets it refused.
+  const reason = await recordDamage(record, options.digest, options.scope);
   if (reason === undefined) return;
-  throw new JournalError(`${ref.method} ${ref.url} (Idempotency-Key ${ref.key}): the journal row is damaged: ${reason}; nothing was sent`, {
-    hint: 'it is left as it is and never sent; `pending()` and `oncely pending` list it. Check with the server what this key did, then delete the row yourself',
+  throw new JournalError(`${ref.method} ${ref.url} (Idempotency-Key ${ref.key}) was not sent: its journal row is damaged: ${reason}`, {
+    hint: 'it is left as it is; client.pending() lists it',
     damaged: { scope: record.scope, key: record.key, reason },
   });
 }

@@ -51,7 +51,7 @@ export function journaledFingerprintInput(
 
 /**
  * Why `record` must not be sent, or `undefined` when it is what its fingerprint says and it stays
- * in its scope's origin.
+ * in the origin of `scope` (its own, unless the caller knows better).
  *
  * @example
  * ```ts
@@ -59,18 +59,18 @@ export function journaledFingerprintInput(
  * if (reason !== undefined) console.warn(`${record.key} is damaged: ${reason}`);
  * ```
  */
-export async function recordDamage(record: OperationRecord, digest: FingerprintDigest): Promise<string | undefined> {
-  if (!URL.canParse(record.url)) return `its URL ${JSON.stringify(record.url)} does not parse`;
+export async function recordDamage(record: OperationRecord, digest: FingerprintDigest, scope: string = record.scope): Promise<string | undefined> {
+  if (!URL.canParse(record.url)) return 'its URL does not parse';
   const url = new URL(record.url);
-  const origin = scopeOrigin(record.scope);
+  const origin = scopeOrigin(scope);
   if (url.origin !== origin) return `its URL is on ${url.origin}, outside its scope's origin ${origin}`;
   if (record.body !== null && typeof record.body !== 'string') return 'its body is not text';
   // The client writes methods upper-case; fetch upper-cases only some, so another case would
   // send another method than the one fingerprinted (which upper-cases it).
-  if (record.method !== record.method.toUpperCase()) return `its method ${JSON.stringify(record.method)} is not as the client writes it`;
+  if (record.method !== record.method.toUpperCase()) return `its method ${JSON.stringify(record.method)} is not upper-case`;
   const secret = Object.keys(record.headers).find((name) => NEVER_JOURNALED_HEADERS.has(name.toLowerCase()));
   if (secret !== undefined) return `its headers hold ${secret}, which is never journaled`;
   const expected = await digest(journaledFingerprintInput(record.method, url, record.headers, record.body));
-  if (expected !== record.fingerprint) return 'its method, URL or body no longer match its fingerprint (changed after it was journaled)';
+  if (expected !== record.fingerprint) return 'its method, URL or body no longer match its fingerprint';
   return undefined;
 }
