@@ -4,9 +4,9 @@
  *
  * @module
  */
-import { isCredentialName } from './credentials.js';
+import { isCredentialName } from '../credentials.js';
 import { OncelyError, ErrorCode } from '../errors.js';
-import { JOURNALED_HEADERS, SCOPE_NAME, scopeOf, type Journal } from '../journal/types.js';
+import { JOURNALED_HEADERS, NEVER_JOURNALED_HEADERS, SCOPE_NAME, scopeOf, type Journal } from '../journal/types.js';
 import { DEFAULT_NAMESPACE } from '../keys.js';
 import { defaultDigest, type FingerprintDigest } from '../fingerprint.js';
 import type { AttemptEvent, RetryEvent, SettledEvent, UnansweredEvent } from './results.js';
@@ -201,7 +201,7 @@ export interface ResolvedOptions {
   readonly digest: FingerprintDigest;
 }
 
-/** Headers `journalHeaders` may not name: credentials, and the key (journaled on its own). */
+/** `allowCredentialsInQuery` resolved: `true`, or the opted-in names in lower case. */
 function allowedInQuery(option: ClientOptions['allowCredentialsInQuery']): true | ReadonlySet<string> {
   if (option === true) return true;
   if (option === undefined || option === false) return new Set();
@@ -210,8 +210,6 @@ function allowedInQuery(option: ClientOptions['allowCredentialsInQuery']): true 
   }
   return new Set(option.map((name) => name.toLowerCase()));
 }
-
-const NEVER_JOURNALED: ReadonlySet<string> = new Set(['authorization', 'cookie', 'proxy-authorization', 'idempotency-key']);
 
 /**
  * Resolves the options once. `journal` falls back to `defaultJournal` (the platform entries'
@@ -256,7 +254,7 @@ export function normalizeOptions(
       "createClient: no journal. Pass `journal: memoryJournal()` (pending operations are lost on exit), or import createClient from 'oncely/node' (SQLite) or 'oncely/browser' (IndexedDB) for a durable default",
     );
   }
-  const secret = (options.journalHeaders ?? []).find((name) => NEVER_JOURNALED.has(name.toLowerCase()) || isCredentialName(name));
+  const secret = (options.journalHeaders ?? []).find((name) => NEVER_JOURNALED_HEADERS.has(name.toLowerCase()) || isCredentialName(name));
   if (secret !== undefined) {
     throw new OncelyError(ErrorCode.Config, `createClient: journalHeaders may not name ${JSON.stringify(secret)}: credentials are never written to the journal`);
   }

@@ -4,9 +4,9 @@
  *
  * @module
  */
-import { queryCredential } from './credentials.js';
+import { queryCredential } from '../credentials.js';
 import { ErrorCode, InvalidKeyError, OncelyError } from '../errors.js';
-import { fingerprintInput } from '../fingerprint.js';
+import { journaledFingerprintInput } from '../journal/integrity.js';
 import type { NewOperation } from '../journal/types.js';
 import { deriveKey, isValidKey, newKey } from '../keys.js';
 import type { ResolvedOptions } from './options.js';
@@ -166,9 +166,8 @@ export async function prepareRequest(
   for (const [name, value] of Object.entries(callHeaders)) {
     if (!resolved.journalHeaders.has(name)) unjournaled[name] = value;
   }
-  // Without a content-type, fetch sends a string body as text/plain: fingerprint it as the server will.
-  const contentType = journaled['content-type'] ?? 'text/plain;charset=UTF-8';
-  const fp = await resolved.digest(fingerprintInput(verb, url.pathname + url.search, body, { contentType }));
+  // The journal check (recordDamage) recomputes it from the journaled record alone.
+  const fp = await resolved.digest(journaledFingerprintInput(verb, url, journaled, body));
   return {
     operation: { scope: resolved.scope, key, method: verb, url: url.href, headers: journaled, body, fingerprint: fp },
     unjournaled,

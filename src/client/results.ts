@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { journaledResponseHeaders } from './credentials.js';
+import { journaledResponseHeaders } from '../credentials.js';
 import { HttpError, InvalidKeyError, KeyReusedError, RequestRefusedError, type OncelyError, type OperationRef } from '../errors.js';
 import { parseProblem } from '../errors/message-text.js';
 import type { StoredResult } from '../journal/types.js';
