@@ -64,6 +64,30 @@ export function invalid(res: Response, detail: string): void {
 }
 
 /**
+ * Whether the request asks the handler to fail as an unavailable upstream would (the
+ * `x-bench-fault` header): how `oncely conform --fault-header` checks that a transient answer
+ * is not stored. The handler answers `503` itself, as an app whose PSP is down does.
+ *
+ * @example
+ * ```ts
+ * if (upstreamDown(req)) return unavailable(res);
+ * ```
+ */
+export const upstreamDown = (req: Request): boolean => req.get('x-bench-fault') !== undefined;
+
+/**
+ * The handler's `503` when {@link upstreamDown}.
+ *
+ * @example
+ * ```ts
+ * if (upstreamDown(req)) return unavailable(res);
+ * ```
+ */
+export function unavailable(res: Response): void {
+  res.status(503).set('retry-after', '1').json({ error: 'upstream unavailable' });
+}
+
+/**
  * Express with no idempotency layer: the cost floor of the Express peers.
  *
  * @example
@@ -124,6 +148,7 @@ export async function nodeIdempotency(ctx: PeerContext, storage: 'memory' | 'red
     }
     const input = parsePayment(req.body);
     if (typeof input === 'string') return invalid(res, input);
+    if (upstreamDown(req)) return unavailable(res);
     const payment = await runPayment(input, ctx.db, ctx.work);
     await idempotency.onResponse(params, { body: payment, additional: { status: 201 } });
     res.status(201).json(payment);
@@ -147,6 +172,7 @@ export function expressIdempotencyApp(ctx: PeerContext): express.Express {
     if (getSharedIdempotencyService().isHit(req)) return;
     const input = parsePayment(req.body);
     if (typeof input === 'string') return invalid(res, input);
+    if (upstreamDown(req)) return unavailable(res);
     res.status(201).json(await runPayment(input, ctx.db, ctx.work));
   });
   return app;
@@ -175,7 +201,11 @@ export async function powertools(ctx: PeerContext, validatePayload = true): Prom
     IdempotencyConfig['registerLambdaContext']
   >[0]);
   const pay = makeIdempotent(
-    async (event: { key: string; body: PaymentInput }) => runPayment(event.body, ctx.db, ctx.work),
+    async (event: { key: string; body: PaymentInput; down: boolean }) => {
+      // A throw is how a Powertools handler fails: the record is deleted, the key freed.
+      if (event.down) throw new Error('upstream unavailable');
+      return runPayment(event.body, ctx.db, ctx.work);
+    },
     { persistenceStore, config, keyPrefix: ctx.namespace },
   );
   const app = baseApp(ctx);
@@ -185,10 +215,11 @@ export async function powertools(ctx: PeerContext, validatePayload = true): Prom
     const key = req.get('idempotency-key');
     if (!key) return invalid(res, 'Idempotency-Key is required');
     try {
-      res.status(201).json(await pay({ key, body: input }));
+      res.status(201).json(await pay({ key, body: input, down: upstreamDown(req) }));
     } catch (error) {
       if (error instanceof IdempotencyAlreadyInProgressError) res.status(409).json({ error: error.message });
       else if (error instanceof IdempotencyValidationError) res.status(422).json({ error: error.message });
+      else if (upstreamDown(req)) unavailable(res);
       else throw error;
     }
   });

@@ -12,7 +12,9 @@
  */
 import { existsSync } from 'node:fs';
 import { createClient } from '../client/create-client.js';
+import { nodeDigest } from '../digest.node.js';
 import { defaultJournalPath } from '../journal/default.node.js';
+import { recordDamage } from '../journal/integrity.js';
 import { sqliteJournal } from '../journal/sqlite.node.js';
 import { OperationState, SCOPE_NAME, isExpired, scopeOf, type DamagedRecord, type OperationRecord } from '../journal/types.js';
 import { parseCommandArgs, readDuration, reportParseFailure, tokenProblem, usageError, type ReadResult } from './args.js';
@@ -164,8 +166,12 @@ export async function pending(argv: readonly string[]): Promise<number> {
   try {
     const now = Date.now();
     const filter = scope.value === undefined ? {} : { scope: scope.value };
-    const rows = (await journal.list({ ...filter, state: OperationState.Pending })).map((record) => toRow(record, ttl.value, now));
-    const damaged = await journal.damaged(filter);
+    // The check resume() makes before sending (../journal/integrity.ts): a row it would refuse is listed as damaged.
+    const listed = await journal.list({ ...filter, state: OperationState.Pending });
+    const reasons = await Promise.all(listed.map((record) => recordDamage(record, nodeDigest)));
+    const rows = listed.filter((_, i) => reasons[i] === undefined).map((record) => toRow(record, ttl.value, now));
+    const refused = listed.flatMap((record, i) => (reasons[i] === undefined ? [] : [{ scope: record.scope, key: record.key, reason: reasons[i] as string }]));
+    const damaged = [...refused, ...(await journal.damaged(filter))];
     if (parsed.values.json === true) {
       console.log(JSON.stringify([...rows, ...damaged.map((row) => ({ ...row, state: 'damaged' }))], null, 2));
       return 0;

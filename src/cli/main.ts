@@ -20,6 +20,7 @@ const commands: Record<string, { readonly summary: string; readonly load: () => 
   upload: { summary: 'upload a CSV file, one idempotent POST per row', load: async () => (await import('./upload.js')).upload },
   pending: { summary: 'list the pending operations of a journal', load: async () => (await import('./journal-commands.js')).pending },
   resume: { summary: 'send the pending operations of a journal again', load: async () => (await import('./journal-commands.js')).resume },
+  conform: { summary: "check an HTTP endpoint's Idempotency-Key behaviour from the outside", load: async () => (await import('./conform.js')).conform },
 };
 
 function usage(): string {

@@ -20,6 +20,7 @@ import { isOncelyError } from '../errors.js';
 import { importPeer } from '../optional-peer.node.js';
 import { createReferenceApp, type ReferenceApp } from '../reference/app.js';
 import { createClients, parseClients } from '../reference/clients.js';
+import { answerClientError } from '../reference/client-error.node.js';
 import { createFaults } from '../reference/faults.js';
 import { createStaticFiles } from '../reference/static-files.node.js';
 import { nodeDigest } from '../digest.node.js';
@@ -48,6 +49,8 @@ const spec = {
     'recovery-interval': { type: 'string', value: 'DURATION', help: 'recovery worker sweep interval; 0 disables it (default 1s)' },
     'reaper-interval': { type: 'string', value: 'DURATION', help: 'reaper pass interval; 0 disables it (default 60s)' },
     grace: { type: 'string', value: 'DURATION', help: 'how long shutdown waits for requests in flight (default 10s)' },
+    metrics: { type: 'boolean', help: 'serve GET /metrics (global counters) to anyone who reaches the port (default: off)' },
+    'metrics-token': { type: 'string', value: 'TOKEN', help: 'serve GET /metrics only with Authorization: Bearer TOKEN (default $ONCELY_METRICS_TOKEN)' },
     quiet: { type: 'boolean', help: 'no per-request log lines' },
   },
 } as const satisfies CommandSpec<Record<string, OptionSpec>>;
@@ -134,6 +137,12 @@ export async function serve(argv: readonly string[]): Promise<number> {
   if (leaseMs < 100) return fail('--lease must be at least 100ms');
   if (ttlMs < leaseMs) return fail('--key-ttl must be at least the lease');
 
+  const metricsToken = values['metrics-token'] ?? process.env['ONCELY_METRICS_TOKEN'];
+  if (metricsToken !== undefined && !/^[\x21-\x7e]{16,}$/.test(metricsToken)) {
+    return fail('--metrics-token (or $ONCELY_METRICS_TOKEN) must be at least 16 printable ASCII characters without spaces');
+  }
+  const metrics = metricsToken !== undefined ? { token: metricsToken } : values.metrics === true ? 'open' : 'off';
+
   // Optional peers of the package: a missing one is named with its install command.
   let peers: { readonly listen: typeof listen; readonly pino: typeof Pino };
   try {
@@ -160,6 +169,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
       faults,
       leaseMs,
       ttlMs,
+      metrics,
       inFlightWaitMs: durations['in-flight-wait']!,
       // A crash fault is a real crash: no cleanup, no flush, exactly what a power cut leaves behind.
       crash: () => process.kill(process.pid, 'SIGKILL'),
@@ -201,6 +211,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
       resolve(started);
     });
     started.once('error', reject);
+    // A request Node's parser refuses (a CR or NUL in a header) gets problem+json, not a bare 400.
+    started.on('clientError', answerClientError);
   }).catch((error: unknown) => {
     console.error(`oncely serve: cannot listen: ${error instanceof Error ? error.message : String(error)}`);
     return undefined;
@@ -217,6 +229,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
     ttlMs,
     faults: app.faults.rules.length > 0 ? app.faults.rules.map((rule) => `${rule.kind}:${rule.target}:${rule.value}`) : undefined,
     clients: app.clients.ids,
+    metrics: typeof metrics === 'object' ? 'token' : metrics,
     msg:
       `${describeDb(db, values['pg-schema'])}; ` +
       (app.clients.demo

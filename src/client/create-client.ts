@@ -4,8 +4,9 @@
  *
  * @module
  */
-import { ErrorCode, ExpiredOperationError, KeyReusedError, OncelyError, type OperationRef } from '../errors.js';
-import { OperationState, isExpired, type Journal } from '../journal/types.js';
+import { ErrorCode, ExpiredOperationError, KeyReusedError, OncelyError, isOncelyError, type OperationRef } from '../errors.js';
+import { recordDamage } from '../journal/integrity.js';
+import { OperationState, isExpired, type DamagedRecord, type Journal, type OperationRecord } from '../journal/types.js';
 import type { FingerprintDigest } from '../fingerprint.js';
 import { newKey } from '../keys.js';
 import { outcomeOf } from './follow.js';
@@ -80,15 +81,17 @@ export interface Client {
   /**
    * This scope's unsettled operations, oldest first; `expired` ones will not be resent, and
    * those with `submittedAt: null` were only prepared (`resume()` does not send them). Rows that
-   * cannot be read come last, as `state: 'damaged'`.
+   * cannot be read, or no longer match their fingerprint or their scope's origin, come last, as
+   * `state: 'damaged'`.
    */
   pending(): Promise<PendingOperation[]>;
   /**
    * Sends every submitted pending operation of this scope again with its journaled key and bytes
    * and this client's current `headers`. Each one is claimed first, so processes sharing a
    * journal never send the same operation at once (a claim whose process has died is void at
-   * once on the same host); expired ones are reported, not sent; damaged rows are reported and
-   * left alone. Operations that were only prepared, never sent, are not touched (nor reported).
+   * once on the same host); expired ones are reported, not sent; damaged rows (unreadable, or
+   * whose method, URL or body no longer match their fingerprint) are reported and left alone.
+   * Operations that were only prepared, never sent, are not touched (nor reported).
    */
   resume(options?: ResumeOptions): Promise<ResumeOutcome[]>;
   /** Stops operations in flight (they stay pending) and closes a journal the client created. */
@@ -150,22 +153,24 @@ export function buildClient(
       (await journalOperation(method, path, requestOptions, true)).send<T>();
 
   const resumeOne = async (key: string, signal: AbortSignal | undefined, follow: boolean): Promise<ResumeOutcome> => {
-    const record = await journal.get(resolved.scope, key);
-    if (record === undefined || record.state !== OperationState.Pending) return { key, state: 'skipped' };
-    const ref: OperationRef = { method: record.method, url: record.url, key };
-    if (isExpired(record, resolved.keyTtlMs)) {
-      return { key, state: 'expired', error: new ExpiredOperationError(ref, record.createdAt, resolved.keyTtlMs) };
-    }
-    // Claimed here, not only inside send(), so that an operation another process is sending
-    // is skipped rather than waited for, unless the caller asked to follow it: send() then waits
-    // for the claim like any other.
-    if (!follow && !engine.inflight.has(key) && !(await journal.claim(resolved.scope, key, resolved.ownerId, resolved.claimTtlMs))) {
-      return { key, state: 'skipped' };
-    }
     try {
+      const record = await journal.get(resolved.scope, key);
+      if (record === undefined || record.state !== OperationState.Pending) return { key, state: 'skipped' };
+      const ref: OperationRef = { method: record.method, url: record.url, key };
+      if (isExpired(record, resolved.keyTtlMs)) {
+        return { key, state: 'expired', error: new ExpiredOperationError(ref, record.createdAt, resolved.keyTtlMs) };
+      }
+      // Claimed here, not only inside send(), so that an operation another process is sending
+      // is skipped rather than waited for, unless the caller asked to follow it: send() then
+      // waits for the claim like any other.
+      if (!follow && !engine.inflight.has(key) && !(await journal.claim(resolved.scope, key, resolved.ownerId, resolved.claimTtlMs))) {
+        return { key, state: 'skipped' };
+      }
       const result = await createOperation(engine, ref, {}, signal, snapshotOf(ref, record, resolved.keyTtlMs)).send(signal ? { signal } : {});
       return { key, state: 'succeeded', result };
     } catch (error) {
+      // A row damaged since resume() listed it: reported like the others, and the rest go on.
+      if (isOncelyError(error, ErrorCode.Journal) && error.damaged !== undefined) return { key, state: 'damaged', reason: error.damaged.reason };
       // A 401 or 403 settled nothing: the operation is still resumable with other credentials; nor
       // did a refused request that had been sent before. Anything else that is not about this
       // operation (a broken journal, a closed client): stop.
@@ -173,6 +178,22 @@ export function buildClient(
       if (state === undefined) throw error;
       return { key, state, error: error as OncelyError };
     }
+  };
+
+  // The scope's pending records, those that fail the journal check (../journal/integrity.ts)
+  // moved to the damaged rows the journal itself could not read.
+  const readPending = async (): Promise<{ records: OperationRecord[]; damaged: DamagedRecord[] }> => {
+    const listed = await journal.list({ scope: resolved.scope, state: OperationState.Pending });
+    const reasons = await Promise.all(listed.map((record) => recordDamage(record, resolved.digest)));
+    const records: OperationRecord[] = [];
+    const damaged: DamagedRecord[] = [];
+    listed.forEach((record, index) => {
+      const reason = reasons[index];
+      if (reason === undefined) records.push(record);
+      else damaged.push({ scope: record.scope, key: record.key, reason });
+    });
+    damaged.push(...(await journal.damaged({ scope: resolved.scope })));
+    return { records, damaged };
   };
 
   return {
@@ -186,8 +207,7 @@ export function buildClient(
     async pending() {
       engine.assertOpen();
       const now = Date.now();
-      const records = await journal.list({ scope: resolved.scope, state: OperationState.Pending });
-      const damaged = await journal.damaged({ scope: resolved.scope });
+      const { records, damaged } = await readPending();
       const unsettled: PendingOperation[] = records.map((record) => ({
         method: record.method,
         url: record.url,
@@ -202,8 +222,7 @@ export function buildClient(
     },
     async resume(resumeOptions = {}) {
       engine.assertOpen();
-      const pendingRecords = await journal.list({ scope: resolved.scope, state: OperationState.Pending });
-      const damaged = await journal.damaged({ scope: resolved.scope });
+      const { records: pendingRecords, damaged } = await readPending();
       const keys = pendingRecords.filter((record) => record.submittedAt !== null).map((record) => record.key);
       const outcomes: ResumeOutcome[] = new Array<ResumeOutcome>(keys.length);
       let next = 0;

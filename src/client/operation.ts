@@ -27,6 +27,7 @@
  */
 import pRetry, { AbortError } from 'p-retry';
 import { ExpiredOperationError, JournalError, RequestRefusedError, type OncelyError, type OperationRef } from '../errors.js';
+import { recordDamage } from '../journal/integrity.js';
 import { OperationState, isExpired, type OperationRecord, type StoredResult } from '../journal/types.js';
 import { sendAttempt, type AttemptReport, type ResponseReport } from './attempt.js';
 import type { OperationSnapshot } from './follow.js';
@@ -89,6 +90,20 @@ async function loadRecord(options: ResolvedOptions, ref: OperationRef): Promise<
 }
 
 /**
+ * Throws a `JournalError` naming the row (`damaged` set) when the record is not what its
+ * fingerprint says, or left the client's origin (see `../journal/integrity.ts`): nothing of it is sent.
+ */
+async function assertIntact(options: ResolvedOptions, ref: OperationRef, record: OperationRecord): Promise<void> {
+  // Checked against the client's own scope: a journal handing back another scope's row gets it refused.
+  const reason = await recordDamage(record, options.digest, options.scope);
+  if (reason === undefined) return;
+  throw new JournalError(`${ref.method} ${ref.url} (Idempotency-Key ${ref.key}) was not sent: its journal row is damaged: ${reason}`, {
+    hint: 'it is left as it is; client.pending() lists it',
+    damaged: { scope: record.scope, key: record.key, reason },
+  });
+}
+
+/**
  * Runs one attempt chain of `ref` to its end (internal); `track` hears each state it passes.
  *
  * @internal
@@ -109,16 +124,13 @@ export async function runChain(
   // or only prepared (resume() never sends those). A submitted record may have been sent by a
   // process that died before it could count the attempt (`attempts` counts answered ones).
   const untouched = fresh !== undefined || record.submittedAt === null;
+  // Bytes read back are checked before they are sent (and before the row is written to): the
+  // retries below send this checked record from memory. One the call just built needs none.
+  if (fresh === undefined) await assertIntact(options, ref, record);
   if (isExpired(record, options.keyTtlMs)) throw new ExpiredOperationError(ref, record.createdAt, options.keyTtlMs);
   // From here on the caller has asked for it: a crash before or during the first attempt must
   // leave it for resume(), which skips operations that were only prepared.
   if (record.submittedAt === null) await journal.update(scope, ref.key, { submittedAt: Date.now() });
-  // A record is only ever sent to the client's own origin, with the client's headers.
-  if (new URL(record.url).origin !== options.origin) {
-    throw new JournalError(`${ref.method} ${ref.url} (Idempotency-Key ${ref.key}) is outside this client's origin ${options.origin}; not sent`, {
-      hint: 'the journal row was changed by hand; resume it with a client of its origin',
-    });
-  }
   const started = Date.now();
   let attempts = record.attempts;
   // Claims are refreshed at every attempt; this keeps them alive through long Retry-After waits.

@@ -4,8 +4,9 @@
  *
  * @module
  */
+import { isCredentialName } from '../credentials.js';
 import { OncelyError, ErrorCode } from '../errors.js';
-import { JOURNALED_HEADERS, SCOPE_NAME, scopeOf, type Journal } from '../journal/types.js';
+import { JOURNALED_HEADERS, NEVER_JOURNALED_HEADERS, SCOPE_NAME, scopeOf, type Journal } from '../journal/types.js';
 import { DEFAULT_NAMESPACE } from '../keys.js';
 import { defaultDigest, type FingerprintDigest } from '../fingerprint.js';
 import type { AttemptEvent, RetryEvent, SettledEvent, UnansweredEvent } from './results.js';
@@ -93,8 +94,9 @@ export interface ClientOptions extends ClientHooks {
   readonly headers?: Readonly<Record<string, string>> | (() => Readonly<Record<string, string>> | Promise<Readonly<Record<string, string>>>);
   /**
    * Further request headers (lower- or upper-case names) that may be written to the journal and
-   * resent from it on `resume()`, besides `content-type` and `accept`. Name only headers that
-   * hold no secret.
+   * resent from it on `resume()`, besides `content-type` and `accept`. A name that holds a
+   * credential word (`authorization`, `cookie`, `x-api-key`, `x-csrf-token`, …; the rule of
+   * `allowCredentialsInQuery`) is refused: credentials are never journaled.
    * @default []
    * @example
    * ```ts
@@ -103,12 +105,19 @@ export interface ClientOptions extends ClientHooks {
    */
   readonly journalHeaders?: readonly string[];
   /**
-   * Query strings are part of the request and are journaled. A query parameter named like a
-   * credential (`access_token`, `token`, `api_key`, `key`, `signature`, …) is refused at
-   * `prepare()` unless this is `true`.
+   * Query strings are part of the request and are journaled. A query parameter whose name holds
+   * a credential word (token, secret, key, pass, auth, sig, credential, session, cookie, jwt, …:
+   * `access_token`, `api_token`, `private_token`, `passphrase`, `X-Amz-Signature`) or whose value
+   * is a JWT is refused at `prepare()`, before anything is journaled or sent, unless named here
+   * (case-insensitive), or unless this is `true` (every parameter). A `#fragment` is never
+   * journaled.
    * @default false
+   * @example
+   * ```ts
+   * createClient({ baseUrl, allowCredentialsInQuery: ['sort_key'] }); // ?sort_key=… is no secret
+   * ```
    */
-  readonly allowCredentialsInQuery?: boolean;
+  readonly allowCredentialsInQuery?: boolean | readonly string[];
   /**
    * Where operations are kept from before their first attempt until they settle. Required in
    * the neutral `oncely` entry; `oncely/node` and `oncely/browser` default to a durable journal.
@@ -175,7 +184,8 @@ export interface ResolvedOptions {
   readonly headers: () => Promise<Record<string, string>>;
   /** Header names that may be journaled: {@link JOURNALED_HEADERS} and `journalHeaders`. */
   readonly journalHeaders: ReadonlySet<string>;
-  readonly allowCredentialsInQuery: boolean;
+  /** `true`, or the parameter names (lower-case) opted in. */
+  readonly allowCredentialsInQuery: true | ReadonlySet<string>;
   readonly journal: Journal;
   readonly retry: ResolvedRetryOptions;
   readonly keyTtlMs: number;
@@ -191,8 +201,15 @@ export interface ResolvedOptions {
   readonly digest: FingerprintDigest;
 }
 
-/** Headers `journalHeaders` may not name: credentials, and the key (journaled on its own). */
-const NEVER_JOURNALED: ReadonlySet<string> = new Set(['authorization', 'cookie', 'proxy-authorization', 'idempotency-key']);
+/** `allowCredentialsInQuery` resolved: `true`, or the opted-in names in lower case. */
+function allowedInQuery(option: ClientOptions['allowCredentialsInQuery']): true | ReadonlySet<string> {
+  if (option === true) return true;
+  if (option === undefined || option === false) return new Set();
+  if (!Array.isArray(option) || !option.every((name) => typeof name === 'string')) {
+    throw new OncelyError(ErrorCode.Config, 'createClient: allowCredentialsInQuery must be true, false or a list of query parameter names');
+  }
+  return new Set(option.map((name) => name.toLowerCase()));
+}
 
 /**
  * Resolves the options once. `journal` falls back to `defaultJournal` (the platform entries'
@@ -237,7 +254,7 @@ export function normalizeOptions(
       "createClient: no journal. Pass `journal: memoryJournal()` (pending operations are lost on exit), or import createClient from 'oncely/node' (SQLite) or 'oncely/browser' (IndexedDB) for a durable default",
     );
   }
-  const secret = (options.journalHeaders ?? []).find((name) => NEVER_JOURNALED.has(name.toLowerCase()));
+  const secret = (options.journalHeaders ?? []).find((name) => NEVER_JOURNALED_HEADERS.has(name.toLowerCase()) || isCredentialName(name));
   if (secret !== undefined) {
     throw new OncelyError(ErrorCode.Config, `createClient: journalHeaders may not name ${JSON.stringify(secret)}: credentials are never written to the journal`);
   }
@@ -260,7 +277,7 @@ export function normalizeOptions(
     scope: scopeOf(base, options.scope),
     headers,
     journalHeaders: new Set([...JOURNALED_HEADERS, ...(options.journalHeaders ?? []).map((name) => name.toLowerCase())]),
-    allowCredentialsInQuery: options.allowCredentialsInQuery ?? false,
+    allowCredentialsInQuery: allowedInQuery(options.allowCredentialsInQuery),
     journal,
     retry: normalizeRetryOptions(options.retry),
     keyTtlMs: nonNegative('keyTtlMs', options.keyTtlMs ?? 86_400_000),

@@ -4,8 +4,9 @@
  *
  * @module
  */
+import { queryCredential } from '../credentials.js';
 import { ErrorCode, InvalidKeyError, OncelyError } from '../errors.js';
-import { fingerprintInput } from '../fingerprint.js';
+import { journaledFingerprintInput } from '../journal/integrity.js';
 import type { NewOperation } from '../journal/types.js';
 import { deriveKey, isValidKey, newKey } from '../keys.js';
 import type { ResolvedOptions } from './options.js';
@@ -50,13 +51,6 @@ export interface PreparedRequest {
   /** Headers of this call outside the allow-list: sent with every attempt in this process, never journaled. */
   readonly unjournaled: Readonly<Record<string, string>>;
 }
-
-/**
- * Query parameters that carry secrets by convention (OAuth's `access_token`, signed URLs'
- * `signature`, API keys): a query string is journaled, so such a parameter is refused unless
- * the client opts in with `allowCredentialsInQuery`.
- */
-const CREDENTIAL_QUERY = /^(access[-_]?token|id[-_]?token|refresh[-_]?token|token|auth|authorization|api[-_]?key|apikey|key|secret|client[-_]?secret|password|passwd|pwd|session|session[-_]?id|sig|signature|x-amz-signature|x-amz-credential|x-amz-security-token|x-goog-signature|x-goog-credential)$/i;
 
 /**
  * Checks that `headers` can be sent by fetch at all (values without CR/LF/NUL, names that are
@@ -118,16 +112,19 @@ export async function prepareRequest(
   if (url.origin !== resolved.origin) {
     throw new OncelyError(ErrorCode.Config, `${verb} ${url.href}: outside this client's origin ${resolved.origin}; nothing was journaled or sent`);
   }
-  if (!resolved.allowCredentialsInQuery) {
-    const secret = [...url.searchParams.keys()].find((name) => CREDENTIAL_QUERY.test(name));
-    if (secret !== undefined) {
-      throw new OncelyError(
-        ErrorCode.Config,
-        `${verb} ${url.origin}${url.pathname}: the query parameter ${JSON.stringify(secret)} looks like a credential and the journal keeps query strings; ` +
-          'send it as a header, or set allowCredentialsInQuery: true. Nothing was journaled or sent',
-      );
-    }
+  // A query string is journaled: a parameter named like a credential, or holding a JWT, is
+  // refused unless opted in (see credentials.ts for the rule).
+  const secret = resolved.allowCredentialsInQuery === true ? undefined : queryCredential(url, resolved.allowCredentialsInQuery);
+  if (secret !== undefined) {
+    throw new OncelyError(
+      ErrorCode.Config,
+      `${verb} ${url.origin}${url.pathname}: the query parameter ${JSON.stringify(secret)} looks like a credential and the journal keeps query strings; ` +
+        `send it as a header, or name it in allowCredentialsInQuery (['${secret}']). Nothing was journaled or sent`,
+    );
   }
+  // A fragment is never sent (fetch drops it) and may hold a token (OAuth's implicit flow): it
+  // is not journaled either.
+  url.hash = '';
   const callHeaders = lowerCase(options.headers);
   const headers = { ...(await resolved.headers()), ...callHeaders };
   if ('idempotency-key' in headers) {
@@ -169,9 +166,8 @@ export async function prepareRequest(
   for (const [name, value] of Object.entries(callHeaders)) {
     if (!resolved.journalHeaders.has(name)) unjournaled[name] = value;
   }
-  // Without a content-type, fetch sends a string body as text/plain: fingerprint it as the server will.
-  const contentType = journaled['content-type'] ?? 'text/plain;charset=UTF-8';
-  const fp = await resolved.digest(fingerprintInput(verb, url.pathname + url.search, body, { contentType }));
+  // The journal check (recordDamage) recomputes it from the journaled record alone.
+  const fp = await resolved.digest(journaledFingerprintInput(verb, url, journaled, body));
   return {
     operation: { scope: resolved.scope, key, method: verb, url: url.href, headers: journaled, body, fingerprint: fp },
     unjournaled,

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { journaledResponseHeaders } from '../credentials.js';
 import { HttpError, InvalidKeyError, KeyReusedError, RequestRefusedError, type OncelyError, type OperationRef } from '../errors.js';
 import { parseProblem } from '../errors/message-text.js';
 import type { StoredResult } from '../journal/types.js';
@@ -215,17 +216,14 @@ export function parseData(body: string, headers: Readonly<Record<string, string>
   return body;
 }
 
-/** Response headers that carry credentials: a session set by the server is as secret as a token. */
-const RESPONSE_CREDENTIAL_HEADERS: ReadonlySet<string> = new Set(['set-cookie', 'set-cookie2']);
-
 /**
- * The response as it may be journaled: credential headers dropped, body cut to `maxBytes`.
+ * The response as it may be journaled: only allow-listed headers kept (see
+ * `JOURNALED_RESPONSE_HEADERS`), body cut to `maxBytes`.
  *
  * @internal
  */
 export function toStorable(live: StoredResult, maxBytes: number): StoredResult {
-  const headers = Object.fromEntries(Object.entries(live.headers).filter(([name]) => !RESPONSE_CREDENTIAL_HEADERS.has(name)));
-  return { ...live, headers, body: capText(live.body, maxBytes) };
+  return { ...live, headers: journaledResponseHeaders(live.headers), body: capText(live.body, maxBytes) };
 }
 
 /**

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import type { DamagedRecord } from '../journal/types.js';
 import { ErrorCode, OncelyError } from './oncely-error.js';
 
 /**
@@ -22,11 +23,20 @@ export class JournalError extends OncelyError {
   readonly path: string | undefined;
   /** What the caller can do about it. */
   readonly hint: string;
+  /**
+   * The one row the error is about, when only that row is damaged (it is never sent; the other
+   * operations of the journal can still be used), else `undefined`.
+   */
+  readonly damaged: DamagedRecord | undefined;
 
-  constructor(message: string, details: { readonly path?: string | undefined; readonly hint: string; readonly cause?: unknown }) {
+  constructor(
+    message: string,
+    details: { readonly path?: string | undefined; readonly hint: string; readonly cause?: unknown; readonly damaged?: DamagedRecord },
+  ) {
     const where = details.path === undefined ? '' : ` (${details.path})`;
     super(ErrorCode.Journal, `${message}${where}: ${details.hint}`, { cause: details.cause });
     this.path = details.path;
     this.hint = details.hint;
+    this.damaged = details.damaged;
   }
 }

@@ -75,6 +75,11 @@ export function ensureJournalFile(path: string): void {
   }
 }
 
-function isInMemory(path: string): boolean {
+/**
+ * Whether `path` names an in-memory SQLite database (no file, nothing beside it).
+ *
+ * @internal
+ */
+export function isInMemory(path: string): boolean {
   return path === ':memory:' || path.startsWith('file::memory:');
 }

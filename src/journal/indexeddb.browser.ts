@@ -98,6 +98,7 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
     throw new JournalError(`the journal row for Idempotency-Key ${read.damaged.key} is damaged: ${read.damaged.reason}`, {
       path: dbName,
       hint: 'it is left as it is; client.pending() lists it',
+      damaged: read.damaged,
     });
   };
 

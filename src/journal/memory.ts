@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { compositeId } from '../composite-id.js';
 import {
   OperationState,
   type Journal,
@@ -30,10 +31,10 @@ interface Claim {
  * ```
  */
 export function memoryJournal(): Journal {
-  // Keyed by scope and key: no idempotency key holds a space, so the pair is unambiguous.
+  // Keyed by scope and key, length-prefixed: no pair can spell another's identity.
   const records = new Map<string, OperationRecord>();
   const claims = new Map<string, Claim>();
-  const id = (scope: string, key: string): string => `${scope} ${key}`;
+  const id = (scope: string, key: string): string => compositeId(scope, key);
   let closed = false;
 
   const open = (): void => {

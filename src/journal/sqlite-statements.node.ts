@@ -113,6 +113,8 @@ export interface Statements {
   readonly claim: Named;
   readonly release: Database.Statement<[string, string, string]>;
   readonly prune: Database.Statement<[number]>;
+  /** Adds to the count of operations written (see `sqlite-mark.node.ts`); returns the new count. */
+  readonly written: Database.Statement<[number], { operations_written: number }>;
 }
 
 /** Prepares the journal's statements on `db` (the schema must be current). */
@@ -177,5 +179,8 @@ export function statements(db: Database.Database): Statements {
       'UPDATE oncely_operations SET claim_owner = NULL, claimed_until = NULL, claim_process = NULL WHERE scope = ? AND key = ? AND claim_owner = ?',
     ),
     prune: db.prepare<[number]>("DELETE FROM oncely_operations WHERE state <> 'pending' AND updated_at < ?"),
+    written: db.prepare<[number], { operations_written: number }>(
+      'UPDATE oncely_meta SET operations_written = operations_written + ? WHERE id = 1 RETURNING operations_written',
+    ),
   };
 }

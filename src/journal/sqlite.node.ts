@@ -23,12 +23,26 @@ import {
   replacesRefused,
 } from './types.js';
 import { isProvablyDead, thisProcess } from './process-owner.node.js';
-import { defaultJournalPath, ensureJournalFile } from './default.node.js';
+import { defaultJournalPath, ensureJournalFile, isInMemory } from './default.node.js';
 import { prepareSchema } from './sqlite-schema.node.js';
 import { journalErrorFrom, schemaError, closedError } from './sqlite-errors.node.js';
 import { DRIVER_BUSY_TIMEOUT_MS } from '../sqlite/busy.node.js';
 import { groupCommit, type CallKind } from '../sqlite/group-commit.node.js';
 import { readRow, statements, type Row, type Statements } from './sqlite-statements.node.js';
+import { openMark, type WriteMark } from './sqlite-mark.node.js';
+
+/** An open file: its connection, its statements, and its high-water mark (none in memory). */
+interface Connection {
+  readonly db: Database.Database;
+  readonly sql: Statements;
+  readonly mark: WriteMark | undefined;
+}
+
+/** A call's result and, when it wrote operations, the count of operations written after it. */
+interface Counted<T> {
+  readonly value: T;
+  readonly written: number | undefined;
+}
 
 /**
  * How much a committed journal write survives.
@@ -133,6 +147,9 @@ export interface SqliteJournal extends Journal {
  * Creates a journal in a SQLite file (better-sqlite3, WAL). The file is opened on first use;
  * a damaged, locked, foreign or newer-version file makes that call reject with a
  * `JournalError` naming the path and what to do — the file itself is never reset or deleted.
+ * So does a file that no longer holds every operation it wrote (a damaged or cut-short `-wal`):
+ * the count of operations written is kept in a `<path>-mark` file beside it, see
+ * `sqlite-mark.node.ts`.
  *
  * @example
  * ```ts
@@ -149,12 +166,12 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
   const durability = options.durability ?? Durability.Process;
   const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
   const verifyOnOpen = options.verifyOnOpen ?? true;
-  let connection: { readonly db: Database.Database; readonly sql: Statements } | undefined;
+  let connection: Connection | undefined;
   let closed = false;
 
   // Opened lazily, so creating a client never touches the disk, and retried on the next call
   // after a failure: a lock held by another process is usually temporary.
-  const open = (): { readonly db: Database.Database; readonly sql: Statements } => {
+  const open = (): Connection => {
     if (closed) throw closedError(path);
     if (connection) return connection;
     let db: Database.Database | undefined;
@@ -173,7 +190,9 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
       const problem = prepareSchema(db);
       if (problem) throw schemaError(path, problem);
       db.pragma('journal_mode = WAL');
-      connection = { db, sql: statements(db) };
+      // Before any write: a write would go over the WAL frames a loss report keeps.
+      const mark = isInMemory(path) ? undefined : openMark(db, path);
+      connection = { db, sql: statements(db), mark };
       return connection;
     } catch (error) {
       db?.close();
@@ -195,10 +214,21 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
     throw new JournalError(`the journal row for Idempotency-Key ${row.key} (${row.scope}) is damaged: ${read.damaged.reason}`, {
       path,
       hint: 'it is left as it is; `oncely pending` lists it. Inspect the file with sqlite3, or delete the row yourself',
+      damaged: read.damaged,
     });
   };
   const rowsOf = (sql: Statements, state: OperationState | 'any', scope: string | undefined): IterableIterator<Row> =>
     sql.list[state].iterate({ scope: scope ?? null });
+
+  // Counts the operations a call wrote, in its transaction; the mark follows once it committed.
+  const counted = (sql: Statements, outcomes: PutOutcome[]): Counted<PutOutcome[]> => {
+    const created = outcomes.filter((outcome) => outcome.created).length;
+    return { value: outcomes, written: created === 0 ? undefined : sql.written.get(created)?.operations_written };
+  };
+  const marked = <T>(result: Counted<T>): T => {
+    if (result.written !== undefined) connection?.mark?.advance(result.written);
+    return result.value;
+  };
 
   const insert = (sql: Statements, operation: NewOperation, now: number): PutOutcome => {
     const record = newRecord(operation, now);
@@ -226,14 +256,17 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
     kind: 'sqlite',
     path,
     durability,
-    put(operation) {
-      return run('write', (sql) => insert(sql, operation, Date.now()));
+    async put(operation) {
+      const [outcome] = marked(await run('write', (sql) => counted(sql, [insert(sql, operation, Date.now())])));
+      return outcome as PutOutcome;
     },
-    putMany(operations) {
-      return run('atomic', (sql) => {
-        const now = Date.now();
-        return operations.map((operation) => insert(sql, operation, now));
-      });
+    async putMany(operations) {
+      return marked(
+        await run('atomic', (sql) => {
+          const now = Date.now();
+          return counted(sql, operations.map((operation) => insert(sql, operation, now)));
+        }),
+      );
     },
     get(scope, key) {
       return run('read', (sql) => {
@@ -313,6 +346,7 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
       closed = true;
       const current = connection;
       connection = undefined;
+      current?.mark?.close();
       current?.db.close();
     },
   };

@@ -114,7 +114,9 @@ export interface ListFilter {
 
 /**
  * A stored row that cannot be read as an {@link OperationRecord} (damaged by hand, by a disk,
- * by another program). It is reported, never deleted, and never stops the other rows from working.
+ * by another program), or that the client refuses to send because it no longer matches its
+ * fingerprint or its scope's origin (see `integrity.ts`). It is reported, never deleted, never
+ * sent, and never stops the other rows from working.
  */
 export interface DamagedRecord {
   /** The row's scope, when that much could be read. */
@@ -234,6 +236,13 @@ export function replacesRefused(existing: OperationRecord, operation: NewOperati
 export const JOURNALED_HEADERS: ReadonlySet<string> = new Set(['content-type', 'accept']);
 
 /**
+ * Headers no journal row may hold, whatever the client's `journalHeaders`: credentials, and the
+ * key (journaled on its own). `journalHeaders` may not name them, and a row read back with one
+ * is damaged, never sent: it would stand in for the resuming client's own credentials.
+ */
+export const NEVER_JOURNALED_HEADERS: ReadonlySet<string> = new Set(['authorization', 'cookie', 'proxy-authorization', 'idempotency-key']);
+
+/**
  * The scope of a client: the origin of its `baseUrl`, plus `#name` when it was given a `scope`
  * name. Records of one scope are invisible to clients of another.
  *
@@ -246,6 +255,20 @@ export const JOURNALED_HEADERS: ReadonlySet<string> = new Set(['content-type', '
 export function scopeOf(baseUrl: string | URL, name?: string): string {
   const { origin } = typeof baseUrl === 'string' ? new URL(baseUrl) : baseUrl;
   return name === undefined ? origin : `${origin}#${name}`;
+}
+
+/**
+ * The origin a scope's records may be sent to: the scope without its `#name` (an origin holds no
+ * `#`). Keep in step with {@link scopeOf}.
+ *
+ * @example
+ * ```ts
+ * scopeOrigin('https://api.example.com#payroll'); // 'https://api.example.com'
+ * ```
+ */
+export function scopeOrigin(scope: string): string {
+  const hash = scope.indexOf('#');
+  return hash === -1 ? scope : scope.slice(0, hash);
 }
 
 /** What a scope name may hold: an application's name, not a place for data. */

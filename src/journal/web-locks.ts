@@ -7,6 +7,8 @@
  * @module
  * @internal
  */
+import { compositeId } from '../composite-id.js';
+
 /**
  * The part of the Web Locks API the journal uses (`navigator.locks` satisfies it).
  *
@@ -58,34 +60,50 @@ export function webLockClaims(locks: LockRequester, scope: string): WebLockClaim
     return timer;
   };
 
+  const acquireNow = async (key: string, owner: string, ttlMs: number): Promise<boolean> => {
+    const mine = held.get(key);
+    // Expiry is judged by the clock, like the lease records, not by whether the timer ran yet.
+    if (mine && mine.owner !== owner && mine.until <= Date.now()) await drop(key);
+    else if (mine) {
+      if (mine.owner !== owner) return false;
+      clearTimeout(mine.timer);
+      mine.until = Date.now() + ttlMs;
+      mine.timer = arm(key, ttlMs);
+      return true;
+    }
+    let gone: Promise<unknown> = Promise.resolve();
+    const release = await new Promise<(() => void) | null>((resolve, reject) => {
+      gone = locks
+        .request(`oncely-journal:${compositeId(scope, key)}`, { ifAvailable: true }, (lock) => {
+          if (!lock) {
+            resolve(null);
+            return undefined;
+          }
+          // The lock is held until this promise settles, i.e. until `release` is called.
+          return new Promise<void>((settle) => resolve(() => settle()));
+        })
+        .catch(reject);
+    });
+    if (!release) return false;
+    held.set(key, { owner, release, gone, until: Date.now() + ttlMs, timer: arm(key, ttlMs) });
+    return true;
+  };
+
+  // One acquisition per key at a time in this tab. Two at once (an attempt's claim and the
+  // keep-alive's, both by one owner) would otherwise both ask the lock manager, and the second
+  // would find the lock taken, by its own owner, and answer false.
+  const acquiring = new Map<string, Promise<boolean>>();
+
   return {
     async acquire(key, owner, ttlMs) {
-      const mine = held.get(key);
-      // Expiry is judged by the clock, like the lease records, not by whether the timer ran yet.
-      if (mine && mine.owner !== owner && mine.until <= Date.now()) await drop(key);
-      else if (mine) {
-        if (mine.owner !== owner) return false;
-        clearTimeout(mine.timer);
-        mine.until = Date.now() + ttlMs;
-        mine.timer = arm(key, ttlMs);
-        return true;
+      for (let busy = acquiring.get(key); busy !== undefined; busy = acquiring.get(key)) await busy.catch(() => undefined);
+      const attempt = acquireNow(key, owner, ttlMs);
+      acquiring.set(key, attempt);
+      try {
+        return await attempt;
+      } finally {
+        if (acquiring.get(key) === attempt) acquiring.delete(key);
       }
-      let gone: Promise<unknown> = Promise.resolve();
-      const release = await new Promise<(() => void) | null>((resolve, reject) => {
-        gone = locks
-          .request(`oncely-journal:${scope}:${key}`, { ifAvailable: true }, (lock) => {
-            if (!lock) {
-              resolve(null);
-              return undefined;
-            }
-            // The lock is held until this promise settles, i.e. until `release` is called.
-            return new Promise<void>((settle) => resolve(() => settle()));
-          })
-          .catch(reject);
-      });
-      if (!release) return false;
-      held.set(key, { owner, release, gone, until: Date.now() + ttlMs, timer: arm(key, ttlMs) });
-      return true;
     },
     async release(key, owner) {
       if (owner === undefined || held.get(key)?.owner === owner) await drop(key);

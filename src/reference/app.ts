@@ -26,6 +26,9 @@ import { createRiskSystem } from './risk.js';
 import { createRoutes } from './routes.js';
 import { referenceSchema } from './schema.js';
 
+/** Who may read `/metrics`: see {@link ReferenceAppOptions.metrics}. */
+export type MetricsAccess = 'off' | 'open' | { readonly token: string };
+
 /** Options of {@link createReferenceApp}. */
 export interface ReferenceAppOptions {
   /** The key store; the app's own tables are created in it too. The app closes it in `close()`. */
@@ -62,6 +65,13 @@ export interface ReferenceAppOptions {
    * @default 65536
    */
   readonly maxBodyBytes?: number | undefined;
+  /**
+   * Who may read `GET /metrics` (global counters of every caller's requests): `'off'` answers 404,
+   * `'open'` anyone who reaches the port, `{ token }` only a request with
+   * `Authorization: Bearer <token>` (a scraper's own token, not a caller's).
+   * @default 'off'
+   */
+  readonly metrics?: MetricsAccess | undefined;
   /**
    * Recovery worker interval, ms (the worker runs only after `start()`).
    * @default 1000
@@ -186,6 +196,10 @@ export function createReferenceApp(options: ReferenceAppOptions): ReferenceApp {
   // A failed migration surfaces through `ready` and every request; never as an unhandled rejection.
   ready.catch(() => undefined);
 
+  const metricsAccess = options.metrics ?? 'off';
+  if (typeof metricsAccess === 'object' && !(typeof metricsAccess.token === 'string' && metricsAccess.token.length > 0)) {
+    throw new TypeError('createReferenceApp: metrics.token must be a non-empty string');
+  }
   let draining = false;
   let active = 0;
 
@@ -197,7 +211,10 @@ export function createReferenceApp(options: ReferenceAppOptions): ReferenceApp {
       await store.transaction((tx) => tx.get('SELECT 1 AS ok'));
       return jsonResponse(200, { status: 'ok', store: store.dialect });
     }
-    if (method === 'GET' && url.pathname === '/metrics') {
+    if (method === 'GET' && url.pathname === '/metrics' && metricsAccess !== 'off') {
+      if (metricsAccess !== 'open' && !sameSecret(request.headers.get('authorization') ?? '', `Bearer ${metricsAccess.token}`)) {
+        return problem(ProblemType.Unauthorized, 'GET /metrics needs the metrics token: Authorization: Bearer <token>', { 'www-authenticate': 'Bearer' });
+      }
       return new Response(metrics.render(), { headers: { 'content-type': 'text/plain; version=0.0.4' } });
     }
     if (url.pathname.startsWith('/v1/')) {
@@ -255,4 +272,11 @@ export function createReferenceApp(options: ReferenceAppOptions): ReferenceApp {
       return unfinished;
     },
   };
+}
+
+/** Compares a presented secret with the expected one in time independent of where they differ. */
+function sameSecret(given: string, expected: string): boolean {
+  let differ = given.length ^ expected.length;
+  for (let i = 0; i < expected.length; i += 1) differ |= (given.charCodeAt(i) | 0) ^ expected.charCodeAt(i);
+  return differ === 0;
 }

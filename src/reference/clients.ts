@@ -12,17 +12,19 @@ export const DEMO_CLIENTS: Readonly<Record<string, string>> = Object.freeze({
 });
 
 /**
- * A client id: 1–64 characters from `A-Z a-z 0-9 _ -`. Derived keys are built as
- * `client_id + ":" + key`, so a `:` in a client id would let two callers derive the same key.
+ * A client id: 1–64 characters from `A-Z a-z 0-9 _ - . : @`, so URN-style account ids
+ * (`org:acme`) work. What the server builds from a client id and a key (derived keys, payloads,
+ * cache entries) length-prefixes both, so no character of a client id can reach another caller.
+ * Printable ASCII without whitespace keeps logs and the clients file unambiguous to read.
  */
-const CLIENT_ID_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+const CLIENT_ID_PATTERN = /^[A-Za-z0-9_.:@-]{1,64}$/;
 
 /**
  * Thrown for a token map that cannot be used; the message names the bad entry.
  *
  * @example
  * ```ts
- * parseClients({ tok: 'a:b' }); // throws InvalidClientsError: client id "a:b" ... must be ...
+ * parseClients({ tok: 'a b' }); // throws InvalidClientsError: client id "a b" ... must be ...
  * ```
  */
 export class InvalidClientsError extends OncelyError {
@@ -64,7 +66,7 @@ export function parseClients(value: unknown): Record<string, string> {
     }
     if (typeof clientId !== 'string' || !CLIENT_ID_PATTERN.test(clientId)) {
       throw new InvalidClientsError(
-        `client id ${JSON.stringify(clientId)} for token ${JSON.stringify(token)} must be 1-64 characters from A-Z a-z 0-9 _ -`,
+        `client id ${JSON.stringify(clientId)} for token ${JSON.stringify(token)} must be 1-64 characters from A-Z a-z 0-9 _ - . : @`,
       );
     }
     map[token] = clientId;

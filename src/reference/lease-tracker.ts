@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { compositeId } from '../composite-id.js';
 import { commitsOf, withFoldedCommits } from '../server/commits.js';
 import type { KeyStore, Lease } from '../server/store/types.js';
 
@@ -19,7 +20,7 @@ export interface LeaseTracker {
   held(): Lease[];
 }
 
-const id = (lease: Lease): string => `${lease.clientId}\u0000${lease.key}`;
+const id = (lease: Lease): string => compositeId(lease.clientId, lease.key);
 
 /**
  * Wraps `store` so that every lease it grants is tracked until its owner lets go of it.

@@ -4,13 +4,15 @@
  * @module
  */
 import { parse as parseUuid, stringify as stringifyUuid, v5 as uuidv5 } from 'uuid';
+import { compositeId } from '../composite-id.js';
 
 /**
- * The derived key of external system `n`: `uuid5(namespace, clientId + ":" + key + ":ext" + n)`.
+ * The derived key of external system `n`: `uuid5(namespace, L(clientId) + L(key) + L("ext" + n))`,
+ * where `L(s)` is the UTF-8 byte length of `s` in decimal, `:`, then `s` ({@link compositeId}).
  *
- * Unambiguous because client ids never contain `:` (the application checks its client ids at
- * startup): the first `:` ends the client id and the last `:ext<n>` is the suffix, so two
- * different `(clientId, key, n)` never share a name. Deterministic, so a resumed attempt presents
+ * Unambiguous whatever the parts hold: caller `org:acme` with key `inv-1` and caller `org` with
+ * key `acme:inv-1` present two different keys to the rail, so neither can reach the other's
+ * charge. (Joined with `:` they named the same one.) Deterministic, so a resumed attempt presents
  * the key the dead attempt used and the external system treats it as a replay.
  *
  * @example
@@ -19,8 +21,9 @@ import { parse as parseUuid, stringify as stringifyUuid, v5 as uuidv5 } from 'uu
  * ```
  */
 export function externalKey(namespace: string, clientId: string, key: string, n: number): string {
-  const name = `${clientId}:${key}:ext${n}`;
-  if (!nodeCrypto) return uuidv5(name, namespaceBytes(namespace));
+  const name = compositeId(clientId, key, `ext${n}`);
+  // As UTF-8 bytes: uuid's own string path throws on a lone surrogate (a client id may hold one).
+  if (!nodeCrypto) return uuidv5(new TextEncoder().encode(name), namespaceBytes(namespace));
   // RFC 9562 §5.5, as uuid's v5 computes it: SHA-1 of the namespace's bytes and the name's UTF-8,
   // then the version (5) and variant bits. node:crypto takes the string as it is; uuid's generic
   // path first re-encodes it by hand, which cost ~2 % of a first execution's CPU.

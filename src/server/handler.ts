@@ -36,7 +36,7 @@ export interface IdempotencyHandlerOptions {
   readonly store: KeyStore;
   /** The operations made idempotent, matched by exact method and path. */
   readonly operations: ReadonlyArray<IdempotentOperation<unknown>>;
-  /** Maps a request to its caller's client id, or `null` (answered `401`). Client ids must not contain `:`. */
+  /** Maps a request to its caller's client id, or `null` (answered `401`). Any string: identifiers built from it are length-prefixed. */
   readonly authenticate: (request: Request) => string | null | Promise<string | null>;
   /**
    * How long an owner may go without committing before another actor may take the row over.

@@ -22,6 +22,7 @@
  *
  * @module
  */
+import { compositeId } from '../composite-id.js';
 import { WatchEvent, type KeyRow, type KeyStore } from './store/types.js';
 
 /** Waits shorter than this are not worth a wait: answer at once. */
@@ -79,7 +80,7 @@ export function createInFlight(store: KeyStore, leaseMs: number): InFlight {
   const running = new Map<string, number>();
   /** The waits of each key, by {@link id}: at most one group (one poll or watch) per key. */
   const groups = new Map<string, Group>();
-  const id = (clientId: string, key: string): string => `${clientId}\u0000${key}`;
+  const id = (clientId: string, key: string): string => compositeId(clientId, key);
   const current = (group: Group): boolean => groups.get(id(group.clientId, group.key)) === group;
 
   /** Ends `group` (only that group: a later wait of the key has a group of its own), waking its waiters. */

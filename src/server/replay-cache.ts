@@ -13,6 +13,7 @@
  *
  * @module
  */
+import { compositeId } from '../composite-id.js';
 import type { StoredResponse } from './store/types.js';
 
 /** Options of the replay cache; `false` turns it off. */
@@ -89,9 +90,8 @@ export function createReplayCache(options: ReplayCacheOptions = {}): ReplayCache
   const entries = new Map<string, Entry>();
   let bytes = 0;
   let inserted = 0;
-  // Length-prefixed, so no client id and key can spell another pair's entry (even a client id
-  // with ':' in it, which the handler's rules forbid but an `authenticate` might return).
-  const id = (clientId: string, key: string): string => `${clientId.length}:${clientId}:${key}`;
+  // Length-prefixed, so no client id and key can spell another pair's entry.
+  const id = compositeId;
   const drop = (name: string, entry: Entry): void => {
     entries.delete(name);
     bytes -= entry.size;

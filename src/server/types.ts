@@ -26,8 +26,8 @@ export interface StepContext<Input> {
   /** Outputs of the steps committed so far. */
   readonly data: Readonly<Record<string, unknown>>;
   /**
-   * `uuid5(namespace, clientId + ":" + key + ":ext" + n)`: the key for external system `n`.
-   * Unambiguous because client ids contain no `:` (the application checks them at startup).
+   * The key for external system `n` (see `externalKey`): a uuid5 of the client id, the key and `n`,
+   * each length-prefixed, so no other caller's `(clientId, key)` can name the same external effect.
    */
   derivedKey(n: number): string;
 }

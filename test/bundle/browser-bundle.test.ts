@@ -2,8 +2,14 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { bundleBrowserEntry, type BrowserBundle } from './bundle-browser-entry.js';
 
-/** The size goal for oncely's own client code in a browser, ky left out (issue 6). */
-const CLIENT_GZIP_BUDGET = 15 * 1024;
+/**
+ * The size goal for oncely's own client code in a browser, ky left out: 15 KB from issue 6, raised
+ * to 16 KB on 2026-12-06 for two trust-boundary checks every browser user needs (issue 33): a
+ * journal row is checked against its fingerprint and origin before it is resent (+~370 B), and
+ * credentials are kept out of the journal by rule (+~500 B with the length-prefixed ids). Measured
+ * 14 915 B before them, 15 796 B after.
+ */
+const CLIENT_GZIP_BUDGET = 16 * 1024;
 
 describe('the browser entry bundled with esbuild for the browser platform', () => {
   let whole: BrowserBundle;
@@ -29,7 +35,7 @@ describe('the browser entry bundled with esbuild for the browser platform', () =
     expect(nodeOnly).toEqual([]);
   });
 
-  it('keeps the client without ky under 15 KB minified and gzipped', () => {
+  it('keeps the client without ky under 16 KB minified and gzipped', () => {
     expect(withoutKy.inputs.some((input) => input.includes('node_modules/ky/'))).toBe(false);
     expect(withoutKy.gzipBytes).toBeLessThan(CLIENT_GZIP_BUDGET);
   });

@@ -62,7 +62,7 @@ describe('oncely with no command, or an unknown one', () => {
 
 describe('one exit-code convention for every command: 0 success, 1 failure, 2 usage error', () => {
   const missing = (name: string): string => join(dir, 'missing', name);
-  const commands = ['demo', 'serve', 'upload', 'pending', 'resume'] as const;
+  const commands = ['demo', 'serve', 'upload', 'pending', 'resume', 'conform'] as const;
 
   it.each(commands)('oncely %s --help prints its help on stdout and exits 0', async (command) => {
     const run = await runCli([command, '--help']);
@@ -78,6 +78,7 @@ describe('one exit-code convention for every command: 0 success, 1 failure, 2 us
     ['upload', ['payroll.csv', '--url', 'http://127.0.0.1:9/v1/payments', '--token', 't\nx'], /--token \(or \$ONCELY_TOKEN\) cannot be sent in an Authorization header/],
     ['pending', ['--scope', 'billing'], /--scope needs --url/],
     ['resume', ['--journal', missing('journal.db'), '--token', 't'], /--url is required/],
+    ['conform', ['http://127.0.0.1:9/v1/payments', '--body', '{"amount":1}'], /--body holds no \{\{unique\}\}/],
   ] as const)('oncely %s exits 2 for a usage error, with the problem on stderr', async (command, args, message) => {
     const run = await runCli([command, ...args]);
     expect(run.code).toBe(2);

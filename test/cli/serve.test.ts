@@ -1,4 +1,5 @@
 import { writeFileSync, mkdirSync } from 'node:fs';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MALFORMED_KEYS } from '../reference/malformed-keys.js';
 import {
@@ -16,6 +17,7 @@ import {
 
 const { dir, cleanup } = tempDir();
 const CLIENTS = { test_acme: 'acme', test_globex: 'globex', test_bad: 'bad' };
+const METRICS_TOKEN = 'scrape-5f1c2a9e7d3b';
 let a: Served; // the response matrix, with a slow rail so "in flight" is observable
 let b: Served; // upstream faults: unavailable, then a lost reply, then a lost request
 let c1: Served; // c1 and c2 share one SQLite file
@@ -27,7 +29,9 @@ beforeAll(async () => {
   writeFileSync(`${dir}/www/index.html`, '<h1>checkout</h1>');
   writeFileSync(`${dir}/secret.txt`, 'outside the static root');
   [a, b, c1, c2] = await Promise.all([
-    spawnServe(['--db', `${dir}/a.db`, '--lease', '4900ms', '--faults', 'slow:ext2:800', '--clients', `${dir}/clients.json`, '--static', `${dir}/www`]),
+    spawnServe(['--db', `${dir}/a.db`, '--lease', '4900ms', '--faults', 'slow:ext2:800', '--clients', `${dir}/clients.json`, '--static', `${dir}/www`], {
+      ONCELY_METRICS_TOKEN: METRICS_TOKEN,
+    }),
     spawnServe(['--db', `${dir}/b.db`, '--lease', '300ms', '--recovery-interval', '0', '--quiet'], {
       ONCELY_FAULTS: 'unavailable:ext1:1:1,timeout:ext2:1:1,lost:ext2:1:1',
     }),
@@ -162,6 +166,33 @@ describe('oncely serve over HTTP: the response matrix', () => {
     expect((await getJson<{ count: number }>(a.url, '/v1/ledger', 'test_bad')).body.count).toBe(0);
   });
 
+  it('answers a request Node cannot parse (CR or NUL in a header, header overflow) with problem+json, storing nothing', async () => {
+    const { hostname, port } = new URL(a.url);
+    const exchange = (head: Buffer): Promise<string> =>
+      new Promise((resolve) => {
+        const socket = connect(Number(port), hostname);
+        let reply = '';
+        socket.on('data', (chunk) => (reply += chunk.toString('latin1')));
+        socket.on('error', () => resolve(reply));
+        socket.on('close', () => resolve(reply));
+        socket.write(Buffer.concat([head, Buffer.from(`content-length: 2\r\nconnection: close\r\n\r\n{}`)]));
+      });
+    const start = `POST /v1/payments HTTP/1.1\r\nhost: ${hostname}:${port}\r\nauthorization: Bearer test_bad\r\nidempotency-key: parse-1\r\n`;
+    const cases: Array<[string, Buffer, number]> = [
+      ['NUL in a header value', Buffer.from(`${start}x-note: a\x00b\r\n`), 400],
+      ['a bare CR in a header value', Buffer.from(`${start}x-note: a\rb\r\n`), 400],
+      ['headers over 16 KiB', Buffer.from(`${start}x-note: ${'n'.repeat(20_000)}\r\n`), 431],
+    ];
+    for (const [name, head, status] of cases) {
+      const reply = await exchange(head);
+      const [headText = '', body = ''] = reply.split('\r\n\r\n');
+      expect({ name, status: Number(/^HTTP\/1\.1 (\d{3})/.exec(headText)?.[1]) }).toEqual({ name, status });
+      expect(headText.toLowerCase()).toContain('content-type: application/problem+json');
+      expect(JSON.parse(body)).toMatchObject({ type: 'https://oncely.dev/problems/invalid-request', status });
+    }
+    expect(dbCount(`${dir}/a.db`, "SELECT COUNT(*) AS n FROM oncely_keys WHERE key = 'parse-1'")).toBe(0);
+  });
+
   it("keeps callers apart: the same key string is each caller's own operation, and a foreign key lookup is 404", async () => {
     const acme = await postPayment(a.url, 'shared', paymentBody(5));
     expect((await getJson(a.url, '/v1/idempotency-keys/shared', 'test_globex')).status).toBe(404);
@@ -178,9 +209,12 @@ describe('oncely serve over HTTP: the response matrix', () => {
     expect((await fetch(`${a.url}/missing.js`)).status).toBe(404);
   });
 
-  it('exposes /healthz and Prometheus /metrics', async () => {
+  it('exposes /healthz, and Prometheus /metrics only with the metrics token ($ONCELY_METRICS_TOKEN), or not at all by default', async () => {
     expect((await getJson(a.url, '/healthz')).body).toEqual({ status: 'ok', store: 'sqlite' });
-    const metrics = await (await fetch(`${a.url}/metrics`)).text();
+    expect((await fetch(`${a.url}/metrics`)).status).toBe(401);
+    expect((await fetch(`${a.url}/metrics`, { headers: { authorization: 'Bearer test_acme' } })).status).toBe(401);
+    expect((await fetch(`${c1.url}/metrics`)).status).toBe(404);
+    const metrics = await (await fetch(`${a.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text();
     expect(metrics).toMatch(/oncely_requests_total\{outcome="executed"\} [1-9]/);
     expect(metrics).toMatch(/oncely_requests_total\{outcome="in_flight"\} [1-9]/);
   });

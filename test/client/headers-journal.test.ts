@@ -105,6 +105,44 @@ describe('the journal keeps only allow-listed headers', () => {
   });
 });
 
+describe('the journal keeps only allow-listed response headers', () => {
+  it('keeps a result’s type, location and request id, and drops whatever else the server answered, echoed tokens above all', async () => {
+    const echoing = async (request: Request): Promise<Response> => {
+      const response = await fetch(request);
+      const headers = new Headers(response.headers);
+      headers.set('authorization', 'Bearer SECRET_echo_authorization');
+      headers.set('x-auth-token', 'SECRET_echo_auth_token');
+      headers.set('set-cookie', 'session=SECRET_echo_cookie');
+      headers.set('x-custom', 'SECRET_echo_custom');
+      headers.set('x-request-id', 'req-42');
+      headers.set('location', '/v1/pay/pay_1');
+      return new Response(await response.text(), { status: response.status, headers });
+    };
+    const client = createClient({ baseUrl: server.url, journal, fetch: echoing });
+    const live = await client.post('v1/pay', { json: { amount: 1 } });
+    // The caller of this process sees every header; the journal keeps the allow-listed ones.
+    expect(live.headers['x-custom']).toBe('SECRET_echo_custom');
+    const [record] = await journal.list();
+    expect(record?.result?.headers).toEqual({ 'content-type': 'application/json', date: expect.any(String), 'x-request-id': 'req-42', location: '/v1/pay/pay_1' });
+    const bytes = [path, `${path}-wal`].filter(existsSync).map((file) => readFileSync(file).toString('latin1')).join('');
+    expect(bytes).not.toContain('SECRET_echo');
+    await client.close();
+  });
+
+  it('drops a location whose query holds a credential (a signed URL)', async () => {
+    const signed = async (request: Request): Promise<Response> => {
+      const response = await fetch(request);
+      const headers = new Headers(response.headers);
+      headers.set('location', 'https://files.example/r/1?X-Amz-Signature=SECRET_signed_url');
+      return new Response(await response.text(), { status: response.status, headers });
+    };
+    const client = createClient({ baseUrl: server.url, journal, fetch: signed });
+    await client.post('v1/pay', { json: { amount: 1 } });
+    expect((await journal.list())[0]?.result?.headers).toEqual({ 'content-type': 'application/json', date: expect.any(String) });
+    await client.close();
+  });
+});
+
 describe('requests that could never be sent', () => {
   it('refuses a URL with userinfo, in the base URL or a path, before anything is journaled or sent', async () => {
     expect(() => createClient({ baseUrl: `http://user:userinfo-pass@${new URL(server.url).host}`, journal })).toThrow(/user name or password/);
@@ -141,6 +179,44 @@ describe('requests that could never be sent', () => {
     expect((await journal.list()).map((record) => new URL(record.url).search)).toEqual(['?signature=abc']);
     await client.close();
     await optedIn.close();
+  });
+
+  it('refuses by rule, not by list: any name holding a credential word, and a JWT under any name', async () => {
+    const client = createClient({ baseUrl: server.url, journal });
+    const jwt = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhY21lIn0.SECRET_jwt_sig';
+    const refused = ['api_token', 'private_token', 'jwt', 'passphrase', 'apiKey', 'client-secret', 'X-Amz-Credential', 'PHPSESSID', 'oauth_nonce_sig', 'sid', 'authToken', 'ticket'];
+    for (const name of refused) expect(await refusal(client.post(`v1/pay?${name}=SECRET_q`, { json: {} }))).toContain(JSON.stringify(name));
+    expect(await refusal(client.post(`v1/pay?state=${jwt}`, { json: {} }))).toContain('"state"');
+    // Names that merely look alike are sent and journaled.
+    for (const name of ['author', 'authority', 'design', 'signal', 'page', 'currency']) await client.post(`v1/pay?${name}=1`, { json: {} });
+    expect(await journal.list()).toHaveLength(6);
+    // One parameter opted in by name; the others stay refused.
+    const optedIn = createClient({ baseUrl: server.url, journal, allowCredentialsInQuery: ['Sort_Key'] });
+    await optedIn.post('v1/pay?sort_key=amount', { json: {} });
+    expect(await refusal(optedIn.post('v1/pay?sort_key=amount&api_token=SECRET_q', { json: {} }))).toContain('"api_token"');
+    expect(server.attempts).toHaveLength(7);
+    expect(secretsOnDisk()).toEqual([]);
+    const bytes = [path, `${path}-wal`].filter(existsSync).map((file) => readFileSync(file).toString('latin1')).join('');
+    expect(bytes).not.toContain('SECRET_');
+    await client.close();
+    await optedIn.close();
+  });
+
+  it('never journals a #fragment, which fetch never sends and may hold a token', async () => {
+    const client = createClient({ baseUrl: server.url, journal });
+    await client.post('v1/pay#access_token=SECRET_fragment_8', { json: { amount: 1 } });
+    await client.prepare('POST', 'v1/pay?page=2#SECRET_fragment_9', { json: { amount: 2 } });
+    expect((await journal.list()).map((record) => record.url)).toEqual([`${server.url}/v1/pay`, `${server.url}/v1/pay?page=2`]);
+    const bytes = [path, `${path}-wal`].filter(existsSync).map((file) => readFileSync(file).toString('latin1')).join('');
+    expect(bytes).not.toContain('SECRET_fragment');
+    await client.close();
+  });
+
+  it('refuses journalHeaders that name a credential by the same rule', () => {
+    for (const name of ['Authorization', 'cookie', 'x-api-key', 'X-CSRF-Token', 'x-session-id', 'private-token']) {
+      expect(() => createClient({ baseUrl: server.url, journal, journalHeaders: [name] })).toThrow(/credentials are never written/);
+    }
+    expect(() => createClient({ baseUrl: server.url, journal, journalHeaders: ['x-tenant', 'x-correlation-id'] })).not.toThrow();
   });
 
   it('settles as failed, without a request, an operation whose headers cannot be sent and that was never sent (posted or prepared in this process)', async () => {

@@ -1,6 +1,7 @@
 /** After a crash or reload: pending operations are resent byte for byte, claimed first, and never when expired. */
 import { describe, expect, it } from 'vitest';
 import { ExpiredOperationError, HttpError, JournalError } from '../../src/errors.js';
+import { fingerprint } from '../../src/fingerprint.js';
 import { memoryJournal } from '../../src/journal/memory.js';
 import type { Journal, NewOperation } from '../../src/journal/types.js';
 import { json, problem, useProtocolServer } from '../support/protocol-server.js';
@@ -8,15 +9,17 @@ import { PAYMENT, TOKEN, testClient } from './helpers.js';
 
 const server = useProtocolServer();
 
-/** What a previous process left behind: an operation journaled with odd but exact bytes. */
+const BODY = '{ "reference": "inv-7",  "currency": "EUR", "amount": 1250 }';
+
+/** What a previous process left behind: an operation journaled with odd but exact bytes (and their fingerprint, checked before any resend). */
 const LEFT_BEHIND: NewOperation = {
   scope: 'http://oncely.test',
   key: 'crashed-op-1',
   method: 'POST',
   url: 'http://oncely.test/v1/payments',
   headers: { 'content-type': 'application/json', 'x-tenant': 'acme' },
-  body: '{ "reference": "inv-7",  "currency": "EUR", "amount": 1250 }',
-  fingerprint: 'not-checked-on-resume',
+  body: BODY,
+  fingerprint: await fingerprint('POST', '/v1/payments', BODY, { contentType: 'application/json' }),
   // Its send() had been called: only submitted operations are resumed.
   submitted: true,
 };

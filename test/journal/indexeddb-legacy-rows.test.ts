@@ -6,8 +6,10 @@
  * it always finished.
  */
 import 'fake-indexeddb/auto';
+import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/create-client.js';
+import { fingerprintInput } from '../../src/fingerprint.js';
 import { indexedDbJournal } from '../../src/journal/indexeddb.browser.js';
 import { META_KEY, SCHEMA, STORE } from '../../src/journal/indexeddb-store.browser.js';
 
@@ -17,7 +19,9 @@ const SCOPE = 'http://127.0.0.1:8787';
 /** The row layout of the code that wrote these rows. */
 const LEGACY_SCHEMA = 1;
 
-/** A pending row as the code before `submittedAt` (and scopes) stored it. */
+const legacyBody = (seq: number): string => `{"amount":${1000 + seq},"currency":"EUR","reference":"legacy-${seq}"}`;
+
+/** A pending row as the code before `submittedAt` (and scopes) stored it, with the fingerprint that code computed. */
 const legacyRow = (key: string, seq: number) => ({
   record: {
     key,
@@ -25,8 +29,8 @@ const legacyRow = (key: string, seq: number) => ({
     url: 'http://127.0.0.1:8787/v1/payments',
     // Older code journaled every non-credential header: x-api-key is dropped by the migration.
     headers: { 'content-type': 'application/json', 'x-api-key': 'SECRET-legacy' },
-    body: `{"amount":${1000 + seq},"currency":"EUR","reference":"legacy-${seq}"}`,
-    fingerprint: `sha256:legacy-${seq}`,
+    body: legacyBody(seq),
+    fingerprint: createHash('sha256').update(fingerprintInput('POST', '/v1/payments', legacyBody(seq), { contentType: 'application/json' })).digest('hex'),
     state: 'pending',
     createdAt: 1_764_756_000_000 + seq,
     updatedAt: 1_764_756_000_000 + seq,

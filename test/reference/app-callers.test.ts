@@ -43,6 +43,21 @@ describe('reference app in-process: keys and callers', () => {
     expect(await t.count('ledger_entries')).toBe(3);
   });
 
+  it('charges caller org:acme (key inv-1) and caller org (key acme:inv-1) once each: ids with a colon reach no other caller', async () => {
+    t = await createInProcess({ clients: { tok_a: 'org:acme', tok_b: 'org' } });
+    const a = await t.post('inv-1', payment(500), { token: 'tok_a' });
+    const b = await t.post('acme:inv-1', payment(700), { token: 'tok_b' });
+    expect([a.status, b.status]).toEqual([201, 201]);
+    expect(b.headers.get('idempotency-replay')).toBeNull();
+    const ids = [((await a.json()) as { id: string }).id, ((await b.json()) as { id: string }).id];
+    expect(ids[0]).not.toBe(ids[1]);
+    // The rail holds one charge per payment, each in its own caller's list.
+    expect(await t.count('rail_charges')).toBe(2);
+    expect((await t.getJson<{ count: number }>('/v1/rail/charges', 'tok_a')).count).toBe(1);
+    expect((await t.getJson<{ count: number; charges: Array<{ amount: number }> }>('/v1/rail/charges', 'tok_b')).charges.map((c) => c.amount)).toEqual([700]);
+    expect((await t.getJson<{ count: number }>('/v1/ledger', 'tok_b')).count).toBe(1);
+  });
+
   it('runs another caller using the same key string as its own operation, each executed once', async () => {
     t = await createInProcess();
     const acme = await t.post('shared-key', payment(100));
@@ -98,13 +113,32 @@ describe('reference app in-process: keys and callers', () => {
   });
 
   it('answers /healthz with the store dialect and /metrics in Prometheus text with request outcomes', async () => {
-    t = await createInProcess();
+    t = await createInProcess({ metrics: 'open' });
     await t.post('pay-1', payment());
     await t.post('pay-1', payment());
     expect(await (await t.get('/healthz', null)).json()).toEqual({ status: 'ok', store: 'sqlite' });
     const metrics = await (await t.get('/metrics', null)).text();
     expect(metrics).toContain('oncely_requests_total{outcome="executed"} 1');
     expect(metrics).toContain('oncely_requests_total{outcome="replayed"} 1');
+  });
+
+  it('keeps /metrics off unless asked, and behind its own token when given one (a caller token does not open it)', async () => {
+    t = await createInProcess();
+    await t.post('pay-1', payment());
+    expect((await t.get('/metrics', null)).status).toBe(404);
+    expect((await t.get('/metrics')).status).toBe(404);
+    await t.app.close(0);
+    t = await createInProcess({ metrics: { token: 'metrics-scraper-token-1' } });
+    await t.post('pay-1', payment());
+    for (const token of [null, 'test_acme', 'metrics-scraper-token-', 'metrics-scraper-token-12']) {
+      const refused = await t.get('/metrics', token);
+      expect({ token, status: refused.status }).toEqual({ token, status: 401 });
+      expect(refused.headers.get('content-type')).toBe('application/problem+json');
+      expect(await refused.text()).not.toContain('oncely_requests_total');
+    }
+    const scraped = await t.get('/metrics', 'metrics-scraper-token-1');
+    expect(scraped.status).toBe(200);
+    expect(await scraped.text()).toContain('oncely_requests_total{outcome="executed"} 1');
   });
 
   it('answers 503 to every request once shutdown has begun', async () => {

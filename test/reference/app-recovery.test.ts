@@ -59,7 +59,7 @@ describe('reference app in-process: unknown outcomes and recovery', () => {
     ['applied then reply lost', 'timeout:ext2:1:1'],
     ['never delivered', 'lost:ext2:1:1'],
   ])('lets the recovery worker alone complete a parked payment (%s) with no client retry', async (_name, faults) => {
-    t = await createInProcess({ faults, parkBackoff: fastPark });
+    t = await createInProcess({ faults, parkBackoff: fastPark, metrics: 'open' });
     expect((await t.post('pay-1', payment())).status).toBe(202);
     await settle(60);
     const pass = await t.app.worker.runOnce();
@@ -93,7 +93,7 @@ describe('reference app in-process: unknown outcomes and recovery', () => {
 
   it('fences an owner whose lease ran out inside the rail call: the retry that took over finishes, one charge, one ledger entry', async () => {
     // Lease 300 ms, rail 800 ms: the first owner's lease expires while it waits on the rail.
-    t = await createInProcess({ leaseMs: 300, faults: 'slow:ext2:800' });
+    t = await createInProcess({ leaseMs: 300, faults: 'slow:ext2:800', metrics: 'open' });
     const slowOwner = t.post('pay-1', payment());
     for (let i = 0; i < 300; i += 1) {
       const row = await t.app.store.load('acme', 'pay-1');
@@ -112,7 +112,7 @@ describe('reference app in-process: unknown outcomes and recovery', () => {
   });
 
   it('reaps a finished key after its retention window: the lookup is 404 and the payment record stays', async () => {
-    t = await createInProcess({ leaseMs: 100, ttlMs: 200 });
+    t = await createInProcess({ leaseMs: 100, ttlMs: 200, metrics: 'open' });
     expect((await t.post('short-lived', payment())).status).toBe(201);
     expect((await t.get('/v1/idempotency-keys/short-lived')).status).toBe(200);
     await settle(250);

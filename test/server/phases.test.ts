@@ -19,14 +19,27 @@ describe('externalKey', () => {
     expect(k2).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   });
 
-  it('is exactly uuid v5 of clientId:key:extN (node:crypto path), for any key', () => {
+  it('is exactly uuid v5 of the length-prefixed client id, key and extN (node:crypto path), for any key', () => {
     const namespaces = [DEFAULT_NAMESPACE, '6ba7b811-9dad-11d1-80b4-00c04fd430c8'];
-    const keys = ['inv-7', '', 'ümlaut-ß', '支払い-😀', 'quote"back\\slash', 'x'.repeat(255), '0193a5f2-7c1e-7000-8000-000000000001'];
+    const keys = ['inv-7', '', 'ümlaut-ß', '支払い-😀', 'quote"back\\slash', 'x'.repeat(255), '0193a5f2-7c1e-7000-8000-000000000001', 'lone-\ud800'];
+    const bytes = (text: string): number => new TextEncoder().encode(text).length;
     for (const namespace of namespaces) {
-      for (const key of keys) {
-        for (const n of [1, 2, 10]) expect(externalKey(namespace, 'acme', key, n)).toBe(uuidv5(`acme:${key}:ext${n}`, namespace));
+      for (const clientId of ['acme', 'org:acme', 'ö']) {
+        for (const key of keys) {
+          for (const n of [1, 2, 10]) {
+            const name = `${bytes(clientId)}:${clientId}${bytes(key)}:${key}${bytes(`ext${n}`)}:ext${n}`;
+            expect(externalKey(namespace, clientId, key, n)).toBe(uuidv5(new TextEncoder().encode(name), namespace));
+          }
+        }
       }
     }
+  });
+
+  it('never names one external effect for two (client id, key) pairs that join to the same text', () => {
+    // Joined with ':' these pairs all read 'org:acme:inv-1:ext1'.
+    const pairs = [['org:acme', 'inv-1'], ['org', 'acme:inv-1'], ['org:acme:inv-1', ''], ['', 'org:acme:inv-1']] as const;
+    const keys = pairs.map(([clientId, key]) => externalKey(DEFAULT_NAMESPACE, clientId, key, 1));
+    expect(new Set(keys).size).toBe(pairs.length);
   });
 });
 
@@ -48,6 +61,33 @@ describe('runSteps through the handler', () => {
     app = await createTestApp({ namespace });
     await app.post({ amount: 9 }, { key: 'inv-9' });
     expect(app.rail.applied.has(externalKey(namespace, 'acme', 'inv-9', 2))).toBe(true);
+  });
+});
+
+describe('callers whose client ids hold the separator', () => {
+  it('charges caller org:acme with key inv-1 and caller org with key acme:inv-1 once each, on the rail too', async () => {
+    app = await createTestApp();
+    const handler = createIdempotencyHandler({
+      store: app.store,
+      operations: [paymentOperation(app.risk, app.rail)],
+      authenticate: (request) => request.headers.get('x-caller'),
+    });
+    const pay = async (caller: string, key: string, amount: number) =>
+      handler.handle(
+        new Request('http://oncely.test/v1/payments', {
+          method: 'POST',
+          headers: { 'x-caller': caller, 'idempotency-key': key, 'content-type': 'application/json' },
+          body: JSON.stringify({ amount }),
+        }),
+      );
+    const first = await pay('org:acme', 'inv-1', 500);
+    const second = await pay('org', 'acme:inv-1', 700);
+    expect([first?.status, second?.status]).toEqual([201, 201]);
+    // Two payments are two charges: the second caller must not get the first one's.
+    expect(app.rail.applied.size).toBe(2);
+    const charges = [JSON.parse(await first!.text()).charge, JSON.parse(await second!.text()).charge];
+    expect(new Set(charges).size).toBe(2);
+    expect(await app.count('ledger')).toBe(2);
   });
 });
 

@@ -4,6 +4,7 @@
  * test/browser-e2e/service-worker.e2e.ts.
  */
 import { afterEach, describe, expect, it } from 'vitest';
+import { fingerprint } from '../../src/fingerprint.js';
 import { memoryJournal } from '../../src/journal/memory.js';
 import { scopeOf, type Journal } from '../../src/journal/types.js';
 import { createServiceWorkerResumer, type ServiceWorkerResumer, type ServiceWorkerResumerOptions, type ServiceWorkerSettled } from '../../src/service-worker/index.js';
@@ -19,7 +20,8 @@ afterEach(async () => {
 
 /** A payment the page journaled and submitted, then lost its tab. */
 async function submitted(journal: Journal, key: string): Promise<void> {
-  await journal.put({ scope: SCOPE, key, method: 'POST', url: `${BASE_URL}/v1/payments`, headers: { 'content-type': 'application/json' }, body: '{"amount":1}', fingerprint: 'f', submitted: true });
+  const fp = await fingerprint('POST', '/v1/payments', '{"amount":1}', { contentType: 'application/json' });
+  await journal.put({ scope: SCOPE, key, method: 'POST', url: `${BASE_URL}/v1/payments`, headers: { 'content-type': 'application/json' }, body: '{"amount":1}', fingerprint: fp, submitted: true });
 }
 
 function start(journal: Journal, options: Partial<ServiceWorkerResumerOptions> = {}): { resumer: ServiceWorkerResumer; worker: EventTarget } {

@@ -18,6 +18,7 @@
  * @module
  */
 import { createHash } from 'node:crypto';
+import { compositeId } from '../../composite-id.js';
 import type pg from 'pg';
 import { requirePeer } from '../../optional-peer.node.js';
 import { WatchEvent, type KeyStore } from './types.js';
@@ -39,9 +40,9 @@ export function endChannel(schema: string): string {
 }
 
 /**
- * A notification's payload for a key: what the trigger computes as
- * `md5(client_id || E'\n' || key)`. A collision only wakes a waiter that then finds its row
- * still in flight.
+ * A notification's payload for a key: md5 of the client id and the key, each prefixed by its UTF-8
+ * byte length (`compositeId`), as PostgreSQL computes it (`endPayloadSql`), so no other pair can
+ * spell it. A collision of the hash only wakes a waiter that then finds its row still in flight.
  *
  * @example
  * ```ts
@@ -49,7 +50,7 @@ export function endChannel(schema: string): string {
  * ```
  */
 export function endPayload(clientId: string, key: string): string {
-  return createHash('md5').update(`${clientId}\n${key}`).digest('hex');
+  return createHash('md5').update(compositeId(clientId, key), 'utf8').digest('hex');
 }
 
 /** The listening side of one store. */

@@ -21,7 +21,7 @@ import type { Runner } from './postgres-runner.node.js';
 
 /**
  * The schema version this code writes; each entry of {@link MIGRATIONS} moves one step up. Version
- * 1: the key table, and the functions the store calls.
+ * 1: the key table, and the functions the store calls; version 2: an unambiguous NOTIFY payload.
  *
  * - `oncely_lock` (sent with BEGIN and the work's first statement) locks the row for the
  *   transaction, raising OLOST when the lease no longer holds it;
@@ -104,7 +104,24 @@ BEGIN
 END
 $fn$;
 
-CREATE FUNCTION ${s}.oncely_finish(p_client text, p_key text, p_token text, p_status int, p_headers text,
+${finishFunctions(s, 'CREATE', "md5(p_client || E'\\n' || p_key)")}`,
+  // Version 2: the NOTIFY payload length-prefixes the client id and the key (see endPayload), so
+  // no other (client id, key) pair can spell this key's payload; version 1 joined them with '\n'.
+  (s) => finishFunctions(s, 'CREATE OR REPLACE', endPayloadSql('p_client', 'p_key')),
+];
+
+/**
+ * The payload of a key's NOTIFY as PostgreSQL computes it from the SQL expressions of the client
+ * id and the key: md5 of both, each prefixed by its UTF-8 byte length and `:`, exactly as
+ * `endPayload` computes it in Node.
+ */
+export const endPayloadSql = (client: string, key: string): string =>
+  `md5(octet_length(${client}) || ':' || ${client} || octet_length(${key}) || ':' || ${key})`;
+
+/** The fenced writes that finish a key, notifying its waiters with `payload` (see version 2). */
+function finishFunctions(s: string, create: 'CREATE' | 'CREATE OR REPLACE', payload: string): string {
+  return `
+${create} FUNCTION ${s}.oncely_finish(p_client text, p_key text, p_token text, p_status int, p_headers text,
                                    p_body text) RETURNS void
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
@@ -119,12 +136,12 @@ BEGIN
     RAISE EXCEPTION 'oncely_finish: the lease no longer holds this row' USING ERRCODE = 'OLOST';
   END IF;
   IF v_watched THEN
-    PERFORM pg_notify('${endChannel(s)}', md5(p_client || E'\\n' || p_key));
+    PERFORM pg_notify('${endChannel(s)}', ${payload});
   END IF;
 END
 $fn$;
 
-CREATE FUNCTION ${s}.oncely_finish_after(p_client text, p_key text, p_token text, p_point text, p_data text,
+${create} FUNCTION ${s}.oncely_finish_after(p_client text, p_key text, p_token text, p_point text, p_data text,
                                          p_status int, p_headers text, p_body text) RETURNS void
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
@@ -140,11 +157,11 @@ BEGIN
     RAISE EXCEPTION 'oncely_finish_after: the lease no longer holds this row' USING ERRCODE = 'OLOST';
   END IF;
   IF v_watched THEN
-    PERFORM pg_notify('${endChannel(s)}', md5(p_client || E'\\n' || p_key));
+    PERFORM pg_notify('${endChannel(s)}', ${payload});
   END IF;
 END
-$fn$;`,
-];
+$fn$;`;
+}
 
 /** Serialises DDL across every instance sharing the database (not only this schema). */
 const DDL_LOCK = 1_804_202_612;

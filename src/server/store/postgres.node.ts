@@ -22,7 +22,7 @@ import { endChannel, listenForEnds } from './postgres-listen.node.js';
 import { createPgliteRunner, type PgliteLike } from './postgres-pglite.node.js';
 import { createPgRunner, type Runner } from './postgres-runner.node.js';
 import { schemaFromPool, schemaFromUrl } from './postgres-url.node.js';
-import { migrate } from './postgres-schema.node.js';
+import { endPayloadSql, migrate } from './postgres-schema.node.js';
 import { ROW, toAdmitResult, toRow, type Admitted, type RawRow } from './postgres-rows.node.js';
 import { withFoldedCommits, type Commits, type FirstPhase, type FoldedAdmitResult, type FoldedPhase, type PriorCommit } from '../commits.js';
 import type { AdmitInput, AppSchema, Fenced, FinalResponse, KeyStore, Lease, StoredResponse, Tx } from './types.js';
@@ -103,7 +103,7 @@ type Ended = { readonly n: number };
  * The tail of such a statement: how many rows it ended, and a NOTIFY on channel `$4` for a watched
  * one, sent at the transaction's COMMIT (see the schema's notes on `watched`).
  */
-const NOTIFY_ENDED = `SELECT count(*)::int AS n, count(CASE WHEN watched THEN pg_notify($4, md5($1 || E'\\n' || $2)) END) AS notified FROM ended`;
+const NOTIFY_ENDED = `SELECT count(*)::int AS n, count(CASE WHEN watched THEN pg_notify($4, ${endPayloadSql('$1::text', '$2::text')}) END) AS notified FROM ended`;
 
 /**
  * Opens a PostgreSQL KeyStore over a connection string, a `pg` pool or a PGlite instance. Call

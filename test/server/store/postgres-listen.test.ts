@@ -107,6 +107,31 @@ describe.skipIf(!(await canRunServerTests()))('postgresKeyStore.watch: LISTEN/NO
     }
   });
 
+  it('computes the payload as Node does for client ids and keys holding separators and non-ASCII, on finish and on release', async () => {
+    const listener = new pg.Client({ connectionString: url });
+    await listener.connect();
+    const payloads: string[] = [];
+    listener.on('notification', (message) => payloads.push(message.payload ?? ''));
+    await listener.query(`LISTEN ${endChannel(schema)}`);
+    // The last two joined with a newline (as version 1 of the schema did) spell one payload.
+    const pairs = [['org:ä', 'acme:inv-1'], ['org:ä:acme', 'inv-1'], ['line\nbreak', 'k'], ['line', 'break\nk']] as const;
+    try {
+      for (const [i, [clientId, key]] of pairs.entries()) {
+        const admitted = await a.admit({ clientId, key, requestHash: 'h', endpoint: 'POST /v1/payments', requestBody: '{}', leaseMs: 10_000, ttlMs: 60_000 });
+        if (!admitted.owned) throw new Error(`${key} is not new`);
+        const stop = await b.watch!(clientId, key, () => undefined);
+        // The finish function (schema) and the release statement (store) each compute it.
+        await (i % 2 === 0 ? a.finish(admitted.lease, RESPONSE) : a.release(admitted.lease, { forget: false }));
+        stop();
+      }
+      for (let i = 0; i < 100 && payloads.length < pairs.length; i += 1) await sleep(20);
+      expect(payloads).toEqual(pairs.map(([clientId, key]) => endPayload(clientId, key)));
+      expect(new Set(payloads).size).toBe(pairs.length);
+    } finally {
+      await listener.end();
+    }
+  });
+
   it('wakes a duplicate waiting on another instance when the original finishes, without polling the row', async () => {
     const lease = await admit('wait-1');
     const inFlight = createInFlight(b, 10_000);

@@ -284,7 +284,7 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       const versions = await backend.query<{ n: number; distinct_versions: number; top: number }>(
         `SELECT count(*)::int AS n, count(DISTINCT version)::int AS distinct_versions, max(version) AS top FROM ${schema}.oncely_schema_version`,
       );
-      expect(versions[0]).toEqual({ n: 1, distinct_versions: 1, top: 1 });
+      expect(versions[0]).toEqual({ n: 2, distinct_versions: 2, top: 2 });
       const probe = await backend.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = $1 AND tablename = 'payments_probe'`, [schema]);
       expect(probe[0]!.n).toBe(1);
       const admitted = await peers[3]!.admit(input('after-migrate'));
