@@ -154,7 +154,7 @@ export function createTracker(initial: OperationSnapshot, onFinal: () => void): 
       if (isFinal(snapshot) || next === snapshot) return;
       snapshot = next;
       if (isFinal(next)) onFinal();
-      for (const listener of [...listeners]) listener(next);
+      listeners.forEach((listener) => listener(next));
     },
     subscribe(listener) {
       listeners.add(listener);

@@ -99,7 +99,7 @@ export interface Engine {
  */
 export function trackerFor(engine: Engine, ref: OperationRef, initial: OperationSnapshot): Tracker {
   const existing = engine.trackers.get(ref.key);
-  if (existing !== undefined) return existing;
+  if (existing) return existing;
   const tracker = createTracker(initial, () => {
     if (engine.trackers.get(ref.key) === tracker) engine.trackers.delete(ref.key);
   });
@@ -152,7 +152,7 @@ export function createOperation(
     get state() {
       return tracker.snapshot;
     },
-    subscribe: (listener) => tracker.subscribe(listener),
+    subscribe: tracker.subscribe,
     settled<T>(options: SettledOptions = {}): Promise<OperationResult<T>> {
       return tracker.settled(poll, options) as Promise<OperationResult<T>>;
     },

@@ -217,7 +217,7 @@ export async function runChain(
     const status = outcome.kind === 'response' ? outcome.status : undefined;
     const error = outcome.kind === 'network' ? outcome.error : undefined;
     if (outcome.kind !== 'claimed-elsewhere') hooks.onRetry?.({ ...ref, attempt: sent, delayMs: decision.delayMs, status, error });
-    const retryAt = Date.now() + decision.delayMs;
+    const retryAt = now + decision.delayMs;
     // An answer that asks to wait says the outcome is known not to be final yet; no answer says nothing.
     if (status !== undefined) track({ state: 'waiting', retryAt, status });
     else if (outcome.kind === 'network') track({ state: 'pending', retryAt, error });
