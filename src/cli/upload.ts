@@ -176,6 +176,10 @@ async function send(
     signal: abort.signal,
     // A rerun after a kill waits at most this long for the dead process's claims to run out.
     claimTtlMs: 5_000,
+    // Shorter than the client's minute: a server that is down stops the run after two rounds of
+    // rows (see `unreachableAfter`), yet 20 s still outlasts a restarted `oncely serve`'s lease
+    // (10 s) plus its in-flight wait (5 s).
+    retry: { budgetMs: 20_000 },
   });
   // Three reasons to stop early, each leaving the journal consistent for a rerun: Ctrl-C; a
   // server that settles nothing (every row of a long run ending pending means it is down or
