@@ -17,7 +17,7 @@ import { resolve as resolvePath } from 'node:path';
 import type { serve as listen } from '@hono/node-server';
 import type { pino as Pino } from 'pino';
 import { isOncelyError } from '../errors.js';
-import { importPeer } from '../optional-peer.node.js';
+import { assertPeers, importPeer } from '../optional-peer.node.js';
 import { createReferenceApp, type ReferenceApp } from '../reference/app.js';
 import { createClients, parseClients } from '../reference/clients.js';
 import { createFaults } from '../reference/faults.js';
@@ -134,9 +134,11 @@ export async function serve(argv: readonly string[]): Promise<number> {
   if (leaseMs < 100) return fail('--lease must be at least 100ms');
   if (ttlMs < leaseMs) return fail('--key-ttl must be at least the lease');
 
-  // Optional peers of the package: a missing one is named with its install command.
+  const db = resolveDb(values.db ?? 'oncely-server.db');
+  // Optional peers of the package: every missing one is named at once, with its install command.
   let peers: { readonly listen: typeof listen; readonly pino: typeof Pino };
   try {
+    assertPeers('`oncely serve`', ['@hono/node-server', 'pino', isPostgres(db) ? 'pg' : 'better-sqlite3']);
     const [hono, logger] = await Promise.all([
       importPeer<{ serve: typeof listen }>('@hono/node-server'),
       importPeer<{ pino: typeof Pino }>('pino'),
@@ -147,7 +149,6 @@ export async function serve(argv: readonly string[]): Promise<number> {
     console.error(`oncely serve: ${error.message}`);
     return 1;
   }
-  const db = resolveDb(values.db ?? 'oncely-server.db');
   const log = peers.pino({ base: { pid: process.pid }, messageKey: 'msg' });
   let app: ReferenceApp;
   try {
