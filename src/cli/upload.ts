@@ -36,7 +36,7 @@ const spec = {
     'Exit code 0 only when every valid row has a final outcome.',
   options: {
     url: { type: 'string', value: 'URL', help: 'endpoint every row is POSTed to, e.g. http://127.0.0.1:8787/v1/payments' },
-    token: { type: 'string', value: 'TOKEN', help: 'bearer token (default: $ONCELY_TOKEN, better: a flag shows in ps); never journaled' },
+    token: { type: 'string', value: 'TOKEN', help: 'bearer token, never journaled (default: $ONCELY_TOKEN, which is safer: other users can see a flag in ps)' },
     concurrency: { type: 'string', value: 'N', help: 'requests in flight at once (default 8)' },
     journal: { type: 'string', value: 'PATH', help: 'journal file (default: $ONCELY_JOURNAL, else ~/.oncely/journal.db)' },
     'key-columns': { type: 'string', value: 'a,b,c', help: `columns the key is derived from (default ${DEFAULT_KEY_COLUMNS.join(',')})` },
