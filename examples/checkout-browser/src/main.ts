@@ -34,6 +34,10 @@ view.showOrder(order);
 const client = createClient({
   baseUrl: location.origin,
   headers: demoHeaders,
+  // confirmPayment() sends again after each unsettled send(), so one send() is kept short: the
+  // client's default (a minute) would hold the payment's claim, which the Service Worker then
+  // waits for, as long while this tab's requests get no answer.
+  retry: { budgetMs: 10_000 },
   // No answer (offline, a dropped connection): the worker is woken once the network is back,
   // and finishes the payment even if this tab is closed by then.
   onUnanswered: () => void requestBackgroundSync(),
