@@ -22,16 +22,49 @@ export const PEERS = {
 /** One of {@link PEERS}' names. */
 export type PeerName = keyof typeof PEERS;
 
+/** The command that installs `names`, each at its known range. */
+const installCommand = (names: readonly PeerName[]): string => `npm install ${names.map((name) => `${name}@${PEERS[name].range}`).join(' ')}`;
+
 /** The error a missing peer turns into. */
 export function missingPeer(name: PeerName, cause: unknown): OncelyError {
-  const { range, neededBy } = PEERS[name];
-  return new OncelyError(ErrorCode.Config, `${neededBy} needs the package ${name}, which is not installed: run \`npm install ${name}@${range}\``, { cause });
+  return new OncelyError(ErrorCode.Config, `${name} is not installed; it is needed for ${PEERS[name].neededBy}. Install it: ${installCommand([name])}`, { cause });
 }
 
 const isMissing = (error: unknown, name: string): boolean => {
   const code = (error as { code?: unknown }).code;
   return (code === 'MODULE_NOT_FOUND' || code === 'ERR_MODULE_NOT_FOUND') && String((error as Error).message).includes(name);
 };
+
+/**
+ * Checks that every peer `user` needs can be found, without loading any, so that one run names
+ * every missing package and one command installs them all (loading them one by one took a run
+ * per package). `resolve` is `require.resolve`; tests pass another.
+ *
+ * @throws OncelyError (`CONFIG`) naming each missing peer and the command that installs them
+ *
+ * @example
+ * ```ts
+ * assertPeers('`oncely serve`', ['@hono/node-server', 'pino', 'better-sqlite3']);
+ * ```
+ */
+export function assertPeers(user: string, names: readonly PeerName[], resolve: (name: string) => string = require.resolve): void {
+  const missing = names.filter((name) => {
+    try {
+      resolve(name);
+      return false;
+    } catch (error) {
+      if (isMissing(error, name)) return true;
+      throw error;
+    }
+  });
+  const [only] = missing;
+  if (only === undefined) return;
+  if (missing.length === 1) throw missingPeer(only, undefined);
+  throw new OncelyError(
+    ErrorCode.Config,
+    `${user} needs ${missing.length} packages that are not installed: ${missing.join(', ')}. Install them: ${installCommand(missing)}`,
+  );
+}
 
 /**
  * Loads a CommonJS peer (better-sqlite3, pg) synchronously.

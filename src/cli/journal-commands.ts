@@ -46,7 +46,7 @@ const resumeSpec = {
     journal: journalOption,
     url: { ...urlOption, help: 'the server whose operations to resume (required: the token goes to this origin only)' },
     scope: scopeOption,
-    token: { type: 'string', value: 'TOKEN', help: 'bearer token to send with (default: $ONCELY_TOKEN, better: a flag shows in ps)' },
+    token: { type: 'string', value: 'TOKEN', help: 'bearer token, never journaled (default: $ONCELY_TOKEN, which is safer: other users can see a flag in ps)' },
     'key-ttl': ttlOption,
     json: jsonOption,
   },

@@ -17,7 +17,7 @@ import { resolve as resolvePath } from 'node:path';
 import type { serve as listen } from '@hono/node-server';
 import type { pino as Pino } from 'pino';
 import { isOncelyError } from '../errors.js';
-import { importPeer } from '../optional-peer.node.js';
+import { assertPeers, importPeer } from '../optional-peer.node.js';
 import { createReferenceApp, type ReferenceApp } from '../reference/app.js';
 import { createClients, parseClients } from '../reference/clients.js';
 import { answerClientError } from '../reference/client-error.node.js';
@@ -143,9 +143,11 @@ export async function serve(argv: readonly string[]): Promise<number> {
   }
   const metrics = metricsToken !== undefined ? { token: metricsToken } : values.metrics === true ? 'open' : 'off';
 
-  // Optional peers of the package: a missing one is named with its install command.
+  const db = resolveDb(values.db ?? 'oncely-server.db');
+  // Optional peers of the package: every missing one is named at once, with its install command.
   let peers: { readonly listen: typeof listen; readonly pino: typeof Pino };
   try {
+    assertPeers('`oncely serve`', ['@hono/node-server', 'pino', isPostgres(db) ? 'pg' : 'better-sqlite3']);
     const [hono, logger] = await Promise.all([
       importPeer<{ serve: typeof listen }>('@hono/node-server'),
       importPeer<{ pino: typeof Pino }>('pino'),
@@ -156,7 +158,6 @@ export async function serve(argv: readonly string[]): Promise<number> {
     console.error(`oncely serve: ${error.message}`);
     return 1;
   }
-  const db = resolveDb(values.db ?? 'oncely-server.db');
   const log = peers.pino({ base: { pid: process.pid }, messageKey: 'msg' });
   let app: ReferenceApp;
   try {

@@ -25,11 +25,24 @@ export interface ProgressOptions {
 
 /** A progress display; see {@link createProgress}. */
 export interface Progress {
-  /** Reports `done` units finished so far; redraws when the interval has passed. */
-  update(done: number, counts: ProgressCounts): void;
+  /**
+   * Reports `done` units finished so far, `worked` of them by this run (default: all): a row
+   * settled by an earlier run, or stopped before it was sent, takes no time, so the rate and the
+   * ETA count only the worked ones. Redraws when the interval has passed.
+   */
+  update(done: number, counts: ProgressCounts, worked?: number): void;
   /** Draws the final state and ends the line. */
-  finish(done: number, counts: ProgressCounts): void;
+  finish(done: number, counts: ProgressCounts, worked?: number): void;
 }
+
+/**
+ * An ETA is shown once the rate rests on this many worked units (or 5 % of the total, if fewer)
+ * and this much time: the first
+ * units finish after a start-up (a server warming up, or crashing on purpose), and a rate taken
+ * from them alone promised half an hour for a 20-second run.
+ */
+const ETA_MIN_UNITS = 20;
+const ETA_MIN_MS = 2_000;
 
 /**
  * Formats seconds as `m:ss` or `h:mm:ss`.
@@ -73,9 +86,11 @@ export function createProgress(options: ProgressOptions): Progress {
   const started = now();
   let lastDraw = Number.NEGATIVE_INFINITY;
 
-  const line = (done: number, counts: ProgressCounts): string => {
-    const elapsed = Math.max(now() - started, 1) / 1000;
-    const rate = done / elapsed;
+  const line = (done: number, counts: ProgressCounts, worked: number, final: boolean): string => {
+    const elapsedMs = Math.max(now() - started, 1);
+    const rate = worked / (elapsedMs / 1000);
+    const enough = Math.min(ETA_MIN_UNITS, Math.ceil((options.total ?? 0) * 0.05));
+    const settledRate = final || (worked >= enough && elapsedMs >= ETA_MIN_MS);
     const parts: string[] = [];
     if (options.total !== undefined && options.total > 0) {
       const ratio = Math.min(done / options.total, 1);
@@ -85,7 +100,8 @@ export function createProgress(options: ProgressOptions): Progress {
         parts.push(`[${'#'.repeat(filled)}${'.'.repeat(width - filled)}]`);
       }
       parts.push(`${(ratio * 100).toFixed(0).padStart(3)}%`, `${done}/${options.total} ${options.unit}`);
-      const eta = rate > 0 ? (options.total - done) / rate : Number.POSITIVE_INFINITY;
+      const remaining = Math.max(options.total - done, 0);
+      const eta = remaining === 0 ? 0 : settledRate && rate > 0 ? remaining / rate : Number.POSITIVE_INFINITY;
       parts.push(`${rate.toFixed(0)} ${options.unit}/s`, `ETA ${formatDuration(eta)}`);
     } else {
       parts.push(`${done} ${options.unit}`, `${rate.toFixed(0)} ${options.unit}/s`);
@@ -105,14 +121,14 @@ export function createProgress(options: ProgressOptions): Progress {
   };
 
   return {
-    update(done, counts) {
+    update(done, counts, worked = done) {
       const at = now();
       if (at - lastDraw < intervalMs) return;
       lastDraw = at;
-      draw(line(done, counts), false);
+      draw(line(done, counts, worked, false), false);
     },
-    finish(done, counts) {
-      draw(line(done, counts), true);
+    finish(done, counts, worked = done) {
+      draw(line(done, counts, worked, true), true);
     },
   };
 }

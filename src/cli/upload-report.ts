@@ -57,9 +57,17 @@ export interface UploadReport {
   readonly executed: number;
   readonly replayed: number;
   readonly declined: number;
+  /** Valid rows journaled without a final outcome: what `oncely pending` lists for them. */
   readonly pending: number;
+  /** Of `pending`, the rows never sent: the run stopped before their turn. */
+  readonly unsent: number;
+  /** Rows the run stopped before reading: neither journaled nor checked. */
+  readonly unread: number;
   readonly invalid: number;
+  /** Rows this run sent and saw to an answer or to the end of their retries: what the rate counts. */
+  readonly sent: number;
   readonly elapsedMs: number;
+  /** `sent` per second: rows settled by an earlier run, or never sent, take no time. */
   readonly rowsPerSecond: number;
   /** Up to {@link MAX_LISTED} rows per list; the counts above are always exact. */
   readonly invalidRows: readonly RowProblem[];
@@ -83,6 +91,8 @@ export interface Tally {
     interrupted: boolean;
     stopReason: string | null;
     rows: number;
+    sent: number;
+    unsent: number;
     elapsedMs: number;
   }): UploadReport;
 }
@@ -110,12 +120,15 @@ export function createTally(): Tally {
     report(base) {
       // Rows not reached (an interrupted run) count as valid until read: they are unsent, not bad.
       const valid = base.rows - counts.invalid;
+      // Every row is in exactly one figure: rows = executed + replayed + declined + pending + unread + invalid.
+      const unread = base.dryRun ? 0 : valid - counts.executed - counts.replayed - counts.declined - counts.pending;
       const byLine = (a: RowProblem, b: RowProblem): number => a.line - b.line;
       return {
         ...base,
         valid,
         ...counts,
-        rowsPerSecond: base.elapsedMs > 0 ? Math.round((base.rows * 1000) / base.elapsedMs) : 0,
+        unread,
+        rowsPerSecond: base.elapsedMs > 0 ? Math.round((base.sent * 1000) / base.elapsedMs) : 0,
         invalidRows: [...lists.invalid].sort(byLine),
         declinedRows: [...lists.declined].sort(byLine),
         pendingRows: [...lists.pending].sort(byLine),
@@ -156,8 +169,12 @@ export function renderReport(report: UploadReport): string {
         ['replayed', report.replayed],
         ['declined', report.declined],
         ['pending', report.pending],
+        ...(report.unread > 0 ? [['not read', report.unread] as [string, number]] : []),
         ['invalid', report.invalid],
       ];
+  const notes: Record<string, string> = {
+    pending: report.unsent > 0 ? `  (${report.unsent} not sent yet)` : '',
+  };
   const verdict = report.dryRun
     ? []
     : report.complete
@@ -169,10 +186,10 @@ export function renderReport(report: UploadReport): string {
         ];
   return [
     head,
-    ...figures.map(([name, value]) => `  ${name.padEnd(9)} ${String(value).padStart(9)}`),
+    ...figures.map(([name, value]) => `  ${name.padEnd(9)} ${String(value).padStart(9)}${notes[name] ?? ''}`),
     ...listing('invalid rows', report.invalidRows, report.invalid),
     ...listing('declined rows', report.declinedRows, report.declined),
-    ...listing('pending rows (outcome unknown)', report.pendingRows, report.pending),
+    ...listing('pending rows (outcome unknown)', report.pendingRows, report.pending - report.unsent),
     ...verdict,
   ].join('\n');
 }

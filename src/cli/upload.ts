@@ -36,7 +36,7 @@ const spec = {
     'Exit code 0 only when every valid row has a final outcome.',
   options: {
     url: { type: 'string', value: 'URL', help: 'endpoint every row is POSTed to, e.g. http://127.0.0.1:8787/v1/payments' },
-    token: { type: 'string', value: 'TOKEN', help: 'bearer token (default: $ONCELY_TOKEN, better: a flag shows in ps); never journaled' },
+    token: { type: 'string', value: 'TOKEN', help: 'bearer token, never journaled (default: $ONCELY_TOKEN, which is safer: other users can see a flag in ps)' },
     concurrency: { type: 'string', value: 'N', help: 'requests in flight at once (default 8)' },
     journal: { type: 'string', value: 'PATH', help: 'journal file (default: $ONCELY_JOURNAL, else ~/.oncely/journal.db)' },
     'key-columns': { type: 'string', value: 'a,b,c', help: `columns the key is derived from (default ${DEFAULT_KEY_COLUMNS.join(',')})` },
@@ -124,20 +124,22 @@ export async function upload(argv: readonly string[]): Promise<number> {
   }
   const tally = createTally();
   const progress = createProgress({ total: inspected.rows, stream: process.stderr, unit: 'rows' });
-  const stopped: { reason: StopReason | undefined } = { reason: undefined };
+  const run: RunState = { stopReason: undefined, sent: 0, unsent: 0 };
   const finish = async (): Promise<number> => {
     const report: UploadReport = tally.report({
       file: settings.file,
       url: settings.dryRun ? null : (settings.url ?? null),
       dryRun: settings.dryRun,
-      interrupted: stopped.reason !== undefined,
-      stopReason: stopped.reason ?? null,
+      interrupted: run.stopReason !== undefined,
+      stopReason: run.stopReason ?? null,
       rows: inspected.rows,
+      sent: run.sent,
+      unsent: run.unsent,
       elapsedMs: Date.now() - started,
     });
     console.log(renderReport(report));
     if (settings.reportPath !== undefined) await writeFile(settings.reportPath, `${JSON.stringify(report, null, 2)}\n`);
-    if (stopped.reason === 'interrupted') return 130;
+    if (run.stopReason === 'interrupted') return 130;
     return settings.dryRun || report.complete ? 0 : 1;
   };
 
@@ -146,23 +148,41 @@ export async function upload(argv: readonly string[]): Promise<number> {
     let read = 0;
     for await (const batch of validBatches(settings, tally, () => false, inspected.duplicates)) {
       read += batch.length;
-      progress.update(read, tally.counts);
+      progress.update(read + tally.counts.invalid, tally.counts);
     }
+    progress.finish(read + tally.counts.invalid, tally.counts);
     return finish();
   }
-  await send(settings, tally, progress, stopped, inspected.duplicates);
+  await send(settings, tally, progress, run, inspected.duplicates);
   return finish();
 }
 
 /** Why a run stopped before every row was sent. */
 type StopReason = 'interrupted' | 'unreachable' | 'journal' | 'unauthorized';
 
+/** What a run did besides the tally: why it stopped, and the rows it sent or left unsent. */
+interface RunState {
+  stopReason: StopReason | undefined;
+  /** Rows sent and seen to an answer or to the end of their retries (the rate counts these). */
+  sent: number;
+  /** Rows journaled but never sent: the run stopped before their turn. */
+  unsent: number;
+}
+
+/** What a row cut off in flight by a stop is listed with: why, and what that means for it. */
+const CUT_OFF: Record<StopReason, string> = {
+  interrupted: 'stopped by Ctrl-C before its answer: it may have run; run the same command again to find out',
+  unauthorized: 'not run: the server refused the token, and runs nothing sent with it; run again with the right --token',
+  unreachable: 'stopped before its answer: the server settled nothing for many rows in a row; run the same command again',
+  journal: 'stopped before its answer: the journal failed; run the same command again once it is writable',
+};
+
 /** Pass 2 for real: journal in batches, send with bounded concurrency, stop cleanly on SIGINT. */
 async function send(
   settings: UploadSettings,
   tally: Tally,
   progress: Progress,
-  stopped: { reason: StopReason | undefined },
+  run: RunState,
   duplicates: ReadonlyMap<number, string>,
 ): Promise<void> {
   const target = new URL(settings.url as string);
@@ -176,6 +196,10 @@ async function send(
     signal: abort.signal,
     // A rerun after a kill waits at most this long for the dead process's claims to run out.
     claimTtlMs: 5_000,
+    // Shorter than the client's minute: a server that is down stops the run after two rounds of
+    // rows (see `unreachableAfter`), yet 20 s still outlasts a restarted `oncely serve`'s lease
+    // (10 s) plus its in-flight wait (5 s).
+    retry: { budgetMs: 20_000 },
   });
   // Three reasons to stop early, each leaving the journal consistent for a rerun: Ctrl-C; a
   // server that settles nothing (every row of a long run ending pending means it is down or
@@ -183,7 +207,7 @@ async function send(
   // cannot be written (nothing may be sent that is not journaled first).
   const stop = (reason: StopReason, message: string): void => {
     if (abort.signal.aborted) return;
-    stopped.reason = reason;
+    run.stopReason = reason;
     process.stderr.write(`\nstopping: ${message}; run the same command again to resume\n`);
     abort.abort(new Error(message));
   };
@@ -198,7 +222,7 @@ async function send(
   let done = 0;
   const counted = (): void => {
     done += 1;
-    progress.update(done, tally.counts);
+    progress.update(done, tally.counts, run.sent);
   };
   const inFlight = new Set<Promise<void>>();
   const sendRow = async (row: RowUpload): Promise<void> => {
@@ -206,13 +230,19 @@ async function send(
       const op = await client.prepare('POST', path, { key: row.key, body: row.body, headers: { 'content-type': 'application/json' } });
       const result = await op.send();
       pendingInARow = 0;
+      run.sent += 1;
       tally.record(result.replayed ? 'replayed' : 'executed');
     } catch (error) {
+      const stopReason = run.stopReason;
+      if (!isOncelyError(error, 'ABORTED')) run.sent += 1;
       // 401/403 settle nothing (the server executed nothing): every row stays pending, and
       // sending the others with the same token would only be refused the same way.
       if (isOncelyError(error, 'HTTP_ERROR') && (error.status === 401 || error.status === 403)) {
         tally.record('pending', { line: row.line, key: row.key, status: error.status, reason: 'unauthorized: check --token' });
         stop('unauthorized', `the server answered ${error.status}: unauthorized, check --token`);
+      } else if (isOncelyError(error, 'ABORTED') && stopReason !== undefined) {
+        // Cut off by the run's own stop, not by a caller: say which stop, and what it means for the row.
+        tally.record('pending', { line: row.line, key: row.key, reason: CUT_OFF[stopReason] });
       } else if (isOncelyError(error) && (error.code === 'OPERATION_PENDING' || error.code === 'ABORTED' || error.code === 'JOURNAL_ERROR')) {
         tally.record('pending', { line: row.line, key: row.key, reason: error.message });
         if (error.code === 'JOURNAL_ERROR') stop('journal', `the journal failed: ${error.message}`);
@@ -260,8 +290,12 @@ async function send(
         } else if (record.state === OperationState.Failed) {
           tally.record('declined', { line: row.line, key: row.key, ...(record.lastStatus === null ? {} : { status: record.lastStatus }), reason: 'declined on an earlier run' });
           counted();
+        } else if (abort.signal.aborted) {
+          // Journaled, pending, never sent: `oncely pending` lists it, so the report counts it.
+          run.unsent += 1;
+          tally.record('pending');
+          counted();
         } else {
-          if (abort.signal.aborted) break;
           const task = sendRow(row).finally(() => inFlight.delete(task));
           inFlight.add(task);
           // Backpressure: reading waits while every slot is busy, so memory stays flat.
@@ -270,7 +304,7 @@ async function send(
       }
     }
     await Promise.all(inFlight);
-    progress.finish(done, tally.counts);
+    progress.finish(done, tally.counts, run.sent);
   } finally {
     process.off('SIGINT', onSigint);
     await client.close();

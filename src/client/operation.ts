@@ -58,7 +58,7 @@ function fromSettled(ref: OperationRef, record: OperationRecord): OperationResul
       hint: 'the journal record is incomplete; inspect it with `oncely pending`',
     });
   }
-  if (record.state === OperationState.Succeeded) return toResult(ref.key, record.result, record.attempts);
+  if (record.state === OperationState.Succeeded) return toResult(ref.key, record.result, record.attempts, 'journal');
   throw finalError(ref, record.result);
 }
 
@@ -156,7 +156,7 @@ export async function runChain(
     await journal.update(scope, ref.key, { attempts, lastStatus: status, state, result: toStorable(live, options.maxBodyBytes) });
     settled = true;
     hooks.onSettled?.({ ...ref, state, status, replayed: live.replayed, attempts });
-    if (succeeded) return toResult(ref.key, live, attempts);
+    if (succeeded) return toResult(ref.key, live, attempts, 'response');
     throw new AbortError(finalError(ref, live));
   };
 

@@ -12,10 +12,14 @@ import type { StoredResult } from '../journal/types.js';
 /**
  * A settled, successful (`2xx`) operation.
  *
+ * Count executions with `source === 'server'` (or `!replayed`): each operation has at most one
+ * such answer, whichever process or call got it.
+ *
  * @example
  * ```ts
  * const r: OperationResult<{ id: string }> = await client.post('v1/payments', { json });
- * console.log(r.status, r.data.id, r.key, r.replayed, r.attempts);
+ * console.log(r.status, r.data.id, r.key, r.source, r.attempts);
+ * if (r.source === 'server') executed += 1; // the one answer that ran it
  * ```
  */
 export interface OperationResult<T = unknown> {
@@ -26,7 +30,16 @@ export interface OperationResult<T = unknown> {
   readonly headers: Readonly<Record<string, string>>;
   /** The idempotency key the operation was sent with. */
   readonly key: string;
-  /** `true` when the server answered from its stored result (`Idempotency-Replay` / `Idempotent-Replayed`). */
+  /**
+   * Where this answer came from:
+   * - `'server'`: the server executed the request for this call's attempt;
+   * - `'replay'`: the server answered from its stored result (`Idempotency-Replay` /
+   *   `Idempotent-Replayed`): an earlier attempt had executed it;
+   * - `'journal'`: the operation was already settled in the local journal (an earlier `send()`,
+   *   `post()` or `resume()`), so nothing was sent and the stored answer was returned.
+   */
+  readonly source: 'server' | 'replay' | 'journal';
+  /** `true` unless this call's request executed the operation: `source` is `'replay'` or `'journal'`. */
   readonly replayed: boolean;
   /** Attempts made, across processes. */
   readonly attempts: number;
@@ -237,17 +250,20 @@ export function capText(text: string, maxBytes: number): string {
 }
 
 /**
- * Builds the result of a settled `2xx` from what was stored (or just received).
+ * Builds the result of a settled `2xx` from what was just received (`'response'`) or what the
+ * journal had stored from an earlier call (`'journal'`).
  *
  * @internal
  */
-export function toResult<T>(key: string, stored: StoredResult, attempts: number): OperationResult<T> {
+export function toResult<T>(key: string, stored: StoredResult, attempts: number, from: 'response' | 'journal'): OperationResult<T> {
+  const source: OperationResult['source'] = from === 'journal' ? 'journal' : stored.replayed ? 'replay' : 'server';
   return {
     status: stored.status,
     data: parseData(stored.body, stored.headers) as T,
     headers: stored.headers,
     key,
-    replayed: stored.replayed,
+    source,
+    replayed: source !== 'server',
     attempts,
   };
 }

@@ -18,8 +18,10 @@ import { ErrorCode, OncelyError } from '../errors/oncely-error.js';
 export interface RetryOptions {
   /**
    * Retries after the first attempt (so `limit: 5` means at most 6 attempts). Final answers
-   * (`2xx`, `4xx` other than `409`/`429`) are never retried whatever the limit.
-   * @default 5
+   * (`2xx`, `4xx` other than `409`/`429`) are never retried whatever the limit. By default
+   * only `budgetMs` bounds the retries: a count runs out during a crash's connection errors,
+   * before the restarted server's lease on the key has ended.
+   * @default Infinity
    */
   readonly limit?: number;
   /**
@@ -51,6 +53,9 @@ export interface RetryOptions {
   /**
    * Total time budget of one `send()`, in milliseconds: no retry is scheduled that would
    * start after it. When it runs out on an unknown outcome, the operation stays pending.
+   * The default outlasts a server that crashed holding the key and restarted: its lease (10 s
+   * for `createIdempotencyHandler` and `oncely serve`, 30 s for the middleware) plus the
+   * in-flight wait a duplicate is held for (5 s), so the retry that follows takes the key over.
    * @default 60_000
    */
   readonly budgetMs?: number;
@@ -71,11 +76,11 @@ export type ResolvedRetryOptions = { readonly [K in keyof RetryOptions]-?: Exclu
  *
  * @example
  * ```ts
- * DEFAULT_RETRY.limit; // 5
+ * DEFAULT_RETRY.budgetMs; // 60_000: retries until a minute is spent (DEFAULT_RETRY.limit is Infinity)
  * ```
  */
 export const DEFAULT_RETRY: ResolvedRetryOptions = {
-  limit: 5,
+  limit: Number.POSITIVE_INFINITY,
   backoffMs: 300,
   factor: 2,
   maxBackoffMs: 10_000,
@@ -104,7 +109,8 @@ export const nonNegative = (name: string, value: number): number => {
 export function normalizeRetryOptions(retry: RetryOptions = {}): ResolvedRetryOptions {
   const merged = { ...DEFAULT_RETRY, ...Object.fromEntries(Object.entries(retry).filter(([, v]) => v !== undefined)) };
   return {
-    limit: Math.floor(nonNegative('retry.limit', merged.limit)),
+    // Infinity is the default: no count, the time budget alone.
+    limit: merged.limit === Number.POSITIVE_INFINITY ? merged.limit : Math.floor(nonNegative('retry.limit', merged.limit)),
     backoffMs: nonNegative('retry.backoffMs', merged.backoffMs),
     factor: Math.max(1, nonNegative('retry.factor', merged.factor)),
     maxBackoffMs: nonNegative('retry.maxBackoffMs', merged.maxBackoffMs),

@@ -11,7 +11,8 @@
  *   what was acknowledged would differ from what is read back;
  * - a member name twice in one object (`{"amount":1,"amount":2}`): `JSON.parse` keeps the last,
  *   a proxy or validator in front may keep the first, and the two would disagree on the amount
- *   (I-JSON, RFC 7493, forbids it).
+ *   (I-JSON, RFC 7493, forbids it);
+ * - a number beyond the range of a double (`1e400`): it would share its fingerprint with `null`.
  *
  * One pass over the text, no recursion, so a hostile body costs no stack.
  *
@@ -90,8 +91,29 @@ export function jsonTextProblem(text: string, maxDepth: number = MAX_JSON_DEPTH)
       depth -= 1;
       containers.pop();
     } else if (code === 0x2c /* , */) expectName = containers[containers.length - 1] instanceof Set;
+    else if (code === 0x65 || code === 0x45 /* e E: an exponent, outside a string only in a number */) {
+      const problem = numberProblem(text, at);
+      if (problem !== undefined) return problem;
+    }
   }
   return undefined;
+}
+
+/**
+ * A number whose exponent takes it past a double (`1e400`): `JSON.parse` reads it as Infinity,
+ * which the canonical form writes as `null`, so two different requests (`1e400` and `null`) would
+ * share a fingerprint, and the second be answered as the first's replay. Only a literal with an
+ * exponent can overflow within the body cap (a double holds 308 digits).
+ */
+function numberProblem(text: string, exponentAt: number): string | undefined {
+  let start = exponentAt;
+  while (start > 0 && /[0-9.+-]/.test(text.charAt(start - 1))) start -= 1;
+  let end = exponentAt + 1;
+  while (end < text.length && /[0-9+-]/.test(text.charAt(end))) end += 1;
+  const literal = text.slice(start, end);
+  // The e of true or false is no exponent (nothing numeric before it); a malformed literal is NaN
+  // and left to JSON.parse: only an infinite value is refused here.
+  return Math.abs(Number(literal)) !== Infinity ? undefined : `the body holds the number ${literal.slice(0, 40)}, beyond the range of a double`;
 }
 
 /**

@@ -65,6 +65,13 @@ describe('--help', () => {
   );
 });
 
+describe('--token help', () => {
+  it.each(['upload', 'resume'])('oncely %s --help says the token is never journaled and why $ONCELY_TOKEN is the safer way to give it', async (command) => {
+    const run = await runCli([command, '--help']);
+    expect(run.stdout).toMatch(/^ {2}--token TOKEN +bearer token, never journaled \(default: \$ONCELY_TOKEN, which is safer: other users can see a flag in ps\)$/m);
+  });
+});
+
 describe('durations', () => {
   it('reads 500ms, 90s, 15m, 24h, 7d and a bare 0 into milliseconds, and nothing else', () => {
     expect(['500ms', '90s', '15m', '24h', '7d', '1.5m', '0'].map(parseDuration)).toEqual([500, 90_000, 900_000, 86_400_000, 604_800_000, 90_000, 0]);

@@ -18,6 +18,9 @@ describe('oncely demo', () => {
     });
     // The chaos really happened: every payment took at least one attempt, and some took more.
     expect(result['attempts']).toBeGreaterThan(200);
+    // What the run shows against: every replay was a request a keyless client would have paid again.
+    expect(result['replays']).toBeGreaterThan(0);
+    expect(result['duplicatesWithoutOncely']).toBe(result['replays']);
   }, 180_000);
 
   it('refuses a bad --payments with a usage error and starts nothing', async () => {

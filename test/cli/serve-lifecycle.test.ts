@@ -64,15 +64,15 @@ describe('oncely serve lifecycle', () => {
     expect(result.stdout).not.toContain('oncely listening');
   });
 
-  it("refuses a clients file whose client id contains ':', and one that is not JSON, naming the file", async () => {
-    writeFileSync(`${dir}/bad-clients.json`, JSON.stringify({ tok: 'acme:eu' }));
+  it('refuses a clients file whose client id contains a space, and one that is not JSON, naming the file', async () => {
+    writeFileSync(`${dir}/bad-clients.json`, JSON.stringify({ tok: 'acme eu' }));
     writeFileSync(`${dir}/broken-clients.json`, '{"tok": ');
-    const [colon, broken] = await Promise.all([
+    const [spaced, broken] = await Promise.all([
       serveFailure(['--db', `${dir}/never.db`, '--clients', `${dir}/bad-clients.json`]),
       serveFailure(['--db', `${dir}/never.db`, '--clients', `${dir}/broken-clients.json`]),
     ]);
-    expect(colon.code).toBe(1);
-    expect(colon.stderr).toContain('"acme:eu"');
+    expect(spaced.code).toBe(1);
+    expect(spaced.stderr).toContain('"acme eu"');
     expect(broken.code).toBe(1);
     expect(broken.stderr).toContain(`--clients ${dir}/broken-clients.json`);
   });

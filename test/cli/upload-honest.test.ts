@@ -39,10 +39,14 @@ describe('oncely upload with a token the server refuses', () => {
     expect([json.complete, json.executed, json.replayed, json.declined, json.stopReason]).toEqual([false, 0, 0, 0, 'unauthorized']);
     expect(json.pendingRows.filter((row) => row.status === 401).length).toBeGreaterThan(0);
     expect(json.pendingRows.filter((row) => row.status !== undefined && row.status !== 401)).toEqual([]);
+    // Rows cut off in flight say the server ran nothing for them, not that a caller aborted them.
+    expect(json.pendingRows.filter((row) => row.status === undefined && !/not run: the server refused the token/.test(row.reason))).toEqual([]);
+    // Every row in one figure, the rows journaled but never sent among the pending.
+    expect(json.executed + json.replayed + json.declined + json.pending + json.unread + json.invalid).toBe(40);
 
     const pending = await runCli(['pending', '--journal', journal, '--url', server.url, '--json']);
     const listed = JSON.parse(pending.stdout) as Array<{ state: string }>;
-    expect(listed.length).toBeGreaterThan(0);
+    expect(listed.length).toBe(json.pending);
     expect(listed.every((row) => row.state === 'pending')).toBe(true);
 
     // The right token finishes the same file: every row once.

@@ -12,7 +12,9 @@ export const PAYMENT = { amount: 1250, currency: 'EUR', reference: 'inv-7' } as 
 
 /**
  * A client with a memory journal, a credential header and retries of about a millisecond
- * (Retry-After capped at 20 ms), so retry paths run fast with real timers.
+ * (Retry-After capped at 20 ms), so retry paths run fast with real timers; at most 5 of them,
+ * so an operation the fake never answers ends pending at once rather than after the default
+ * time budget.
  */
 export function testClient(overrides: Partial<ClientOptions> = {}): Client & { readonly journal: Journal } {
   return createClient({
@@ -20,6 +22,6 @@ export function testClient(overrides: Partial<ClientOptions> = {}): Client & { r
     headers: { authorization: TOKEN, 'x-tenant': 'acme' },
     journal: memoryJournal(),
     ...overrides,
-    retry: { backoffMs: 1, jitter: false, maxRetryAfterMs: 20, ...overrides.retry },
+    retry: { limit: 5, backoffMs: 1, jitter: false, maxRetryAfterMs: 20, ...overrides.retry },
   });
 }

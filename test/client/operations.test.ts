@@ -192,9 +192,31 @@ describe('an operation', () => {
     const op = await testClient().prepare('POST', 'v1/payments', { json: PAYMENT });
     const first = await op.send<{ ok: boolean }>();
     const second = await op.send<{ ok: boolean }>();
-    expect(second).toEqual({ ...first, headers: second.headers });
+    expect(second).toEqual({ ...first, source: 'journal', replayed: true, headers: second.headers });
     expect(second.data.ok).toBe(true);
     expect(server.seen).toHaveLength(1);
+  });
+
+  it('says where each answer came from: the server executed it, replayed it, or the journal had it and nothing was sent', async () => {
+    const effect = dedupe(() => json(201, { ok: true }));
+    server.reply(effect);
+    const journal = memoryJournal();
+    const caller = testClient({ journal });
+    const naturalKey = ['inv-7'];
+    const executed = await caller.post('v1/payments', { json: PAYMENT, naturalKey });
+    // The same payment posted again by this caller: the journal has it settled, nothing is sent.
+    const fromJournal = await caller.post('v1/payments', { json: PAYMENT, naturalKey });
+    // Another machine (a journal of its own) posts it: the server answers from its stored result.
+    const replayed = await testClient().post('v1/payments', { json: PAYMENT, naturalKey });
+    expect([executed, fromJournal, replayed].map((r) => [r.source, r.replayed])).toEqual([
+      ['server', false],
+      ['journal', true],
+      ['replay', true],
+    ]);
+    expect([...new Set([executed, fromJournal, replayed].map((r) => r.key))]).toHaveLength(1);
+    expect([server.seen.length, effect.effects()]).toEqual([2, 1]);
+    // Counting executions by the answers: one, as on the server.
+    expect([executed, fromJournal, replayed].filter((r) => !r.replayed)).toHaveLength(1);
   });
 
   it('shares one attempt chain between two prepares of the same natural key', async () => {

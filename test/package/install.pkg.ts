@@ -88,6 +88,15 @@ describe('the packed tarball', () => {
     expect(listing.filter((file) => /^package\/(src|test|bench\/(?!results\/))/.test(file))).toEqual([]);
   });
 
+  it('ships no source maps, which would point at a src/ that is not in it', () => {
+    const listing = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).split('\n');
+    expect(listing.filter((file) => file.endsWith('.map'))).toEqual([]);
+    const scripts = listing.filter((file) => /^package\/dist\/.*\.js$/.test(file));
+    expect(scripts.length).toBeGreaterThan(0);
+    const mapped = scripts.filter((file) => execFileSync('tar', ['-xzOf', tarball, file], { encoding: 'utf8' }).includes('sourceMappingURL'));
+    expect(mapped).toEqual([]);
+  });
+
   it('holds every file the README links to, so its links resolve in the published package', () => {
     const listing = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).split('\n');
     const links = [...readFileSync(join(ROOT, 'README.md'), 'utf8').matchAll(/\]\(([^)#:]+)(?:#[^)]*)?\)/g)].map((match) => match[1] as string);
@@ -120,7 +129,7 @@ try {
     json: { amount: 1250, currency: 'EUR', reference: 'inv-7' },
     naturalKey: ['pay_1001', 'principal'],
   });
-  console.log(JSON.stringify({ status: r.status, id: r.data.id, replayed: r.replayed, scope: client.scope }));
+  console.log(JSON.stringify({ status: r.status, id: r.data.id, source: r.source, replayed: r.replayed, scope: client.scope }));
 } catch (error) {
   console.log(JSON.stringify({ error: isOncelyError(error) ? error.code : String(error) }));
 } finally {
@@ -145,10 +154,10 @@ try {
     tsc(dir);
     server = await startServe(dir);
     const first = run(dir, 'out/pay.js', { ONCELY_URL: server.url });
-    expect(first).toMatchObject({ status: 201, replayed: false, scope: `${server.url}#settlement` });
+    expect(first).toMatchObject({ status: 201, source: 'server', replayed: false, scope: `${server.url}#settlement` });
     const second = run(dir, 'out/pay.js', { ONCELY_URL: server.url });
-    // The journal holds the settled answer: the same payment, no second request.
-    expect(second).toEqual(first);
+    // The journal holds the settled answer: the same payment, no second request, and it says so.
+    expect(second).toEqual({ ...first, source: 'journal', replayed: true });
   }, 120_000);
 
   it('npx oncely upload: a wrong token exits 1 with rows pending; two rows of one key are both reported, nothing sent', async () => {
@@ -176,7 +185,8 @@ try {
     expect(String(run(bare, 'out/missing-driver.js').message)).toContain('npm install better-sqlite3@12');
     const serve = spawnSync(join(bare, 'node_modules/.bin/oncely'), ['serve', '--port', '0'], { cwd: bare, encoding: 'utf8', timeout: 30_000 });
     expect(serve.status).toBe(1);
-    expect(serve.stderr).toContain('npm install @hono/node-server@2');
+    // Every missing package in one run, with one command: not one package per run.
+    expect(serve.stderr).toContain('npm install @hono/node-server@2 pino@10 better-sqlite3@12');
   }, 240_000);
 });
 

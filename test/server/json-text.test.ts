@@ -25,3 +25,13 @@ describe('jsonTextProblem and repeated member names', () => {
     expect(() => JSON.parse(text)).not.toThrow();
   });
 });
+
+describe('jsonTextProblem and numbers beyond a double', () => {
+  it.each(['{"x":1e400}', '[-1E+999]', '{"a":{"b":[0.5e309]}}'])('refuses %s, which would fingerprint as null', (text) => {
+    expect(jsonTextProblem(text)).toMatch(/^the body holds the number -?[0-9.]+[eE][+-]?[0-9]+, beyond the range of a double$/);
+  });
+
+  it.each(['{"x":1e308}', '{"x":-2.5E-400}', '{"e":"1e400","E":1}', '[1e-5,"x e y"]', '{"a":true,"b":false,"c":null}', '[true,false]'])('accepts %s: in range, or not a number', (text) => {
+    expect(jsonTextProblem(text)).toBeUndefined();
+  });
+});

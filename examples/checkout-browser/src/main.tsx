@@ -30,6 +30,11 @@ history.replaceState(null, '', urlForOrder(new URL(location.href), order));
 const client = createClient({
   baseUrl: location.origin,
   headers: demoHeaders,
+  // useOperation sends a payment again after each send() that leaves it unknown (on `online`,
+  // every 3 s), so one send() is kept short: the client's default (a minute) would hold the
+  // payment's claim, which the Service Worker then waits for, as long while this tab's requests
+  // get no answer.
+  retry: { budgetMs: 10_000 },
   // No answer (offline, a dropped connection): the worker is woken once the network is back,
   // and finishes the payment even if this tab is closed by then.
   onUnanswered: () => void requestBackgroundSync(),
