@@ -22,10 +22,10 @@ export default defineConfig({
       },
       {
         // Pre-bundled up front: discovered mid-run, Vite re-optimises and reloads the test page.
-        optimizeDeps: { include: ['idb-keyval'] },
+        optimizeDeps: { include: ['idb-keyval', 'react', 'react/jsx-dev-runtime', 'react-dom/client'] },
         test: {
           name: 'browser',
-          include: ['test/browser/**/*.test.ts'],
+          include: ['test/browser/**/*.test.{ts,tsx}'],
           testTimeout: 30_000,
           browser: {
             enabled: true,

@@ -11,7 +11,8 @@ export { DEFAULT_NAMESPACE, MAX_KEY_LENGTH, deriveKey, isValidKey, newKey } from
 export { fingerprint, type FingerprintBody, type FingerprintOptions } from './fingerprint.js';
 export { memoryJournal } from './journal/memory.js';
 export { createClient, type Client, type ResumeOptions } from './client/create-client.js';
-export type { Operation, SendOptions } from './client/operation.js';
+export type { Operation, SendOptions } from './client/operation-handle.js';
+export type { OperationSnapshot, OperationStatus, SettledOptions } from './client/follow.js';
 export { DEFAULT_RETRY, type ClientHooks, type ClientOptions, type ResolvedRetryOptions, type RetryOptions } from './client/options.js';
 export type { RequestOptions } from './client/request.js';
 export type {

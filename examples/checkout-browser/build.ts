@@ -1,40 +1,46 @@
 /**
- * Builds the checkout example into a folder `oncely serve --static DIR` can serve next to the
- * API, on one origin:
+ * Builds the checkout example with Vite into a folder `oncely serve --static DIR` can serve
+ * next to the API, on one origin:
  *
  * ```sh
  * npx tsx examples/checkout-browser/build.ts            # → examples/checkout-browser/dist
  * npx tsx src/cli/main.ts serve --port 8787 --static examples/checkout-browser/dist
  * ```
  *
- * The page imports oncely from `src/browser.ts` directly, the file an application reaches as
- * `oncely/browser`, and the worker `src/service-worker/index.ts` (`oncely/service-worker`);
- * esbuild bundles both for the browser platform, so nothing Node-only can slip in.
+ * Two Vite builds: the React page (`index.html` and its assets), and its Service Worker
+ * (`sw.js`, one classic script at the root so its scope is the whole site: module Service
+ * Workers are not everywhere yet). Both are bundled for the browser, so nothing Node-only can
+ * slip in.
  */
-import { copyFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
+import { build, type Rollup } from 'vite';
+import { checkoutConfig } from './vite.config.js';
 
 const here = fileURLToPath(new URL('.', import.meta.url));
 
 /** Options of {@link buildCheckout}. */
 export interface BuildCheckoutOptions {
   /**
-   * The folder to write `index.html`, `styles.css` and `app.js` into.
+   * The folder to write `index.html`, `assets/` and `sw.js` into.
    * @default examples/checkout-browser/dist
    */
   readonly outDir?: string;
   /**
-   * Minify `app.js`.
+   * Minify the page and the worker.
    * @default true
    */
   readonly minify?: boolean;
 }
 
+function jsBytes(result: Awaited<ReturnType<typeof build>>): number {
+  const outputs = (Array.isArray(result) ? result : [result]) as Rollup.RollupOutput[];
+  return outputs.flatMap((output) => output.output).reduce((sum, chunk) => sum + (chunk.type === 'chunk' ? chunk.code.length : 0), 0);
+}
+
 /**
- * Builds the page (`app.js`) and its Service Worker (`sw.js`, a classic script at the root, so its
- * scope is the whole site); resolves to the output folder and their sizes in bytes.
+ * Builds the page and its Service Worker; resolves to the output folder and the bytes of their
+ * JavaScript.
  *
  * @example
  * ```ts
@@ -43,31 +49,34 @@ export interface BuildCheckoutOptions {
  */
 export async function buildCheckout(options: BuildCheckoutOptions = {}): Promise<{ outDir: string; bytes: number; workerBytes: number }> {
   const outDir = options.outDir ?? join(here, 'dist');
-  await mkdir(outDir, { recursive: true });
-  const bundle = async (entry: string, outfile: string, format: 'esm' | 'iife'): Promise<number> => {
-    const result = await build({
-      entryPoints: [join(here, entry)],
-      outfile: join(outDir, outfile),
-      bundle: true,
-      platform: 'browser',
-      format,
-      target: 'es2022',
-      minify: options.minify ?? true,
-      sourcemap: true,
-      metafile: true,
-      logLevel: 'warning',
-    });
-    return Object.entries(result.metafile.outputs).find(([path]) => path.endsWith(outfile))?.[1].bytes ?? 0;
-  };
-  // A classic worker script: module Service Workers are not everywhere yet, and it imports nothing.
-  const [bytes, workerBytes] = await Promise.all([bundle('src/main.ts', 'app.js', 'esm'), bundle('src/service-worker.ts', 'sw.js', 'iife')]);
-  await Promise.all(['index.html', 'styles.css'].map((file) => copyFile(join(here, file), join(outDir, file))));
-  return { outDir, bytes, workerBytes };
+  const config = checkoutConfig({ outDir, minify: options.minify ?? true });
+  // Vite takes a production build's NODE_ENV from the process, and a test runner sets it to
+  // 'test': React's development build and `import.meta.env.PROD === false` would ship.
+  const before = process.env.NODE_ENV;
+  process.env.NODE_ENV = 'production';
+  try {
+    const bytes = jsBytes(await build({ ...config, mode: 'production' }));
+    const workerBytes = jsBytes(
+      await build({
+        ...config,
+        mode: 'production',
+        plugins: [],
+        build: {
+          ...config.build,
+          lib: { entry: join(here, 'src/service-worker.ts'), formats: ['iife'], name: 'checkoutWorker', fileName: () => 'sw.js' },
+        },
+      }),
+    );
+    return { outDir, bytes, workerBytes };
+  } finally {
+    if (before === undefined) delete process.env.NODE_ENV;
+    else process.env.NODE_ENV = before;
+  }
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const outIndex = process.argv.indexOf('--out');
   const outDir = outIndex > 0 ? process.argv[outIndex + 1] : undefined;
   const built = await buildCheckout(outDir === undefined ? {} : { outDir });
-  console.log(`built ${built.outDir} (app.js ${(built.bytes / 1024).toFixed(1)} KB, sw.js ${(built.workerBytes / 1024).toFixed(1)} KB)`);
+  console.log(`built ${built.outDir} (page JS ${(built.bytes / 1024).toFixed(1)} KB, sw.js ${(built.workerBytes / 1024).toFixed(1)} KB)`);
 }

@@ -15,7 +15,7 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { createClient } from '../client/create-client.js';
-import type { Operation } from '../client/operation.js';
+import type { Operation } from '../client/operation-handle.js';
 import { sqliteJournal } from '../journal/sqlite.node.js';
 import { demoClientOptions, emptyStats, type PaymentPlan } from './demo-workload.js';
 

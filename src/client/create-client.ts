@@ -9,20 +9,12 @@ import { recordDamage } from '../journal/integrity.js';
 import { OperationState, isExpired, type DamagedRecord, type Journal, type OperationRecord } from '../journal/types.js';
 import type { FingerprintDigest } from '../fingerprint.js';
 import { newKey } from '../keys.js';
-import { abortAll, createOperation, type Engine, type Operation } from './operation.js';
+import { outcomeOf } from './follow.js';
+import { abortAll, createOperation, type Engine, type Operation } from './operation-handle.js';
+import { snapshotOf } from './operation.js';
 import { normalizeOptions, type ClientOptions } from './options.js';
 import { prepareRequest, type RequestOptions } from './request.js';
 import type { OperationResult, PendingOperation, ResumeOutcome } from './results.js';
-
-/** How resume() reports an operation that ended in each error. */
-const RESUME_STATE: Partial<Record<ErrorCode, 'failed' | 'pending' | 'expired'>> = {
-  [ErrorCode.Http]: 'failed',
-  [ErrorCode.KeyReused]: 'failed',
-  [ErrorCode.InvalidKey]: 'failed',
-  [ErrorCode.OperationPending]: 'pending',
-  [ErrorCode.Aborted]: 'pending',
-  [ErrorCode.ExpiredOperation]: 'expired',
-};
 
 /**
  * Options of {@link Client.resume}.
@@ -40,6 +32,18 @@ export interface ResumeOptions {
    * @default 4
    */
   readonly concurrency?: number;
+  /**
+   * Wait for an operation another tab, worker or process holds (its claim) instead of reporting
+   * it `skipped`: it is followed until that holder lets go (then sent from here) or settles it,
+   * within the retry budget. A second `resume()` in the same client always joins the first one's
+   * sends.
+   * @default false
+   * @example
+   * ```ts
+   * const outcomes = await client.resume({ follow: true }); // a payment another tab is sending: its outcome, not 'skipped'
+   * ```
+   */
+  readonly follow?: boolean;
 }
 
 /**
@@ -123,6 +127,7 @@ export function buildClient(
     assertOpen: () => {
       if (closed) throw new OncelyError(ErrorCode.Config, 'this oncely client is closed');
     },
+    trackers: new Map(),
   };
   resolved.signal?.addEventListener('abort', () => void abortAll(engine, resolved.signal?.reason), { once: true });
 
@@ -137,7 +142,7 @@ export function buildClient(
     }
     // post() sends at once: the record it just created is handed over instead of read back.
     const fresh = submitted && created ? record : undefined;
-    return createOperation(engine, ref, unjournaled, requestOptions.signal, fresh);
+    return createOperation(engine, ref, unjournaled, requestOptions.signal, snapshotOf(ref, record, resolved.keyTtlMs), fresh);
   };
   const prepare = (method: string, path: string, requestOptions: RequestOptions = {}): Promise<Operation> =>
     journalOperation(method, path, requestOptions, false);
@@ -147,7 +152,7 @@ export function buildClient(
     async <T>(path: string, requestOptions: RequestOptions = {}): Promise<OperationResult<T>> =>
       (await journalOperation(method, path, requestOptions, true)).send<T>();
 
-  const resumeOne = async (key: string, signal: AbortSignal | undefined): Promise<ResumeOutcome> => {
+  const resumeOne = async (key: string, signal: AbortSignal | undefined, follow: boolean): Promise<ResumeOutcome> => {
     try {
       const record = await journal.get(resolved.scope, key);
       if (record === undefined || record.state !== OperationState.Pending) return { key, state: 'skipped' };
@@ -156,22 +161,20 @@ export function buildClient(
         return { key, state: 'expired', error: new ExpiredOperationError(ref, record.createdAt, resolved.keyTtlMs) };
       }
       // Claimed here, not only inside send(), so that an operation another process is sending
-      // is skipped rather than waited for.
-      if (!engine.inflight.has(key) && !(await journal.claim(resolved.scope, key, resolved.ownerId, resolved.claimTtlMs))) {
+      // is skipped rather than waited for, unless the caller asked to follow it: send() then
+      // waits for the claim like any other.
+      if (!follow && !engine.inflight.has(key) && !(await journal.claim(resolved.scope, key, resolved.ownerId, resolved.claimTtlMs))) {
         return { key, state: 'skipped' };
       }
-      const result = await createOperation(engine, ref, {}, signal).send(signal ? { signal } : {});
+      const result = await createOperation(engine, ref, {}, signal, snapshotOf(ref, record, resolved.keyTtlMs)).send(signal ? { signal } : {});
       return { key, state: 'succeeded', result };
     } catch (error) {
       // A row damaged since resume() listed it: reported like the others, and the rest go on.
       if (isOncelyError(error, ErrorCode.Journal) && error.damaged !== undefined) return { key, state: 'damaged', reason: error.damaged.reason };
       // A 401 or 403 settled nothing: the operation is still resumable with other credentials; nor
-      // did a refused request that had been sent before.
-      const unsettled =
-        (isOncelyError(error, ErrorCode.Http) && (error.status === 401 || error.status === 403)) || (isOncelyError(error, ErrorCode.RequestRefused) && !error.settled);
-      const refused = isOncelyError(error, ErrorCode.RequestRefused) && error.settled;
-      const state = isOncelyError(error) ? (unsettled ? 'pending' : refused ? 'failed' : RESUME_STATE[error.code]) : undefined;
-      // Anything else (a broken journal, a closed client) is not about this operation: stop.
+      // did a refused request that had been sent before. Anything else that is not about this
+      // operation (a broken journal, a closed client): stop.
+      const state = outcomeOf(error);
       if (state === undefined) throw error;
       return { key, state, error: error as OncelyError };
     }
@@ -226,7 +229,7 @@ export function buildClient(
       const worker = async (): Promise<void> => {
         while (next < keys.length) {
           const index = next++;
-          outcomes[index] = await resumeOne(keys[index] as string, resumeOptions.signal);
+          outcomes[index] = await resumeOne(keys[index] as string, resumeOptions.signal, resumeOptions.follow ?? false);
         }
       };
       const width = Math.max(1, Math.min(resumeOptions.concurrency ?? 4, keys.length));

@@ -26,60 +26,16 @@
  * @module
  */
 import pRetry, { AbortError } from 'p-retry';
-import { ExpiredOperationError, JournalError, OperationAbortedError, RequestRefusedError, type OperationRef } from '../errors.js';
+import { ExpiredOperationError, JournalError, RequestRefusedError, type OncelyError, type OperationRef } from '../errors.js';
 import { recordDamage } from '../journal/integrity.js';
 import { OperationState, isExpired, type OperationRecord, type StoredResult } from '../journal/types.js';
 import { sendAttempt, type AttemptReport, type ResponseReport } from './attempt.js';
+import type { OperationSnapshot } from './follow.js';
 import { checkHeaders } from './request.js';
 import type { ResolvedOptions } from './options.js';
 import { finalError, isReplay, toResult, toStorable, type OperationResult } from './results.js';
 import { decide, type AttemptOutcome } from './retry-policy.js';
-import { join, sleep, type Chain } from './waiting.js';
-
-/**
- * Options of {@link Operation.send}.
- *
- * @example
- * ```ts
- * await op.send({ signal: AbortSignal.timeout(10_000) }); // stop waiting after 10 s; the op stays pending
- * ```
- */
-export interface SendOptions {
-  /** Stops waiting for this call; the operation stays pending. */
-  readonly signal?: AbortSignal;
-}
-
-/**
- * One logical operation, journaled and ready to send. `send()` may be called any number of
- * times: concurrent calls share one attempt chain, and calls after it settled return the
- * stored result (or throw the stored typed error) without a request.
- *
- * @example
- * ```ts
- * const op = await client.prepare('POST', 'v1/payments', { json }); // key minted and journaled
- * payButton.onclick = () => op.send();                             // a double click: one payment
- * ```
- */
-export interface Operation {
-  readonly key: string;
-  readonly method: string;
-  readonly url: string;
-  /** Sends (or joins the send in flight, or returns the settled result). */
-  send<T = unknown>(options?: SendOptions): Promise<OperationResult<T>>;
-}
-
-/**
- * What a client shares with its operations (internal).
- *
- * @internal
- */
-export interface Engine {
-  readonly options: ResolvedOptions;
-  /** Chains in flight by key: one per key per client. */
-  readonly inflight: Map<string, Chain>;
-  /** Throws once the client is closed. */
-  readonly assertOpen: () => void;
-}
+import { sleep } from './waiting.js';
 
 /** Thrown inside the p-retry loop to ask for a retry after `delayMs`. */
 class RetryLater extends Error {
@@ -106,6 +62,23 @@ function fromSettled(ref: OperationRef, record: OperationRecord): OperationResul
   throw finalError(ref, record.result);
 }
 
+/**
+ * The snapshot a journal record stands for, when no send of it runs here.
+ *
+ * @internal
+ */
+export function snapshotOf(ref: OperationRef, record: OperationRecord, keyTtlMs: number): OperationSnapshot {
+  if (record.state !== OperationState.Pending) {
+    try {
+      return { state: 'succeeded', result: fromSettled(ref, record) };
+    } catch (error) {
+      return { state: 'failed', error: error as OncelyError };
+    }
+  }
+  if (isExpired(record, keyTtlMs)) return { state: 'expired', error: new ExpiredOperationError(ref, record.createdAt, keyTtlMs) };
+  return record.submittedAt === null ? { state: 'prepared' } : { state: 'pending', retryAt: null, error: undefined };
+}
+
 async function loadRecord(options: ResolvedOptions, ref: OperationRef): Promise<OperationRecord> {
   const record = await options.journal.get(options.scope, ref.key);
   if (record === undefined) {
@@ -130,11 +103,17 @@ async function assertIntact(options: ResolvedOptions, ref: OperationRef, record:
   });
 }
 
-async function runChain(
+/**
+ * Runs one attempt chain of `ref` to its end (internal); `track` hears each state it passes.
+ *
+ * @internal
+ */
+export async function runChain(
   options: ResolvedOptions,
   ref: OperationRef,
   unjournaled: Readonly<Record<string, string>>,
   signal: AbortSignal,
+  track: (snapshot: OperationSnapshot) => void,
   fresh?: OperationRecord,
 ): Promise<OperationResult> {
   const { journal, retry, ownerId, claimTtlMs, hooks, scope } = options;
@@ -203,6 +182,7 @@ async function runChain(
       const refused = checkHeaders(headers);
       if (refused !== undefined) throw new AbortError(await refuse(`a header cannot be sent (${refused})`));
       sent += 1;
+      track({ state: 'sending', elsewhere: false });
       hooks.onAttempt?.({ ...ref, attempt: sent });
       report = await sendAttempt({
         method: record.method,
@@ -218,6 +198,7 @@ async function runChain(
     } else {
       const current = await loadRecord(options, ref);
       if (current.state !== OperationState.Pending) return fromSettled(ref, current);
+      track({ state: 'sending', elsewhere: true });
       outcome = { kind: 'claimed-elsewhere' };
     }
     const now = Date.now();
@@ -236,6 +217,10 @@ async function runChain(
     const status = outcome.kind === 'response' ? outcome.status : undefined;
     const error = outcome.kind === 'network' ? outcome.error : undefined;
     if (outcome.kind !== 'claimed-elsewhere') hooks.onRetry?.({ ...ref, attempt: sent, delayMs: decision.delayMs, status, error });
+    const retryAt = now + decision.delayMs;
+    // An answer that asks to wait says the outcome is known not to be final yet; no answer says nothing.
+    if (status !== undefined) track({ state: 'waiting', retryAt, status });
+    else if (outcome.kind === 'network') track({ state: 'pending', retryAt, error });
     throw new RetryLater(decision.delayMs, outcome.kind !== 'claimed-elsewhere');
   };
 
@@ -256,65 +241,4 @@ async function runChain(
     // A claim only ever keeps others off a pending operation: a settled one needs no release.
     if (!settled) await journal.release(scope, ref.key, ownerId).catch(() => undefined);
   }
-}
-
-/**
- * Creates the handle of a journaled operation (internal).
- *
- * @internal
- */
-export function createOperation(
-  engine: Engine,
-  ref: OperationRef,
-  unjournaled: Readonly<Record<string, string>>,
-  defaultSignal: AbortSignal | undefined,
-  fresh?: OperationRecord,
-): Operation {
-  // Good for the first chain only, started at once by post(); a later send() reads the journal.
-  let justCreated = fresh;
-  return {
-    key: ref.key,
-    method: ref.method,
-    url: ref.url,
-    send<T>(sendOptions: SendOptions = {}): Promise<OperationResult<T>> {
-      engine.assertOpen();
-      let chain = engine.inflight.get(ref.key);
-      // A chain whose waiters all gave up is winding down: a new click must not inherit its
-      // abort, so it starts a fresh chain, but only once the old one has let go of the key.
-      if (chain === undefined || chain.controller.signal.aborted) {
-        const previous = chain?.promise.then(
-          () => undefined,
-          () => undefined,
-        );
-        const controller = new AbortController();
-        const clientSignal = engine.options.signal;
-        if (clientSignal?.aborted) controller.abort(new OperationAbortedError(ref, { cause: clientSignal.reason }));
-        const initial = justCreated;
-        justCreated = undefined;
-        const run = (): Promise<OperationResult> => runChain(engine.options, ref, unjournaled, controller.signal, previous ? undefined : initial);
-        const started: Chain = {
-          ref,
-          controller,
-          waiters: 0,
-          promise: (previous ? previous.then(run) : run()).finally(() => {
-            if (engine.inflight.get(ref.key) === started) engine.inflight.delete(ref.key);
-          }),
-        };
-        engine.inflight.set(ref.key, started);
-        chain = started;
-      }
-      return join(chain, sendOptions.signal ?? defaultSignal) as Promise<OperationResult<T>>;
-    },
-  };
-}
-
-/**
- * Aborts every chain in flight (client signal, `close()`); their operations stay pending.
- *
- * @internal
- */
-export function abortAll(engine: Engine, cause: unknown): Promise<unknown> {
-  const chains = [...engine.inflight.values()];
-  for (const chain of chains) chain.controller.abort(new OperationAbortedError(chain.ref, { cause }));
-  return Promise.allSettled(chains.map((chain) => chain.promise));
 }

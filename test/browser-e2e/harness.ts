@@ -26,6 +26,14 @@ export interface LedgerEntry {
   readonly idempotency_key: string;
 }
 
+/** One charge as `GET /v1/rail/charges` returns it: what the card rail behind the server was asked to charge. */
+export interface RailCharge {
+  readonly charge_id: string;
+  readonly amount: number;
+  readonly currency: string;
+  readonly reference: string;
+}
+
 /** A running `oncely serve` with the checkout page as its static folder. */
 export interface CheckoutServer {
   /** Origin of the page and the API, e.g. `http://127.0.0.1:41234`. */
@@ -34,6 +42,8 @@ export interface CheckoutServer {
   ledger(): Promise<LedgerEntry[]>;
   /** Ledger entries written under `key`. */
   entriesFor(key: string): Promise<LedgerEntry[]>;
+  /** The rail's charges for the order `reference`. */
+  chargesFor(reference: string): Promise<RailCharge[]>;
   stop(): Promise<void>;
 }
 
@@ -82,6 +92,11 @@ export async function startServer(staticDir: string, faults = ''): Promise<Check
     origin,
     ledger,
     entriesFor: async (key) => (await ledger()).filter((entry) => entry.idempotency_key === key),
+    async chargesFor(reference) {
+      const response = await fetch(`${origin}/v1/rail/charges`, { headers: { authorization: `Bearer ${TOKEN}` } });
+      if (!response.ok) throw new Error(`GET /v1/rail/charges: ${response.status}`);
+      return ((await response.json()) as { charges: RailCharge[] }).charges.filter((charge) => charge.reference === reference);
+    },
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
         const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -91,6 +106,21 @@ export async function startServer(staticDir: string, faults = ''): Promise<Check
       await rm(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Serves the checkout page from Vite's dev server (React's development build, StrictMode's
+ * double effects), its `/v1` proxied to `api`; resolves to its origin and a stop function.
+ */
+export async function startDevServer(api: string): Promise<{ origin: string; stop(): Promise<void> }> {
+  const { createServer } = await import('vite');
+  const { checkoutConfig } = await import('../../examples/checkout-browser/vite.config.js');
+  const config = checkoutConfig({ api });
+  const server = await createServer({ ...config, mode: 'development', server: { ...config.server, host: '127.0.0.1', port: 0, strictPort: false, hmr: false } });
+  await server.listen();
+  const address = server.httpServer?.address();
+  if (address === null || address === undefined || typeof address === 'string') throw new Error('the Vite dev server has no port');
+  return { origin: `http://127.0.0.1:${address.port}`, stop: () => server.close() };
 }
 
 /** Launches Debian's Chromium headless (never a downloaded browser). */

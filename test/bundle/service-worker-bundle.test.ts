@@ -34,6 +34,6 @@ describe('the service-worker entry bundled with esbuild for the browser platform
   });
 
   it('leaves the page-only modules of the example out of its worker', () => {
-    expect(example.inputs.filter((input) => /examples\/checkout-browser\/src\/(main|view|payment|others|order)\.ts$/.test(input))).toEqual([]);
+    expect(example.inputs.filter((input) => /examples\/checkout-browser\/src\/(main|checkout|earlier-payments|status|order)\.tsx?$/.test(input))).toEqual([]);
   });
 });

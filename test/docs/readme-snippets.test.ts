@@ -2,6 +2,8 @@
  * Every TypeScript snippet of the README compiles against the package's own entries, so the
  * README cannot drift from the API: `oncely` maps to the Node entry (or to the browser entry for
  * a snippet that uses the DOM), `oncely/node`, `oncely/browser` and `oncely/server` to theirs.
+ * The TSX snippets of docs/react.md compile too, as browser code with React's JSX; a snippet whose
+ * first line is `// name.tsx` is written under that name, so another snippet can import it.
  */
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -19,6 +21,11 @@ const snippets = [...readFileSync(join(ROOT, 'README.md'), 'utf8').matchAll(/^``
   browser: /\bdocument\.|indexedDbJournal/.test(match[1] as string),
 }));
 
+const reactSnippets = [...readFileSync(join(ROOT, 'docs/react.md'), 'utf8').matchAll(/^```tsx\n([\s\S]*?)^```/gm)].map((match, i) => {
+  const code = match[1] as string;
+  return { name: /^\/\/ ([\w.-]+\.tsx)\n/.exec(code)?.[1] ?? `react-snippet-${i + 1}.tsx`, code };
+});
+
 afterAll(() => rmSync(DIR, { recursive: true, force: true }));
 
 function diagnostics(files: readonly string[], browser: boolean): string[] {
@@ -34,11 +41,13 @@ function diagnostics(files: readonly string[], browser: boolean): string[] {
     lib: ['lib.es2023.d.ts', 'lib.dom.d.ts', 'lib.dom.iterable.d.ts'],
     types: ['node'],
     typeRoots: [join(ROOT, 'node_modules/@types')],
+    jsx: ts.JsxEmit.ReactJSX,
     paths: {
       oncely: entry(browser ? 'browser.ts' : 'node.ts'),
       'oncely/node': entry('node.ts'),
       'oncely/browser': entry('browser.ts'),
       'oncely/service-worker': entry('service-worker/index.ts'),
+      'oncely/react': entry('react/index.ts'),
       'oncely/server': entry('server/index.ts'),
       'oncely/server/sqlite': entry('server/sqlite.ts'),
       'oncely/server/postgres': entry('server/postgres.ts'),
@@ -72,5 +81,23 @@ describe('the README snippets', () => {
       ...diagnostics(files.filter((f) => f.browser).map((f) => f.file), true),
     ];
     expect(problems).toEqual([]);
+  }, 60_000);
+});
+
+describe('the docs/react.md snippets', () => {
+  it('are there to check', () => {
+    expect(reactSnippets.length).toBeGreaterThanOrEqual(4);
+  });
+
+  it('compile against oncely/browser, oncely/react and React 19 with strict TypeScript', () => {
+    const dir = join(DIR, 'react');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'package.json'), '{"type":"module"}');
+    const files = reactSnippets.map((snippet) => {
+      const file = join(dir, snippet.name);
+      writeFileSync(file, snippet.code);
+      return file;
+    });
+    expect(diagnostics(files, true)).toEqual([]);
   }, 60_000);
 });

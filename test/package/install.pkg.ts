@@ -71,7 +71,18 @@ afterAll(() => {
 describe('the packed tarball', () => {
   it('ships the compiled entries, the CLI, the protocol, the licence and no sources or tests', () => {
     const listing = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).split('\n');
-    for (const file of ['package/dist/node.js', 'package/dist/node.d.ts', 'package/dist/browser.d.ts', 'package/bin/oncely.js', 'package/docs/PROTOCOL.md', 'package/LICENSE', 'package/README.md']) {
+    for (const file of [
+      'package/dist/node.js',
+      'package/dist/node.d.ts',
+      'package/dist/browser.d.ts',
+      'package/dist/react/index.js',
+      'package/dist/react/index.d.ts',
+      'package/bin/oncely.js',
+      'package/docs/PROTOCOL.md',
+      'package/docs/react.md',
+      'package/LICENSE',
+      'package/README.md',
+    ]) {
       expect(listing).toContain(file);
     }
     expect(listing.filter((file) => /^package\/(src|test|bench\/(?!results\/))/.test(file))).toEqual([]);
