@@ -3,13 +3,13 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { bundleBrowserEntry, type BrowserBundle } from './bundle-browser-entry.js';
 
 /**
- * The size goal for oncely's own client code in a browser, ky left out: 15 KB from issue 6, raised
- * to 16 KB on 2026-12-06 for two trust-boundary checks every browser user needs (issue 33): a
- * journal row is checked against its fingerprint and origin before it is resent (+~370 B), and
- * credentials are kept out of the journal by rule (+~500 B with the length-prefixed ids). Measured
- * 14 915 B before them, 15 796 B after.
+ * The size goal for oncely's own client code in a browser, ky left out: 15 KB from issue 6, then
+ * raised on 2026-12-06 for what two issues asked of every browser user, each measured with this
+ * bundle: the trust-boundary checks of issue 33 (a row checked against its fingerprint and origin
+ * before it is resent; credentials kept out of the journal by rule), 14 915 → 15 796 B, and the
+ * followable operation of issue 37 (state, subscribe, settled, resume follow), about +590 B.
  */
-const CLIENT_GZIP_BUDGET = 16 * 1024;
+const CLIENT_GZIP_BUDGET = 17 * 1024;
 
 describe('the browser entry bundled with esbuild for the browser platform', () => {
   let whole: BrowserBundle;
@@ -35,7 +35,7 @@ describe('the browser entry bundled with esbuild for the browser platform', () =
     expect(nodeOnly).toEqual([]);
   });
 
-  it('keeps the client without ky under 16 KB minified and gzipped', () => {
+  it('keeps the client without ky under 17 KB minified and gzipped', () => {
     expect(withoutKy.inputs.some((input) => input.includes('node_modules/ky/'))).toBe(false);
     expect(withoutKy.gzipBytes).toBeLessThan(CLIENT_GZIP_BUDGET);
   });
