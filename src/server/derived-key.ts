@@ -8,7 +8,7 @@ import { compositeId } from '../composite-id.js';
 
 /**
  * The derived key of external system `n`: `uuid5(namespace, L(clientId) + L(key) + L("ext" + n))`,
- * where `L(s)` is the UTF-8 byte length of `s` in decimal, `:`, then `s` ({@link compositeId}).
+ * where `L(s)` is the UTF-8 byte length of `s` in decimal, `:`, then `s` (`compositeId` in src/composite-id.ts).
  *
  * Unambiguous whatever the parts hold: caller `org:acme` with key `inv-1` and caller `org` with
  * key `acme:inv-1` present two different keys to the rail, so neither can reach the other's
