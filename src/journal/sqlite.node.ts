@@ -30,6 +30,9 @@ import { DRIVER_BUSY_TIMEOUT_MS } from '../sqlite/busy.node.js';
 import { groupCommit, type CallKind } from '../sqlite/group-commit.node.js';
 import { readRow, statements, type Row, type Statements } from './sqlite-statements.node.js';
 import { openMark, type WriteMark } from './sqlite-mark.node.js';
+import { Durability, type SqliteJournal, type SqliteJournalOptions } from './sqlite-options.node.js';
+
+export { Durability, type SqliteJournal, type SqliteJournalOptions };
 
 /** An open file: its connection, its statements, and its high-water mark (none in memory). */
 interface Connection {
@@ -43,105 +46,6 @@ interface Counted<T> {
   readonly value: T;
   readonly written: number | undefined;
 }
-
-/**
- * How much a committed journal write survives.
- *
- * @example
- * ```ts
- * sqliteJournal({ durability: Durability.Power }); // payments on a laptop that may lose power
- * ```
- */
-export const Durability = {
-  /**
-   * Survives a crash or kill of the process (WAL, `synchronous=NORMAL`): a committed write is
-   * in the WAL file in the OS's page cache. A power loss or OS crash may lose the last writes.
-   */
-  Process: 'process',
-  /** Survives power loss too (WAL, `synchronous=FULL`): every commit waits for fsync. */
-  Power: 'power',
-} as const;
-
-/**
- * One of {@link Durability}'s values.
- *
- * @example
- * ```ts
- * const durability: Durability = process.env.JOURNAL_FSYNC ? 'power' : 'process';
- * ```
- */
-export type Durability = (typeof Durability)[keyof typeof Durability];
-
-/**
- * Options of {@link sqliteJournal}.
- *
- * @example
- * ```ts
- * const options: SqliteJournalOptions = { path: '/var/lib/app/oncely.db', durability: 'power', busyTimeoutMs: 10_000 };
- * ```
- */
-export interface SqliteJournalOptions {
-  /**
-   * The journal file; its directory is created if missing. Without it: `ONCELY_JOURNAL`, else
-   * `~/.oncely/journal.db` (see {@link defaultJournalPath}).
-   *
-   * @example
-   * ```ts
-   * sqliteJournal({ path: '/var/lib/payroll/oncely.db' });
-   * ```
-   */
-  readonly path?: string;
-  /**
-   * `'process'` survives a crash or `SIGKILL` of the process; `'power'` also survives power loss
-   * at the cost of an fsync per write (see {@link Durability}).
-   *
-   * @default 'process'
-   * @example
-   * ```ts
-   * sqliteJournal({ durability: 'power' });
-   * ```
-   */
-  readonly durability?: Durability;
-  /**
-   * How long a call waits for another process's lock on the file before failing with a
-   * `JournalError`. The wait does not block the event loop (it is retried asynchronously).
-   *
-   * @default 5000
-   * @example
-   * ```ts
-   * sqliteJournal({ busyTimeoutMs: 30_000 });
-   * ```
-   */
-  readonly busyTimeoutMs?: number;
-  /**
-   * Run `PRAGMA quick_check` when the file is opened, so a damaged file is reported at once
-   * rather than when a damaged page is first read.
-   *
-   * @default true
-   * @example
-   * ```ts
-   * sqliteJournal({ verifyOnOpen: false }); // huge journals where the scan costs too much
-   * ```
-   */
-  readonly verifyOnOpen?: boolean;
-}
-
-/**
- * A {@link Journal} backed by a SQLite file.
- *
- * @example
- * ```ts
- * const journal: SqliteJournal = sqliteJournal();
- * console.log(`journal at ${journal.path} (${journal.durability})`);
- * ```
- */
-export interface SqliteJournal extends Journal {
-  readonly kind: 'sqlite';
-  /** The resolved file path. */
-  readonly path: string;
-  readonly durability: Durability;
-}
-
 
 /**
  * Creates a journal in a SQLite file (better-sqlite3, WAL). The file is opened on first use;
