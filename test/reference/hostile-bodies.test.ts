@@ -27,6 +27,7 @@ const HOSTILE: ReadonlyArray<readonly [string, string, RegExp]> = [
   ['minus zero', withAmount('-0'), /at least 1/],
   ['2^53 + 1', withAmount('9007199254740993'), /integer/],
   ['a member named twice', '{"amount":1250,"currency":"EUR","reference":"r","reference":"s"}', /names the member "reference" twice/],
+  ['a number beyond a double', '{"amount":1250,"currency":"EUR","reference":"r","x":1e400}', /the number 1e400, beyond the range of a double/],
   ['a member named twice, once escaped', '{"amount":1250,"currency":"EUR","reference":"r","\\u0072eference":"s"}', /names the member "reference" twice/],
 ];
 
