@@ -10,8 +10,7 @@ import { nodeDigest } from './digest.node.js';
 import { ErrorCode, OncelyError } from './errors.js';
 
 export * from './index.js';
-export { Durability, sqliteJournal, type SqliteJournal, type SqliteJournalOptions } from './journal/sqlite.node.js';
-export { JOURNAL_ENV, defaultJournalPath, type JournalPathOptions } from './journal/default.node.js';
+export { sqliteJournal, type SqliteJournalOptions } from './journal/sqlite.node.js';
 
 /**
  * Creates a client whose journal, unless `journal` is given, is a SQLite file at
