@@ -11,7 +11,9 @@
  *              ky and p-retry wrapping, response handling)
  *
  * Each round's figure is the median of its operations; the report gives min / median / max over
- * rounds, and per-round ratios to `raw` (paired, so a drifting machine cancels out).
+ * rounds, and per-round ratios to `raw` (paired, so a drifting machine cancels out). It also gives
+ * this process's CPU time per operation (the client's only: the server runs in another process),
+ * which a loaded machine stretches far less than wall time.
  *
  * Usage: `npx tsx bench/clients/post-latency.ts [--base ../main/src] [--rounds 7] [--ops 300]`
  *
@@ -103,10 +105,16 @@ oncelyArm(head, 'stages', true);
 const names = Object.keys(arms);
 const perRound: Record<string, number[]> = Object.fromEntries(names.map((name) => [name, []]));
 const stageRounds: Record<string, number[]> = {};
+/** This process's CPU (the client's: the server is another process) per arm, per round. */
+const cpuRound: Record<string, number> = {};
+const cpuRounds: Record<string, number[]> = Object.fromEntries(names.map((name) => [name, []]));
 const once = async (name: string): Promise<number> => {
+  const cpu = process.cpuUsage();
   const started = performance.now();
   const status = await arms[name]!();
   const elapsed = performance.now() - started;
+  const used = process.cpuUsage(cpu);
+  cpuRound[name] = (cpuRound[name] ?? 0) + (used.user + used.system) / 1000;
   if (status !== 201) throw new Error(`${name}: unexpected status ${status}`);
   return elapsed;
 };
@@ -114,6 +122,7 @@ const once = async (name: string): Promise<number> => {
 for (let i = 0; i < 50; i += 1) for (const name of names) await once(name); // JIT, pools, page cache
 for (let r = 0; r < rounds; r += 1) {
   const samples: Record<string, number[]> = Object.fromEntries(names.map((name) => [name, []]));
+  for (const name of names) cpuRound[name] = 0;
   const stageSamples: Record<string, number[]> = {};
   for (let i = 0; i < ops; i += 1) {
     for (let k = 0; k < names.length; k += 1) {
@@ -128,6 +137,7 @@ for (let r = 0; r < rounds; r += 1) {
     }
   }
   for (const name of names) perRound[name]!.push(summarize(samples[name]!).median);
+  for (const name of names) cpuRounds[name]!.push(cpuRound[name]! / ops);
   for (const [key, values] of Object.entries(stageSamples)) (stageRounds[key] ??= []).push(summarize(values).median);
 }
 for (const client of clients) await client.close();
@@ -140,6 +150,12 @@ for (const name of names) {
   const s = summarize(perRound[name]!);
   const ratio = summarize(perRound[name]!.map((value, i) => value / perRound['raw']![i]!));
   console.log(`${name.padEnd(8)} ${fmt(s.min)} ${fmt(s.median)} ${fmt(s.max)}   ÷ raw: ${ratio.min.toFixed(3)} / ${ratio.median.toFixed(3)} / ${ratio.max.toFixed(3)}`);
+}
+console.log('client process CPU per operation, ms (mean of a round; min / median / max over rounds); this counts the work, not the waiting:');
+for (const name of names) {
+  const s = summarize(cpuRounds[name]!);
+  const extra = summarize(cpuRounds[name]!.map((value, i) => value - cpuRounds['raw']![i]!));
+  console.log(`${name.padEnd(8)} ${fmt(s.min)} ${fmt(s.median)} ${fmt(s.max)}   − raw: ${extra.min.toFixed(3)} / ${extra.median.toFixed(3)} / ${extra.max.toFixed(3)}`);
 }
 if (perRound['base']) {
   const ab = summarize(perRound['head']!.map((value, i) => value / perRound['base']![i]!));
