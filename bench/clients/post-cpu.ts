@@ -5,7 +5,7 @@
  * - `oncely memory`  — `post()` with `memoryJournal()`: the client's work without the journal's
  * - `oncely sqlite`  — `post()` with the SQLite journal (process durability): the whole client
  *
- * Usage: `npx tsx bench/clients/post-cpu.ts [--rounds 9] [--ops 2000] [--only 'oncely memory']`
+ * Usage: `npx tsx bench/clients/post-cpu.ts [--rounds 9] [--ops 2000] [--only 'oncely memory'] [--src ../main/src]`
  * (run it with `node --import tsx --cpu-prof` to see inside an arm).
  *
  * @module
@@ -15,13 +15,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import ky from 'ky';
-import { createClient } from '../../src/index.js';
-import { memoryJournal } from '../../src/journal/memory.js';
-import { sqliteJournal } from '../../src/journal/sqlite.node.js';
-import { newKey } from '../../src/keys.js';
+import { join as joinPath, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { summarize } from '../lib/stats.js';
+import type * as Index from '../../src/index.js';
+import type * as Memory from '../../src/journal/memory.js';
+import type * as Sqlite from '../../src/journal/sqlite.node.js';
+import type * as Keys from '../../src/keys.js';
 
-const { values: args } = parseArgs({ options: { rounds: { type: 'string', default: '9' }, ops: { type: 'string', default: '2000' }, only: { type: 'string' } } });
+const { values: args } = parseArgs({
+  options: { rounds: { type: 'string', default: '9' }, ops: { type: 'string', default: '2000' }, only: { type: 'string' }, src: { type: 'string', default: 'src' } },
+});
+// `--src ../other/src` measures another tree's client (for an A/B, run both in turn).
+const from = async <T>(file: string): Promise<T> => (await import(pathToFileURL(joinPath(resolve(args.src), file)).href)) as T;
+const { createClient } = await from<typeof Index>('index.ts');
+const { memoryJournal } = await from<typeof Memory>('journal/memory.ts');
+const { sqliteJournal } = await from<typeof Sqlite>('journal/sqlite.node.ts');
+const { newKey } = await from<typeof Keys>('keys.ts');
 const rounds = Number(args.rounds);
 const ops = Number(args.ops);
 const baseUrl = 'http://127.0.0.1:8787';
