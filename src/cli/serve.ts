@@ -182,6 +182,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
       onAttemptError: (error, ref) => log.warn({ err: error, client: ref.clientId, key: ref.key }, 'attempt failed; the request stays retryable'),
     });
     await app.ready;
+    if (isPostgres(db)) await logReplication(db, log);
   } catch (error) {
     console.error(`oncely serve: ${error instanceof Error ? error.message : String(error)}`);
     return 1;
@@ -250,6 +251,15 @@ export async function serve(argv: readonly string[]): Promise<number> {
   });
   log.info({ event: 'stopped', unfinished });
   return 0;
+}
+
+/** Logs how the primary replicates: a warning when a failover could lose acknowledged keys. */
+async function logReplication(db: string, log: Pick<Pino.Logger, 'info' | 'warn'>): Promise<void> {
+  const { checkReplication } = await import('../server/store/postgres-replication.node.js');
+  const report = await checkReplication({ connectionString: db }).catch((error: unknown) => error as Error);
+  if (report instanceof Error) log.warn({ event: 'replication', err: report }, `PostgreSQL: could not check replication (${report.message})`);
+  else if (report.warning) log.warn({ event: 'replication', state: report.state }, report.warning);
+  else log.info({ event: 'replication', state: report.state }, `PostgreSQL replication: ${report.state}`);
 }
 
 /** `scheme://host[:port]` and nothing more, as a browser sends it in `Origin`. */
