@@ -52,7 +52,11 @@ export function freePort(): Promise<number> {
 }
 
 /** Builds and starts the pair (~3 s). Throws when no PostgreSQL binaries are installed. */
-export async function startPair(options: { readonly synchronous: boolean }): Promise<PgPair> {
+export async function startPair(options: {
+  readonly synchronous: boolean;
+  /** The port the standby streams from, given the primary's (a link with latency); else the primary's. */
+  readonly link?: (primaryPort: number) => Promise<number>;
+}): Promise<PgPair> {
   const bin = findPgBin();
   if (!bin) throw new Error('no initdb under /usr/lib/postgresql/*/bin: cannot build a primary and a standby');
   const dir = mkdtempSync(join(tmpdir(), 'oncely-failover-'));
@@ -75,7 +79,8 @@ export async function startPair(options: { readonly synchronous: boolean }): Pro
   sh(`${bin}/pg_basebackup -h 127.0.0.1 -p ${primaryPort} -U postgres -D ${standby} -X stream -R --no-sync`);
   // `-R` wrote standby.signal and a primary_conninfo; this one names the standby for
   // synchronous_standby_names.
-  appendFileSync(join(standby, 'postgresql.auto.conf'), `primary_conninfo = 'host=127.0.0.1 port=${primaryPort} user=postgres application_name=standby1'\n`);
+  const streamFrom = options.link ? await options.link(primaryPort) : primaryPort;
+  appendFileSync(join(standby, 'postgresql.auto.conf'), `primary_conninfo = 'host=127.0.0.1 port=${streamFrom} user=postgres application_name=standby1'\n`);
   start(standby, standbyPort);
 
   const stop = (data: string): void => {
@@ -106,14 +111,14 @@ export async function startPair(options: { readonly synchronous: boolean }): Pro
   return pair;
 }
 
-/** Until the primary sees its standby streaming (a sync standby: in state `sync`). */
+/** Until the primary sees its standby streaming, and a named one as `sync`. */
 async function waitForStreaming(pair: PgPair): Promise<void> {
   const { default: pg } = await import('pg');
   const client = new pg.Client({ connectionString: pair.primaryUrl });
   await client.connect();
   try {
     for (let tries = 0; tries < 300; tries += 1) {
-      const { rows } = await client.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_replication WHERE state = 'streaming'");
+      const { rows } = await client.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_replication WHERE state = 'streaming' AND (sync_state = 'sync' OR current_setting('synchronous_standby_names') = '')");
       if (rows[0]!.n > 0) return;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
