@@ -182,7 +182,6 @@ export async function serve(argv: readonly string[]): Promise<number> {
       onAttemptError: (error, ref) => log.warn({ err: error, client: ref.clientId, key: ref.key }, 'attempt failed; the request stays retryable'),
     });
     await app.ready;
-    if (isPostgres(db)) await logReplication(db, log);
   } catch (error) {
     console.error(`oncely serve: ${error instanceof Error ? error.message : String(error)}`);
     return 1;
@@ -238,6 +237,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
         ? 'demo callers: token test_acme → client acme, token test_globex → client globex (use --clients FILE for real ones)'
         : 'callers loaded from --clients'),
   });
+  // After the listening line, which stays the first line on stdout.
+  if (isPostgres(db)) await logReplication(db, log);
   if (durations['recovery-interval']! > 0) app.worker.start();
   if (durations['reaper-interval']! > 0) app.reaper.start();
 

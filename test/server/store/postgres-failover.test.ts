@@ -10,6 +10,7 @@ import { findPgBin, startPair, type PgPair } from '../../../bench/failover/clust
 import { checkReplication, judgeReplication, ReplicationState, type ReplicationFacts } from '../../../src/server/store/postgres-replication.node.js';
 import { postgresKeyStore } from '../../../src/server/store/postgres.node.js';
 import type { AdmitInput } from '../../../src/server/store/types.js';
+import { eventually, spawnServe } from '../../reference/serve-process.js';
 
 const facts = (patch: Partial<ReplicationFacts>): ReplicationFacts => ({
   inRecovery: false, standbys: 1, syncStandbys: 1, synchronousCommit: 'on', synchronousStandbyNames: 'standby1', ...patch,
@@ -54,6 +55,22 @@ describe.skipIf(!runnable)('a primary with a streaming standby', () => {
     expect(onAsync.warning).toMatch(/asynchronous replication to 1 standby/);
     expect([onSync.state, onSync.warning, onSync.facts.syncStandbys]).toEqual([ReplicationState.Synchronous, undefined, 1]);
   }, 90_000);
+
+  it('makes oncely serve log a warning at startup on the asynchronous primary, and none on the synchronous one', async () => {
+    const logged = async (url: string): Promise<{ level: number; state?: string; msg: string }> => {
+      const served = await spawnServe(['--db', url, '--pg-schema', 'oncely_t_replication', '--quiet']);
+      try {
+        expect(await eventually(() => served.lines.some((line) => line.includes('"event":"replication"')), 15_000)).toBe(true);
+        return JSON.parse(served.lines.find((line) => line.includes('"event":"replication"'))!);
+      } finally {
+        await served.stop();
+      }
+    };
+    const [onAsync, onSync] = [await logged(pairs[0]!.url), await logged(pairs[1]!.url)];
+    // pino: 40 is warn, 30 is info.
+    expect([onAsync.level, onAsync.state, onAsync.msg]).toEqual([40, 'asynchronous', expect.stringMatching(/asynchronous replication to 1 standby/)]);
+    expect([onSync.level, onSync.state]).toEqual([30, 'synchronous']);
+  }, 60_000);
 
   it('keeps a store on the host list working after the primary is killed and the standby promoted', async () => {
     const pair = pairs[1]!;
