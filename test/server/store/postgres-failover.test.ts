@@ -7,6 +7,7 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { findPgBin, startPair, type PgPair } from '../../../bench/failover/cluster.js';
+import { createPool, hostList } from '../../../src/server/store/postgres-hosts.node.js';
 import { checkReplication, judgeReplication, ReplicationState, type ReplicationFacts } from '../../../src/server/store/postgres-replication.node.js';
 import { postgresKeyStore } from '../../../src/server/store/postgres.node.js';
 import type { AdmitInput } from '../../../src/server/store/types.js';
@@ -71,6 +72,19 @@ describe.skipIf(!runnable)('a primary with a streaming standby', () => {
     expect([onAsync.level, onAsync.state, onAsync.msg]).toEqual([40, 'asynchronous', expect.stringMatching(/asynchronous replication to 1 standby/)]);
     expect([onSync.level, onSync.state]).toEqual([30, 'synchronous']);
   }, 60_000);
+
+  it('passes over a standby listed first: a connection is kept only where pg_is_in_recovery() is false', async () => {
+    const pair = pairs[0]!;
+    const url = `postgres://postgres@127.0.0.1:${pair.standbyPort},127.0.0.1:${pair.primaryPort}/postgres`;
+    const pool = createPool(pg, { connectionString: url, max: 2 });
+    try {
+      const answers = await Promise.all([1, 2, 3].map(() => pool.query<{ standby: boolean; port: number }>("SELECT pg_is_in_recovery() AS standby, current_setting('port')::int AS port")));
+      expect(answers.map(({ rows }) => [rows[0]!.standby, rows[0]!.port])).toEqual(Array(3).fill([false, pair.primaryPort]));
+      expect(hostList(url)!.current().port).toBe(pair.primaryPort);
+    } finally {
+      await pool.end();
+    }
+  });
 
   it('keeps a store on the host list working after the primary is killed and the standby promoted', async () => {
     const pair = pairs[1]!;
