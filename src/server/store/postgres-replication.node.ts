@@ -42,7 +42,7 @@ export const ReplicationState = {
 /** One of {@link ReplicationState}'s values. */
 export type ReplicationState = (typeof ReplicationState)[keyof typeof ReplicationState];
 
-/** What the server says (one query, {@link REPLICATION_SQL}). */
+/** What the server says (one query: `pg_is_in_recovery()`, the `synchronous_*` settings and `pg_stat_replication`). */
 export interface ReplicationFacts {
   readonly inRecovery: boolean;
   /** Rows of `pg_stat_replication`. */
