@@ -25,7 +25,14 @@ import type pg from 'pg';
 import { requirePeer } from '../../optional-peer.node.js';
 import { createPool } from './postgres-hosts.node.js';
 
-/** What {@link judgeReplication} concluded. */
+/**
+ * What {@link judgeReplication} concluded.
+ *
+ * @example
+ * ```ts
+ * if ((await checkReplication({ connectionString: url })).state === ReplicationState.Asynchronous) alertOps();
+ * ```
+ */
 export const ReplicationState = {
   /** Commits wait for a named standby: a failover to it loses no acknowledged key. */
   Synchronous: 'synchronous',
@@ -42,7 +49,14 @@ export const ReplicationState = {
 /** One of {@link ReplicationState}'s values. */
 export type ReplicationState = (typeof ReplicationState)[keyof typeof ReplicationState];
 
-/** What the server says (one query: `pg_is_in_recovery()`, the `synchronous_*` settings and `pg_stat_replication`). */
+/**
+ * What the server says (one query: `pg_is_in_recovery()`, the `synchronous_*` settings and `pg_stat_replication`).
+ *
+ * @example
+ * ```ts
+ * const facts: ReplicationFacts = { inRecovery: false, standbys: 1, syncStandbys: 1, synchronousCommit: 'on', synchronousStandbyNames: 'standby1' };
+ * ```
+ */
 export interface ReplicationFacts {
   readonly inRecovery: boolean;
   /** Rows of `pg_stat_replication`. */
@@ -53,7 +67,15 @@ export interface ReplicationFacts {
   readonly synchronousStandbyNames: string;
 }
 
-/** The verdict: a state, and a warning to log when the state can lose or block commits. */
+/**
+ * The verdict: a state, and a warning to log when the state can lose or block commits.
+ *
+ * @example
+ * ```ts
+ * const { state, warning, facts } = await checkReplication({ connectionString: url });
+ * console.log(state, facts.standbys, warning ?? 'ok');
+ * ```
+ */
 export interface ReplicationReport {
   readonly state: ReplicationState;
   readonly warning: string | undefined;
@@ -96,7 +118,14 @@ export function judgeReplication(facts: ReplicationFacts): ReplicationReport {
   return report(ReplicationState.Synchronous);
 }
 
-/** Where to ask: a connection string (a multi-host one is followed to its primary) or a pool. */
+/**
+ * Where to ask: a connection string (a multi-host one is followed to its primary) or a pool.
+ *
+ * @example
+ * ```ts
+ * const source: ReplicationSource = { connectionString: 'postgres://oncely@db1:5432,db2:5432/payments' };
+ * ```
+ */
 export type ReplicationSource = { readonly connectionString: string } | { readonly pool: pg.Pool };
 
 /**
