@@ -237,6 +237,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
         ? 'demo callers: token test_acme → client acme, token test_globex → client globex (use --clients FILE for real ones)'
         : 'callers loaded from --clients'),
   });
+  // After the listening line, which stays the first line on stdout.
+  if (isPostgres(db)) await logReplication(db, log);
   if (durations['recovery-interval']! > 0) app.worker.start();
   if (durations['reaper-interval']! > 0) app.reaper.start();
 
@@ -250,6 +252,15 @@ export async function serve(argv: readonly string[]): Promise<number> {
   });
   log.info({ event: 'stopped', unfinished });
   return 0;
+}
+
+/** Logs how the primary replicates: a warning when a failover could lose acknowledged keys. */
+async function logReplication(db: string, log: Pick<Pino.Logger, 'info' | 'warn'>): Promise<void> {
+  const { checkReplication } = await import('../server/store/postgres-replication.node.js');
+  const report = await checkReplication({ connectionString: db }).catch((error: unknown) => error as Error);
+  if (report instanceof Error) log.warn({ event: 'replication', err: report }, `PostgreSQL: could not check replication (${report.message})`);
+  else if (report.warning) log.warn({ event: 'replication', state: report.state }, report.warning);
+  else log.info({ event: 'replication', state: report.state }, `PostgreSQL replication: ${report.state}`);
 }
 
 /** `scheme://host[:port]` and nothing more, as a browser sends it in `Origin`. */

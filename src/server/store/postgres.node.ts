@@ -20,6 +20,7 @@ import { folded, phasePatch } from './fold.js';
 import { createFencing } from './postgres-fenced.node.js';
 import { endChannel, listenForEnds } from './postgres-listen.node.js';
 import { createPgliteRunner, type PgliteLike } from './postgres-pglite.node.js';
+import { listenConfig } from './postgres-hosts.node.js';
 import { createPgRunner, type Runner } from './postgres-runner.node.js';
 import { schemaFromPool, schemaFromUrl } from './postgres-url.node.js';
 import { endPayloadSql, migrate } from './postgres-schema.node.js';
@@ -137,7 +138,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
   const ends = options.pglite
     ? undefined
     : listenForEnds(
-        options.pool ? { ...options.pool.options, keepAlive: true } : { connectionString: options.connectionString, connectionTimeoutMillis: options.connectTimeoutMs ?? 5000, keepAlive: true },
+        options.pool ? { ...options.pool.options, keepAlive: true } : listenConfig({ connectionString: options.connectionString, connectionTimeoutMillis: options.connectTimeoutMs ?? 5000, keepAlive: true }),
         endChannel(schema),
         // Only a watched row's end notifies (see the schema's notes); once set, never again.
         async (clientId, key) => {
