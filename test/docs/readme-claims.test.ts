@@ -57,7 +57,7 @@ describe('the README example of a handler writing in the key\'s transaction', ()
       .find((text) => text.includes('transaction: true') && text.includes('INSERT INTO orders'));
     expect(code, 'the README snippet with transaction: true').toBeDefined();
     return (code as string)
-      .replace("from 'oncely/express'", `from '${join(ROOT, 'src/adapters/express.ts')}'`)
+      .replace("from 'oncely/express'", `from '${join(ROOT, 'src/server/middleware/express.ts')}'`)
       .replace("from 'oncely/server/postgres'", `from '${join(ROOT, 'src/server/postgres.ts')}'`);
   };
 

@@ -6,8 +6,8 @@
  * @module
  * @internal
  */
-import { LeaseLostError } from '../server/store/lease-lost.js';
-import type { KeyStore, Lease, StoredResponse, Tx } from '../server/store/types.js';
+import { LeaseLostError } from '../store/lease-lost.js';
+import type { KeyStore, Lease, StoredResponse, Tx } from '../store/types.js';
 import type { Decision, GuardContext } from './guard.js';
 import { captureStored, isFinalStatus, type WireResponse } from './wire.js';
 

@@ -14,7 +14,7 @@
  * @module
  */
 import type { Context, Env, HonoRequest, MiddlewareHandler } from 'hono';
-import { readCappedBody } from '../server/read-body.js';
+import { readCappedBody } from '../read-body.js';
 import { createGuard, type GuardContext, type GuardOptions, type GuardedBody, type WireResponse } from './guard.js';
 
 export { isFinalStatus, type GuardContext, type GuardOptions, type WireResponse } from './guard.js';

@@ -21,13 +21,13 @@
  * @module
  * @internal
  */
-import { defaultDigest, type FingerprintDigest } from '../fingerprint.js';
-import { parseKeyHeader } from '../keys.js';
-import { replayHeaders, seconds } from '../server/answers.js';
-import { createInFlight, waitBudget } from '../server/in-flight.js';
-import { ProblemType, problemBody } from '../server/problems.js';
-import { createReplayCache, type CachedKey, type ReplayCacheOptions } from '../server/replay-cache.js';
-import type { KeyRow, KeyStore, Lease, Tx } from '../server/store/types.js';
+import { defaultDigest, type FingerprintDigest } from '../../fingerprint.js';
+import { parseKeyHeader } from '../../keys.js';
+import { replayHeaders, seconds } from '../answers.js';
+import { createInFlight, waitBudget } from '../in-flight.js';
+import { ProblemType, problemBody } from '../problems.js';
+import { createReplayCache, type CachedKey, type ReplayCacheOptions } from '../replay-cache.js';
+import type { KeyRow, KeyStore, Lease, Tx } from '../store/types.js';
 import { fingerprintOf } from './body-fingerprint.js';
 import { plainAttempt, transactionAttempt, type Attempt } from './attempt.js';
 import type { WireResponse } from './wire.js';

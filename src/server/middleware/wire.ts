@@ -5,8 +5,8 @@
  * @module
  * @internal
  */
-import { PROBLEM_BASE } from '../server/problems.js';
-import type { StoredResponse } from '../server/store/types.js';
+import { PROBLEM_BASE } from '../problems.js';
+import type { StoredResponse } from '../store/types.js';
 
 /** A response on its way to the client: lower-case header names, the body as written. */
 export interface WireResponse {
