@@ -25,14 +25,15 @@ export class PlainExecution implements Execution {
   }
 
   complete(response: WireResponse): Promise<WireResponse> {
-    return this.store(response).finally(this.run.end);
+    return this.storeAndSend(response).finally(this.run.end);
   }
 
   async abort(): Promise<void> {
     await this.run.release().finally(this.run.end);
   }
 
-  private async store(response: WireResponse): Promise<WireResponse> {
+  /** Stores a final response (a non-final one releases the key) and gives what to send. */
+  private async storeAndSend(response: WireResponse): Promise<WireResponse> {
     const run = this.run;
     if (!isFinalStatus(response.status)) {
       await run.release();
