@@ -14,6 +14,7 @@
  * @module
  */
 import { compositeId } from '../composite-id.js';
+import { InvalidOptionError } from './errors/invalid-option-error.js';
 import type { StoredResponse } from './store/types.js';
 
 /** Options of the replay cache; `false` turns it off. */
@@ -84,7 +85,8 @@ const sizeOf = (value: CachedKey): number => {
 export function createReplayCache(options: ReplayCacheOptions = {}): ReplayCache {
   const maxBytes = options.maxBytes ?? 8 * 1024 * 1024;
   const maxAgeMs = options.maxAgeMs ?? 60_000;
-  if (!(maxBytes >= 0) || !(maxAgeMs >= 0)) throw new TypeError('createReplayCache: maxBytes and maxAgeMs must be numbers ≥ 0');
+  if (!(maxBytes >= 0)) throw new InvalidOptionError('createReplayCache', 'replayCache.maxBytes', `must be a number ≥ 0, got ${String(maxBytes)}`);
+  if (!(maxAgeMs >= 0)) throw new InvalidOptionError('createReplayCache', 'replayCache.maxAgeMs', `must be a number ≥ 0, got ${String(maxAgeMs)}`);
   // Map iteration order is insertion order: re-inserting on a hit makes the first entry the
   // least recently used one.
   const entries = new Map<string, Entry>();

@@ -23,9 +23,9 @@ export function entryPaths(browser: boolean): Record<string, string[]> {
     'oncely/server': entry('server/index.ts'),
     'oncely/server/sqlite': entry('server/sqlite.ts'),
     'oncely/server/postgres': entry('server/postgres.ts'),
-    'oncely/hono': entry('adapters/hono.ts'),
-    'oncely/express': entry('adapters/express.ts'),
-    'oncely/fastify': entry('adapters/fastify.ts'),
+    'oncely/hono': entry('server/middleware/hono.ts'),
+    'oncely/express': entry('server/middleware/express.ts'),
+    'oncely/fastify': entry('server/middleware/fastify.ts'),
   };
 }
 

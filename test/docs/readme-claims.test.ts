@@ -57,7 +57,7 @@ describe('the middleware guide\'s example of a handler writing in the key\'s tra
       .find((text) => text.includes('transaction: true') && text.includes('INSERT INTO orders'));
     expect(code, 'the docs/middleware.md snippet with transaction: true').toBeDefined();
     return (code as string)
-      .replace("from 'oncely/express'", `from '${join(ROOT, 'src/adapters/express.ts')}'`)
+      .replace("from 'oncely/express'", `from '${join(ROOT, 'src/server/middleware/express.ts')}'`)
       .replace("from 'oncely/server/postgres'", `from '${join(ROOT, 'src/server/postgres.ts')}'`);
   };
 

@@ -27,6 +27,7 @@ import { endPayloadSql, migrate } from './postgres-schema.node.js';
 import { ROW, toAdmitResult, toRow, type Admitted, type RawRow } from './postgres-rows.node.js';
 import { withFoldedCommits, type Commits, type FirstPhase, type FoldedAdmitResult, type FoldedPhase, type PriorCommit } from '../commits.js';
 import type { AdmitInput, AppSchema, Fenced, FinalResponse, KeyStore, Lease, StoredResponse, Tx } from './types.js';
+import { ResponseTooLargeError } from '../errors/response-too-large-error.js';
 
 export type { PgliteLike, PgliteQueryable, PgliteResults } from './postgres-pglite.node.js';
 
@@ -238,7 +239,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
           const final: StoredResponse = typeof response === 'function' ? response(result) : response;
           const bytes = Buffer.byteLength(final.body, 'utf8');
           if (bytes > maxResponseBytes) {
-            throw new RangeError(`postgresKeyStore: a ${bytes}-byte response exceeds maxResponseBytes (${maxResponseBytes})`);
+            throw new ResponseTooLargeError('postgresKeyStore', lease.key, bytes, maxResponseBytes);
           }
           const stored = [final.status, JSON.stringify(final.headers), final.body];
           // A mark before a final step with no statement is written by the same UPDATE.

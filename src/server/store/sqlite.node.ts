@@ -29,6 +29,7 @@ import { LOST, LeaseLostError } from './lease-lost.js';
 import { KEY_TABLE, SQL, rowOf, type RawRow } from './sqlite-sql.node.js';
 import { withFoldedCommits, type Commits, type FirstPhase, type FoldedAdmitResult, type FoldedPhase, type PointCommit, type PriorCommit } from '../commits.js';
 import type { AdmitInput, AppSchema, Fenced, FinalResponse, KeyRow, KeyStore, Lease, PhaseCommit, Tx } from './types.js';
+import { ResponseTooLargeError } from '../errors/response-too-large-error.js';
 
 export type { SqliteKeyStoreOptions } from './sqlite-options.node.js';
 
@@ -249,7 +250,7 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
         const final = typeof response === 'function' ? response(result) : response;
         const bytes = Buffer.byteLength(final.body, 'utf8');
         if (bytes > maxResponseBytes) {
-          throw new RangeError(`sqliteKeyStore: a ${bytes}-byte response exceeds maxResponseBytes (${maxResponseBytes})`);
+          throw new ResponseTooLargeError('sqliteKeyStore', lease.key, bytes, maxResponseBytes);
         }
         const { clientId, key, token } = lease;
         if (mark) {
