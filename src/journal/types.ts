@@ -193,7 +193,7 @@ export interface Journal {
  *
  * @example
  * ```ts
- * const record = newRecord({ key, method: 'POST', url, headers: {}, body: '{}', fingerprint, submitted: true }, Date.now());
+ * const record = newRecord({ scope: 'https://pay.example', key, method: 'POST', url, headers: {}, body: '{}', fingerprint: await fingerprint('POST', url, '{}'), submitted: true }, Date.now());
  * record.state; // 'pending'
  * ```
  */
