@@ -143,7 +143,7 @@ export interface PutOutcome {
   readonly created: boolean;
   /** The record as stored: the new one, or the existing one untouched. */
   readonly record: OperationRecord;
-  /** `true` when the record was created holding the claim asked for with {@link NewOperation.claim}. */
+  /** `true` when the record was created holding the claim asked for with `claim` (see {@link NewOperation}). */
   readonly claimed?: boolean;
 }
 
