@@ -107,7 +107,7 @@ export interface Client {
  *
  * @example
  * ```ts
- * export function createClient(options: ClientOptions): Client {
+ * function createClient(options: ClientOptions): Client {
  *   return buildClient(options, () => sqliteJournal(), nodeDigest);
  * }
  * ```

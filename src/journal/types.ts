@@ -143,7 +143,7 @@ export interface PutOutcome {
   readonly created: boolean;
   /** The record as stored: the new one, or the existing one untouched. */
   readonly record: OperationRecord;
-  /** `true` when the record was created holding the claim asked for with {@link NewOperation.claim}. */
+  /** `true` when the record was created holding the claim asked for with `claim` (see {@link NewOperation}). */
   readonly claimed?: boolean;
 }
 
@@ -193,7 +193,7 @@ export interface Journal {
  *
  * @example
  * ```ts
- * const record = newRecord({ key, method: 'POST', url, headers: {}, body: '{}', fingerprint, submitted: true }, Date.now());
+ * const record = newRecord({ scope: 'https://pay.example', key, method: 'POST', url, headers: {}, body: '{}', fingerprint: await fingerprint('POST', url, '{}'), submitted: true }, Date.now());
  * record.state; // 'pending'
  * ```
  */

@@ -22,7 +22,7 @@ export interface FirstLocalPhase extends FirstPhase<Readonly<Record<string, unkn
  * @example
  * ```ts
  * const first = firstLocalPhase(operation, { clientId, key, input, namespace, leaseMs, handOver: true });
- * const admitted = await store.admit(admission, first);
+ * const admitted = await commitsOf(store).admit({ clientId, key, requestHash, endpoint, requestBody, leaseMs, ttlMs }, first);
  * ```
  */
 export function firstLocalPhase<Input>(

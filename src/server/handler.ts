@@ -83,7 +83,8 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  *
  * @example
  * ```ts
- * import { createIdempotencyHandler, sqliteKeyStore } from 'oncely/server';
+ * import { createIdempotencyHandler } from 'oncely/server';
+ * import { sqliteKeyStore } from 'oncely/server/sqlite';
  * const store = sqliteKeyStore({ path: 'oncely.db' });
  * await store.migrate();
  * const handler = createIdempotencyHandler({

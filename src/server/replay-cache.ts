@@ -78,7 +78,7 @@ const sizeOf = (value: CachedKey): number => {
  * @example
  * ```ts
  * const cache = createReplayCache({ maxBytes: 1 << 20, maxAgeMs: 60_000 });
- * cache.set('acme', 'k1', { requestHash, request, endpoint: 'POST /v1/payments', response, replayHeaders, expiresAt }, Date.now());
+ * cache.set('acme', 'k1', { requestHash, request, endpoint: 'POST /v1/payments', response, replayHeaders: {}, expiresAt }, Date.now());
  * cache.get('acme', 'k1', Date.now()); // the entry, until it ages out, expires or is evicted
  * ```
  */

@@ -36,7 +36,7 @@ export type { PgliteLike, PgliteQueryable, PgliteResults } from './postgres-pgli
  *
  * @example
  * ```ts
- * const options: PostgresKeyStoreOptions = { connectionString: 'postgres://db.internal/payments', schema: 'oncely', ttlMs: 7 * 86_400_000 };
+ * const options: PostgresKeyStoreOptions = { connectionString: 'postgres://db.internal/payments', schema: 'oncely', statementTimeoutMs: 5000 };
  * ```
  */
 export interface PostgresKeyStoreOptions {
@@ -113,8 +113,8 @@ const NOTIFY_ENDED = `SELECT count(*)::int AS n, count(CASE WHEN watched THEN pg
  *
  * @example
  * ```ts
- * import { postgresKeyStore } from 'oncely/server';
- * const store = postgresKeyStore({ connectionString: process.env.DATABASE_URL, schema: 'oncely' });
+ * import { postgresKeyStore } from 'oncely/server/postgres';
+ * const store = postgresKeyStore({ connectionString: process.env.DATABASE_URL ?? 'postgres://127.0.0.1:5432/payments', schema: 'oncely' });
  * await store.migrate();
  * ```
  */

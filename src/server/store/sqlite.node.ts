@@ -39,7 +39,7 @@ export type { SqliteKeyStoreOptions } from './sqlite-options.node.js';
  *
  * @example
  * ```ts
- * import { sqliteKeyStore } from 'oncely/server';
+ * import { sqliteKeyStore } from 'oncely/server/sqlite';
  * const store = sqliteKeyStore({ path: './oncely.db', busyTimeoutMs: 5000 });
  * await store.migrate();
  * ```
