@@ -13,7 +13,12 @@ import type { Lease } from '../store/types.js';
  *
  * @example
  * ```ts
- * idempotent({ store, onError: (error) => { if (error instanceof LeaseExpiredError) alert(error.message); } });
+ * import { idempotent } from 'oncely/express';
+ * import { LeaseExpiredError } from 'oncely/server';
+ * const onError = (error: unknown) => {
+ *   if (error instanceof LeaseExpiredError) console.warn(`raise leaseMs: ${error.message}`);
+ * };
+ * app.post('/orders', idempotent({ store, clientId: (req) => req.get('x-account-id') ?? null, onError }), createOrder);
  * ```
  */
 export class LeaseExpiredError extends OncelyError {

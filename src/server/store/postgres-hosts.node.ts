@@ -85,7 +85,7 @@ export function hostList(connectionString: string | undefined): HostList | undef
  *
  * @example
  * ```ts
- * const pool = createPool(pg, { connectionString: 'postgres://u@db1,db2/payments', max: 10 });
+ * const pool = createPool(requirePeer('pg'), { connectionString: 'postgres://u@db1,db2/payments', max: 10 });
  * ```
  */
 export function createPool(driver: typeof pg, config: pg.PoolConfig): pg.Pool {
@@ -148,7 +148,8 @@ export function createPool(driver: typeof pg, config: pg.PoolConfig): pg.Pool {
  *
  * @example
  * ```ts
- * new pg.Client(listenConfig({ connectionString: 'postgres://u@db1,db2/payments' }));
+ * const driver = requirePeer<typeof pg>('pg');
+ * const listener = new driver.Client(listenConfig({ connectionString: 'postgres://u@db1,db2/payments' }));
  * ```
  */
 export function listenConfig(config: pg.ClientConfig): pg.ClientConfig {
