@@ -7,7 +7,7 @@
  *
  * Usage: `node --import tsx bench/peer-cpu.ts [peer = oncely-sqlite] [seconds = 5] [cpuprofile-dir]`
  * (`oncely-nostore`: the same handler over a store that writes nothing, the floor under oncely)
- * (`oncely-postgres` and `unguarded-postgres` use `ONCELY_PG_URL`, else `postgres://postgres@127.0.0.1:5432/test`).
+ * (the PostgreSQL peers — `oncely-postgres`, `unguarded-postgres`, `*-pg`, `*-pg-tx` — use `ONCELY_PG_URL`, else `postgres://postgres@127.0.0.1:5432/test`).
  * Compare two commits by running it alternately in two worktrees.
  *
  * @module
@@ -16,17 +16,18 @@ import { spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { bundled } from './lib/bundle.js';
 import { runLoad } from './lib/load.js';
-import { discard, freshState, payBody } from './peers/scenarios.js';
+import { onPostgres as needsPostgres } from './peers/labels.js';
+import { PG_URL } from './peers/pg.js';
+import { freshState, payBody, release } from './peers/scenarios.js';
 import type { PeerName } from './peers/serve.js';
 
 const peer = (process.argv[2] ?? 'oncely-sqlite') as PeerName;
 const seconds = Number(process.argv[3] ?? 5);
 const profileDir = process.argv[4];
-const pgUrl = process.env['ONCELY_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 const argv = await bundled('bench/peers/serve.ts');
-const onPostgres = peer === 'oncely-postgres' || peer === 'unguarded-postgres';
-const state = freshState(onPostgres ? pgUrl : undefined);
+const onPostgres = needsPostgres(peer);
+const state = freshState(onPostgres ? PG_URL : undefined);
 const profile = profileDir ? ['--cpu-prof', '--cpu-prof-interval=200', `--cpu-prof-dir=${profileDir}`] : [];
 const child = spawn(argv[0]!, [...profile, ...argv.slice(1), peer], {
   env: { ...process.env, BENCH_APP_DB: state.appDb, BENCH_ONCELY_DB: state.oncelyDb, BENCH_NS: state.namespace, BENCH_PG_SCHEMA: state.pgSchema },
@@ -91,11 +92,4 @@ console.log(
 console.log(`  by thread (µs/request): ${threads.map(([name, ms]) => `${name} ${Math.round((1000 * ms) / result.requests)}`).join(', ')}`);
 child.kill('SIGTERM');
 await new Promise((resolve) => child.on('exit', resolve));
-discard(state);
-if (onPostgres) {
-  const { default: pg } = await import('pg');
-  const client = new pg.Client({ connectionString: pgUrl });
-  await client.connect();
-  await client.query(`DROP SCHEMA IF EXISTS "${state.pgSchema}" CASCADE`);
-  await client.end();
-}
+await release(state);

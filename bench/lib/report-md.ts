@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { KEYS_COLUMN, keysOf } from '../peers/labels.js';
 import type { Figure, ResultTable, SuiteResult } from './figures.js';
 
 /** The whole run, as written to `bench/results/latest.json`. */
@@ -41,8 +42,23 @@ function figuresOf(report: BenchReport): Figure[] {
   return Object.values(report.suites).flatMap((s) => ('figures' in s ? [...s.figures] : []));
 }
 
+/**
+ * A peer table (`peers.*`, rows labelled by layer) with the column saying where each layer keeps
+ * its keys, taken from `bench/peers/labels.ts` by label, right after the layer: a row of an
+ * in-memory layer is not read as a durable one. Results written before the column existed get it
+ * too; a label no peer has any more shows `—`.
+ */
+function withKeys(t: ResultTable): ResultTable {
+  if (!t.id.startsWith('peers.') || t.columns[0] !== 'layer' || t.columns.includes(KEYS_COLUMN)) return t;
+  return {
+    ...t,
+    columns: [t.columns[0], KEYS_COLUMN, ...t.columns.slice(1)],
+    rows: t.rows.map(([layer, ...rest]) => [layer ?? null, typeof layer === 'string' ? keysOf(layer) : null, ...rest]),
+  };
+}
+
 function tablesOf(report: BenchReport): ResultTable[] {
-  return Object.values(report.suites).flatMap((s) => ('tables' in s ? [...s.tables] : []));
+  return Object.values(report.suites).flatMap((s) => ('tables' in s ? s.tables.map(withKeys) : []));
 }
 
 function goals(figures: readonly Figure[]): string {

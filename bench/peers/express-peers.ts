@@ -41,12 +41,12 @@ export interface PeerContext {
  * app.post('/pay', guard, handler);
  * ```
  */
-export function baseApp(ctx: PeerContext, executions: () => object = () => ctx.db.count()): express.Express {
+export function baseApp(ctx: PeerContext, executions: () => object | Promise<object> = () => ctx.db.count()): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.use(express.json({ limit: '64kb' }));
-  app.get('/executions', (_req, res) => {
-    res.json(executions());
+  app.get('/executions', (_req, res, next) => {
+    Promise.resolve(executions()).then((count) => res.json(count), next);
   });
   return app;
 }

@@ -12,6 +12,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { bundled } from '../lib/bundle.js';
 import { sleep, startServer, type ServerProcess } from '../lib/proc.js';
+import { onPostgres } from './labels.js';
+import { PG_URL, dropPgSchema } from './pg.js';
 import type { PeerName } from './serve.js';
 
 /** How a peer server is started for one scenario. */
@@ -66,6 +68,20 @@ export function discard(state: PeerState): void {
 }
 
 /**
+ * {@link discard}, and the state's PostgreSQL schema dropped when the peer ran on PostgreSQL.
+ *
+ * @example
+ * ```ts
+ * await server.stop();
+ * await release(server.state);
+ * ```
+ */
+export async function release(state: PeerState): Promise<void> {
+  discard(state);
+  if (state.oncelyDb.startsWith('postgres')) await dropPgSchema(state.pgSchema, state.oncelyDb);
+}
+
+/**
  * Starts `peer` (see `serve.ts`) and resolves once it listens.
  *
  * @example
@@ -74,7 +90,7 @@ export function discard(state: PeerState): void {
  * ```
  */
 export async function startPeer(peer: PeerName, setup: PeerSetup = {}): Promise<ServerProcess & { state: PeerState }> {
-  const state = setup.state ?? freshState();
+  const state = setup.state ?? freshState(onPostgres(peer) ? PG_URL : undefined);
   // Bundled once per process: the crash scenarios restart servers, and tsx would transform at every start.
   const server = await startServer([...(await bundled('bench/peers/serve.ts')), peer], {
     env: {
@@ -162,7 +178,7 @@ export async function concurrentDuplicates(peer: PeerName, count = 100, workMs =
     return { executions: (await executions(server.url)).executions, statuses: countStatuses(statuses.map((s) => s.status)) };
   } finally {
     await server.stop();
-    discard(server.state);
+    await release(server.state);
   }
 }
 
@@ -190,7 +206,7 @@ export async function keyReuse(peer: PeerName): Promise<KeyReuseResult> {
     return { firstStatus: first.status, status: second.status, executions: (await executions(server.url)).executions };
   } finally {
     await server.stop();
-    discard(server.state);
+    await release(server.state);
   }
 }
 
@@ -264,6 +280,6 @@ export async function crashMidHandler(peer: PeerName, options: { leaseMs: number
     };
   } finally {
     await second.stop();
-    discard(second.state);
+    await release(second.state);
   }
 }

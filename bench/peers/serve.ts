@@ -12,7 +12,9 @@
  * (`recipe.ts`), on the file or schema oncely's store would use. `oncely-express` and
  * `oncely-express-tx` are oncely's Express middleware in front of the Express peers' route
  * (`oncely-express.ts`), its key store on `BENCH_ONCELY_DB` (a SQLite path); `-tx` runs it with
- * `transaction: true` and charges through `req.oncely.tx`.
+ * `transaction: true` and charges through `req.oncely.tx`. `oncely-express-pg`, `oncely-express-pg-tx`
+ * and `unguarded-express-pg` are the same on PostgreSQL with the app's `pg.Pool` (`express-pg.ts`;
+ * `BENCH_ONCELY_DB` a `postgres://` URL, `BENCH_PG_SCHEMA`).
  *
  * @module
  */
@@ -22,6 +24,7 @@ import { serve } from '@hono/node-server';
 import type express from 'express';
 import { expressIdempotencyApp, nodeIdempotency, powertools, unguardedExpress, type PeerContext } from './express-peers.js';
 import { createOncelyPeer } from './oncely-app.js';
+import { expressPg } from './express-pg.js';
 import { oncelyExpress } from './oncely-express.js';
 import { CHARGE_SQL, COUNT_SQL, EXECUTIONS_DDL, chargeParams, newPayment, openAppDb, parsePayment, receiptWork, runPayment, toCount } from './payment.js';
 
@@ -32,6 +35,8 @@ export const PEERS = [
   'oncely-nostore',
   'oncely-express',
   'oncely-express-tx',
+  'oncely-express-pg',
+  'oncely-express-pg-tx',
   'node-idempotency-memory',
   'node-idempotency-redis',
   'express-idempotency',
@@ -40,6 +45,7 @@ export const PEERS = [
   'unguarded',
   'unguarded-postgres',
   'unguarded-express',
+  'unguarded-express-pg',
   'recipe-sqlite',
   'recipe-postgres',
   'trivial',
@@ -86,6 +92,13 @@ async function expressPeer(ctx: PeerContext): Promise<express.Express> {
         transaction: peer === 'oncely-express-tx',
         ...(wait === undefined ? {} : { inFlightWaitMs: Number(wait) }),
       });
+    }
+    case 'oncely-express-pg':
+    case 'oncely-express-pg-tx':
+    case 'unguarded-express-pg': {
+      const wait = process.env['BENCH_IN_FLIGHT_WAIT_MS'];
+      const oncely = { transaction: peer === 'oncely-express-pg-tx', leaseMs, ...(wait === undefined ? {} : { inFlightWaitMs: Number(wait) }) };
+      return expressPg(ctx, { url: env('BENCH_ONCELY_DB', ''), schema: env('BENCH_PG_SCHEMA', 'bench'), oncely: peer === 'unguarded-express-pg' ? null : oncely });
     }
     case 'node-idempotency-memory':
     case 'node-idempotency-redis':

@@ -10,7 +10,7 @@
 import { CONNECTIONS, LOAD_SECONDS, ROUNDS, emit, figure, type Figure } from '../lib/figures.js';
 import { runLoad, type LoadResult } from '../lib/load.js';
 import { alternate } from '../lib/stats.js';
-import { discard, pay, payBody, startPeer } from '../peers/scenarios.js';
+import { pay, release, payBody, startPeer } from '../peers/scenarios.js';
 import { PEER_LABELS as PEERS } from '../peers/labels.js';
 
 // Throughput: every peer up at once, idle while the others are measured.
@@ -34,7 +34,7 @@ for (const { name, server } of servers) {
 }
 const loads = await alternate(ROUNDS, measurements);
 await Promise.all(servers.map(({ server }) => server.stop()));
-for (const { server } of servers) discard(server.state);
+await Promise.all(servers.map(({ server }) => release(server.state)));
 
 const figures: Figure[] = [];
 const throughputRows: Array<Array<string | number | boolean | null>> = [];
@@ -90,6 +90,17 @@ for (const mode of ['first', 'replay'] as const) {
     ),
   );
 }
+
+// The middleware against the limit it is held to: the very same Express app with no layer, on
+// the same database kind (issue 36's goals), per round.
+const versusUnguarded = (name: string, floor: string): number[] =>
+  rpsOf(name, 'first').map((rps, round) => rps / (rpsOf(floor, 'first')[round] ?? Number.NaN));
+figures.push(
+  figure('peers.oncely_express_vs_unguarded_express.first', 'oncely/express (SQLite) first execution ÷ unguarded Express', '×', versusUnguarded('oncely-express', 'unguarded-express'), { op: '>=', value: 0.85 }),
+  figure('peers.oncely_express_tx_vs_unguarded_express.first', 'oncely/express (SQLite, transaction: true) first execution ÷ unguarded Express', '×', versusUnguarded('oncely-express-tx', 'unguarded-express'), { op: '>=', value: 0.85 }),
+  figure('peers.oncely_express_pg_vs_unguarded_express_pg.first', 'oncely/express (PostgreSQL) first execution ÷ unguarded Express on PostgreSQL', '×', versusUnguarded('oncely-express-pg', 'unguarded-express-pg')),
+  figure('peers.oncely_express_pg_tx_vs_unguarded_express_pg.first', 'oncely/express (PostgreSQL, transaction: true) first execution ÷ unguarded Express on PostgreSQL', '×', versusUnguarded('oncely-express-pg-tx', 'unguarded-express-pg'), { op: '>=', value: 0.6 }),
+);
 
 emit({
   suite: 'peer-throughput',
