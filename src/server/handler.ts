@@ -21,13 +21,12 @@ import { createInFlight, waitBudget } from './in-flight.js';
 import { parseInput, type Admission } from './parse-input.js';
 import { inFlight, mismatch, replayFromCache, replayHeaders, respond, stored } from './answers.js';
 import { createServerMetrics, type RequestOutcome, type ServerMetrics } from './metrics.js';
-import { firstLocalPhase } from './first-phase.js';
+import { firstLocalPhase } from './phase-plan.js';
 import { reportError, runSteps, type PhaseHooks, type StepsOutcome } from './phases.js';
 import { ProblemType, problem } from './problems.js';
 import { readCappedBody } from './read-body.js';
 import { createReplayCache, type CachedKey, type ReplayCache, type ReplayCacheOptions } from './replay-cache.js';
-import { commitsOf, type FoldedAdmitResult } from './commits.js';
-import type { KeyRow, KeyStore, Lease, StoredResponse } from './store/types.js';
+import type { AdmitResult, KeyRow, KeyStore, Lease, StoredResponse } from './store/types.js';
 import type { IdempotentOperation } from './types.js';
 
 /** Options of {@link createIdempotencyHandler}. */
@@ -149,7 +148,6 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     operations.set(endpoint, operation);
   }
   const { store, metrics } = config;
-  const commits = commitsOf(store);
   const keys = createInFlight(store, config.leaseMs);
   const cache: ReplayCache | undefined = options.replayCache === false ? undefined : createReplayCache(options.replayCache);
   /** Remembers a finished key (replayed now or just executed) for the next replay. */
@@ -175,7 +173,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     lease: Lease,
     row: KeyRow,
     input: unknown,
-    how: { readonly onTransient: 'release' | 'park'; readonly admittedAt?: string | undefined; readonly admittedNext?: string | undefined },
+    how: { readonly onTransient: 'release' | 'park'; readonly admitted?: readonly string[] | undefined },
   ): Promise<StepsOutcome> => {
     const end = keys.begin(lease.clientId, lease.key);
     // Spelled out, not spread from `config`: this literal is built for every executed request.
@@ -193,8 +191,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       metrics,
       onTransient: how.onTransient,
       backoff: config.backoff,
-      admittedAt: how.admittedAt,
-      admittedNext: how.admittedNext,
+      admitted: how.admitted,
     }).finally(end);
   };
 
@@ -215,10 +212,10 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       leaseMs: config.leaseMs,
       handOver: config.hooks.afterCommit === undefined,
     });
-    let result: FoldedAdmitResult;
+    let result: AdmitResult;
     try {
       const { clientId, key, requestHash, endpoint, requestBody } = admission;
-      result = await commits.admit({ clientId, key, requestHash, endpoint, requestBody, leaseMs: config.leaseMs, ttlMs: config.ttlMs }, first);
+      result = await store.admit({ clientId, key, requestHash, endpoint, requestBody, leaseMs: config.leaseMs, ttlMs: config.ttlMs }, first);
     } catch (error) {
       if (!first?.threw(error)) throw error;
       // The step failed, so nothing was stored, not even the key: as when a step fails after its
@@ -227,10 +224,8 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       return respond({ kind: 'transient', retryAfterMs: 1000, cause: error }, echo);
     }
     if (result.owned) {
-      const { first: ran } = result;
-      const admittedNext = ran?.next ? first?.commit.next?.recoveryPoint : undefined;
-      const admittedAt = ran ? (result.row.recoveryPoint ?? undefined) : undefined;
-      const outcome = await execute(operation, result.lease, result.row, input, { onTransient: 'release', admittedAt, admittedNext });
+      const admitted = result.first ? first?.points : undefined;
+      const outcome = await execute(operation, result.lease, result.row, input, { onTransient: 'release', admitted });
       return executed(outcome, result.row, admission, echo);
     }
     const row = result.row;

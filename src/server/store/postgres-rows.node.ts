@@ -86,7 +86,7 @@ export interface Admitted {
 }
 
 /** The admission's answer → {@link AdmitResult}: a lease only for the owner. */
-export const toAdmitResult = (input: AdmitInput, found: Admitted): AdmitResult => {
+export const toAdmitResult = (input: AdmitInput, found: Admitted): AdmitResult<never> => {
   const { clientId, key } = input;
   if (found.row_json !== null) return { owned: false, row: fromJson(found.row_json, found.now_ms) };
   const row: KeyRow = {
