@@ -135,12 +135,12 @@ export interface FencedSession<S> {
   open: Send;
   /** A later statement of the work, in the open transaction. */
   query: Send;
-  /** Writes `statement` and commits the open transaction; a lost lease throws. */
-  commit(statement: S): Promise<void>;
-  /** Writes `statement` alone (no work ran a statement); a lost lease throws. */
-  alone(statement: S): Promise<void>;
+  /** Writes `statement` and commits the open transaction; a lost lease throws. May complete synchronously. */
+  commit(statement: S): Promise<void> | void;
+  /** Writes `statement` alone (no work ran a statement); a lost lease throws. May complete synchronously. */
+  alone(statement: S): Promise<void> | void;
   /** Undoes the open transaction, if any (called once after any failure). */
-  rollback(): Promise<void>;
+  rollback(): Promise<void> | void;
 }
 
 /** What a dialect supplies to {@link fencedWrite}. */
@@ -167,7 +167,26 @@ export interface FencedWrite<T, S> {
  * return fencedWrite(session, { store: 'sqliteKeyStore', dialect: 'sqlite', work, statement: (result) => pointOf(phase, result) });
  * ```
  */
-export async function fencedWrite<T, S>(session: FencedSession<S>, write: FencedWrite<T, S>): Promise<Fenced<T | undefined>> {
+export function fencedWrite<T, S>(session: FencedSession<S>, write: FencedWrite<T, S>): Fenced<T | undefined> | Promise<Fenced<T | undefined>> {
+  if (write.work) return withWork(session, write, write.work);
+  // No work: the write's own statement alone, answered synchronously when the transport is.
+  let statement: S;
+  try {
+    statement = write.statement(undefined);
+  } catch (error) {
+    return failed(session, error);
+  }
+  try {
+    const written = session.alone(statement);
+    if (written) return written.then(() => ({ ok: true, value: undefined }), (error: unknown) => unlessLanded(session, write, error, undefined));
+    return { ok: true, value: undefined };
+  } catch (error) {
+    return unlessLanded(session, write, error, undefined);
+  }
+}
+
+/** {@link fencedWrite} with work: its first statement opens the fenced transaction. */
+async function withWork<T, S>(session: FencedSession<S>, write: FencedWrite<T, S>, work: (tx: Tx) => Promise<T>): Promise<Fenced<T | undefined>> {
   let opened = false;
   let ended = false;
   const send: Send = (op, sql, params) => {
@@ -177,20 +196,36 @@ export async function fencedWrite<T, S>(session: FencedSession<S>, write: Fenced
     opened = true;
     return session.open(op, sql, params);
   };
-  // A round trip whose answer was lost (connection reset) may have committed: the row says so.
-  const unlessLanded = async (error: unknown): Promise<void> => {
-    if (isLeaseLost(error) || !write.landed || !(await write.landed())) throw error;
-  };
+  let value: T;
+  let statement: S;
   try {
-    const value = write.work ? await write.work(txOver(write.dialect, send)) : undefined;
+    value = await work(txOver(write.dialect, send));
     ended = true;
-    const statement = write.statement(value);
-    await (opened ? session.commit(statement) : session.alone(statement)).catch(unlessLanded);
-    return { ok: true, value };
+    statement = write.statement(value);
   } catch (error) {
     ended = true;
-    await session.rollback();
-    if (isLeaseLost(error)) return LOST;
-    throw error;
+    return failed(session, error);
   }
+  try {
+    // A synchronous transport (SQLite) completes here without a promise.
+    const written = opened ? session.commit(statement) : session.alone(statement);
+    if (written) await written;
+  } catch (error) {
+    return unlessLanded(session, write, error, value);
+  }
+  return { ok: true, value };
+}
+
+/** After the write's own statement failed: one whose answer was lost (not refused) may have committed, and the row says so. */
+async function unlessLanded<T, S>(session: FencedSession<S>, write: FencedWrite<T, S>, error: unknown, value: T | undefined): Promise<Fenced<T | undefined>> {
+  if (!isLeaseLost(error) && write.landed && (await write.landed())) return { ok: true, value };
+  return failed(session, error);
+}
+
+/** After a write failed: its transaction is undone; a lost lease is `{ ok: false }`, anything else rethrown. */
+async function failed<S>(session: FencedSession<S>, error: unknown): Promise<Fenced<never>> {
+  const undone = session.rollback();
+  if (undone) await undone;
+  if (isLeaseLost(error)) return LOST;
+  throw error;
 }

@@ -142,7 +142,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
         },
       );
   const SQL = postgresSql(schema);
-  const fenced = <T>(lease: Lease, work: ((tx: Tx) => Promise<T>) | undefined, statement: (result: T | undefined) => Statement, at?: string): Promise<Fenced<T | undefined>> =>
+  const fenced = async <T>(lease: Lease, work: ((tx: Tx) => Promise<T>) | undefined, statement: (result: T | undefined) => Statement, at?: string): Promise<Fenced<T | undefined>> =>
     fencedWrite(pgSession(runner, SQL, lease), {
       store: 'postgresKeyStore',
       dialect: 'postgres',

@@ -82,8 +82,8 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
   async function fenced<T>(lease: Lease, work: ((tx: Tx) => Promise<T>) | undefined, statement: (result: T | undefined) => number): Promise<Fenced<T | undefined>> {
     const send = (op: TxOp, sql: string, params: readonly unknown[]): Promise<unknown> => tx[op](sql, params);
     try {
-      return await write(async (scope) => {
-        const done = await fencedWrite<T, () => number>(
+      return await write((scope) => {
+        const done = fencedWrite<T, () => number>(
           {
             open: (op, sql, params) => {
               scope.savepoint();
@@ -91,26 +91,32 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
               return send(op, sql, params);
             },
             query: send,
-            commit: async (changes) => {
+            commit: (changes) => {
               assertInTransaction(db);
               if (changes() !== 1) throw new LeaseLostError();
             },
-            alone: async (changes) => {
+            alone: (changes) => {
               if (changes() !== 1) throw new LeaseLostError();
             },
             // The group commit undoes the savepoint when this call throws (below).
-            rollback: async () => undefined,
+            rollback: () => undefined,
           },
           { store: 'sqliteKeyStore', dialect: 'sqlite', work, statement: (result) => () => statement(result) },
         );
-        if (!done.ok) throw new LeaseLostError();
-        return done;
+        // A write with no work is answered synchronously: no promise for the group to await.
+        return 'then' in done ? done.then(landedOrLost) : landedOrLost(done);
       });
     } catch (error) {
       if (error instanceof LeaseLostError) return LOST;
       throw error;
     }
   }
+
+  /** A fenced write's result, thrown when the lease was lost so that the group commit undoes the call. */
+  const landedOrLost = <T>(done: Fenced<T>): Fenced<T> => {
+    if (!done.ok) throw new LeaseLostError();
+    return done;
+  };
 
   /** A point, its data and a refreshed lease: one fenced UPDATE; the rows it changed (0: the lease is gone). */
   function writePoint(lease: Lease, point: FoldedPoint): number {
