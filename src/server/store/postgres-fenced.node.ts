@@ -6,7 +6,7 @@
  * @module
  */
 import type { FencedSession, TxOp } from './core.js';
-import type { OpenTransaction, QueryResult, Runner, Statement } from './postgres-runner.node.js';
+import type { OpenTransaction, QueryResult, Runner, Statement } from './postgres-transport.node.js';
 import type { PostgresSql } from './postgres-sql.node.js';
 import { LeaseLostError, isLeaseLost } from './lease-lost.js';
 import type { Lease } from './types.js';
@@ -40,7 +40,7 @@ export function pgSession(runner: Runner, SQL: PostgresSql, lease: Lease): Fence
   };
   return {
     async open(op, sql, params) {
-      const opened = runner.open({ sql: SQL.lock, params: fenceArgs(lease) }, undefined, { sql, params });
+      const opened = runner.open({ sql: SQL.lock, params: fenceArgs(lease) }, { sql, params });
       opening = opened.then(({ tx }) => (open = tx));
       // Its failure reaches the work through `opened`; it is awaited again when the work ends.
       opening.catch(() => undefined);

@@ -1,5 +1,18 @@
 /**
- * The KeyStore contract: the primitives a storage backend implements so that the neutral handler
+ * The KeyStore contract (this folder's entry point). What lives in `src/server/store/`:
+ * - `types.ts`: the contract below; `lease-lost.ts`: the lost-lease signal;
+ * - `core.ts`: the store core, written once for both built-in stores (fencing, point folding,
+ *   the size check, "did my write land");
+ * - SQLite: `sqlite.node.ts` (the store), `sqlite-sql.node.ts` (every statement),
+ *   `sqlite-connection.node.ts` / `sqlite-checkpointer.node.ts` (its transport: group commit,
+ *   checkpoints in a worker), `sqlite-options.node.ts`;
+ * - PostgreSQL: `postgres.node.ts` (the store), `postgres-sql.node.ts` (every statement),
+ *   `postgres-schema.node.ts` (the table and its functions), `postgres-rows.node.ts` (the row
+ *   mapping), its transport (`postgres-fenced.node.ts` over the runner `postgres-transport.node.ts`
+ *   describes: pipelined `postgres-runner.node.ts`, or `postgres-pglite.node.ts`),
+ *   `postgres-listen.node.ts` (LISTEN/NOTIFY), `postgres-url.node.ts` (URL options).
+ *
+ * The primitives a storage backend implements so that the neutral handler
  * (`../handler.ts`) and phase runner (`../phases.ts`) can run PROTOCOL.md's state machine. Each
  * primitive is one transaction. A store that implements them, and nothing else, is correct:
  * the contract suite in `test/contract/` and the crash matrix run against such a store.
