@@ -7,14 +7,15 @@
  * - {@link pointOf}: a phase with the mark before it and the point after it, as the one point its
  *   single UPDATE writes (the contract's {@link PhaseCommit});
  * - {@link finalOf}: the response a `finish` stores, with the size check;
- * - {@link admittedRow}: the row an owner's admission (and its first phase) left, built without a read;
+ * - {@link admittedRow}, {@link firstPhase}: an owner's admission and its first phase, run in the
+ *   admission's transaction;
  * - {@link fencedWrite}: lease fencing of a write and its work, the "write has ended" guard and
  *   "did my write land" after a lost answer, over a dialect's {@link FencedSession}.
  *
  * @module
  */
 import { LOST, isLeaseLost } from './lease-lost.js';
-import type { AdmitInput, Fenced, FinalResponse, KeyRow, Lease, PhaseCommit, PointWrite, StoredResponse, Tx } from './types.js';
+import type { AdmitInput, AdmitResult, Fenced, FinalResponse, FirstPhase, KeyRow, Lease, PhaseCommit, PointWrite, StoredResponse, Tx } from './types.js';
 
 /** The one point a commit writes: where it leaves the row, the lease it asks for, the data it merges. */
 export interface FoldedPoint {
@@ -73,15 +74,14 @@ export function finalOf<T>(store: string, maxBytes: number, response: FinalRespo
 }
 
 /**
- * The row an owner's admission wrote, at `nowMs` by the store clock: fresh, or (with a first
- * phase) at that phase's point with its data, its lease refreshed at `leaseFromMs`.
+ * The row an owner's admission wrote, at `nowMs` by the store clock, built without a read.
  *
  * @example
  * ```ts
- * const row = admittedRow(input, now, now + input.ttlMs, undefined);
+ * const row = admittedRow(input, now, now + input.ttlMs);
  * ```
  */
-export function admittedRow(input: AdmitInput, nowMs: number, expiresAt: number, first: { readonly point: FoldedPoint; readonly leaseFromMs: number } | undefined): KeyRow {
+export function admittedRow(input: AdmitInput, nowMs: number, expiresAt: number): KeyRow {
   return {
     clientId: input.clientId,
     key: input.key,
@@ -89,14 +89,39 @@ export function admittedRow(input: AdmitInput, nowMs: number, expiresAt: number,
     endpoint: input.endpoint,
     requestBody: input.requestBody,
     state: 'started',
-    recoveryPoint: first ? first.point.recoveryPoint : null,
-    data: first ? first.point.data : {},
+    recoveryPoint: null,
+    data: {},
     response: null,
-    leaseRemainingMs: first ? first.leaseFromMs + first.point.leaseMs - nowMs : input.leaseMs,
+    leaseRemainingMs: input.leaseMs,
     attempts: 0,
     createdAt: nowMs,
     expiresAt,
   };
+}
+
+/**
+ * The first phase of an admission, inside the admission's own transaction (the row was inserted
+ * by it, so no fence is needed before the work): the work on `tx`, then its point written by the
+ * dialect's `write` (the fenced UPDATE of a row nobody else can see yet). Answers the owner's
+ * result with the row at that point; a throw leaves the dialect to undo the whole transaction.
+ *
+ * @example
+ * ```ts
+ * return firstPhase(admitted, first, tx, (point) => run(SQL.commitFirst, point));
+ * ```
+ */
+export async function firstPhase<T>(
+  admitted: Extract<AdmitResult<never>, { owned: true }>,
+  first: FirstPhase<T>,
+  tx: Tx,
+  write: (point: FoldedPoint) => Promise<void> | void,
+): Promise<AdmitResult<T>> {
+  const value = await first.work(tx);
+  const point = pointOf(first.phase, value);
+  const written = write(point);
+  if (written) await written;
+  const row = { ...admitted.row, recoveryPoint: point.recoveryPoint, data: point.data, leaseRemainingMs: point.leaseMs };
+  return { owned: true, lease: admitted.lease, row, first: { value } };
 }
 
 /** A point as a {@link PhaseCommit} of its own (a mark re-committed alone). */

@@ -19,7 +19,7 @@
  * @module
  */
 import type pg from 'pg';
-import { fencedWrite, finalOf, pointOf, txOver } from './core.js';
+import { fencedWrite, finalOf, firstPhase, pointOf, txOver } from './core.js';
 import { fenceArgs, landed, pgSession, shaped } from './postgres-fenced.node.js';
 import { endChannel, listenForEnds } from './postgres-listen.node.js';
 import { createPgliteRunner, type PgliteLike } from './postgres-pglite.node.js';
@@ -177,18 +177,17 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
           await tx.rollback();
           return admitted;
         }
-        const value = await first.work(txOver('postgres', async (op, sql, params) => shaped(op, await tx.query(sql, params))));
         // The point after the first phase (EXTn_SENT) is written by the phase's own UPDATE: the
         // row, inserted by this transaction, cannot change hands before COMMIT.
-        const point = pointOf(first.phase, value);
-        await tx
-          .commit({ sql: SQL.firstPoint, params: [...fenceArgs(admitted.lease), point.recoveryPoint, JSON.stringify(point.data), point.leaseMs] })
-          // The answer was lost (connection reset): the row says whether the COMMIT ran.
-          .catch(async (error: unknown) => {
-            if (!(await landed(runner, SQL, admitted.lease, point.recoveryPoint))) throw error;
-          });
-        const row = { ...admitted.row, recoveryPoint: point.recoveryPoint, data: point.data };
-        return { ...admitted, row, first: { value } };
+        const ownTx = txOver('postgres', async (op, sql, params) => shaped(op, await tx.query(sql, params)));
+        return await firstPhase(admitted, first, ownTx, (point) =>
+          tx
+            .commit({ sql: SQL.firstPoint, params: [...fenceArgs(admitted.lease), point.recoveryPoint, JSON.stringify(point.data), point.leaseMs] })
+            // The answer was lost (connection reset): the row says whether the COMMIT ran.
+            .catch(async (error: unknown) => {
+              if (!(await landed(runner, SQL, admitted.lease, point.recoveryPoint))) throw error;
+            }),
+        );
       } catch (error) {
         await tx.rollback();
         throw error;

@@ -25,7 +25,7 @@ import { randomUUID } from 'node:crypto';
 import { startCheckpointer } from './sqlite-checkpointer.node.js';
 import { assertInTransaction, openSqlite } from './sqlite-connection.node.js';
 import type { SqliteKeyStoreOptions } from './sqlite-options.node.js';
-import { admittedRow, fencedWrite, finalOf, hasData, pointOf, type FoldedPoint, type TxOp } from './core.js';
+import { admittedRow, fencedWrite, finalOf, firstPhase, hasData, pointOf, type FoldedPoint, type TxOp } from './core.js';
 import { LOST, LeaseLostError } from './lease-lost.js';
 import { KEY_TABLE, SQL, rowOf, type RawRow } from './sqlite-sql.node.js';
 import type { AdmitInput, AdmitResult, AppSchema, Fenced, FirstPhase, KeyRow, KeyStore, Lease, Tx } from './types.js';
@@ -154,16 +154,14 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
       // A row back means this caller owns the key; the row is exactly what was inserted (and,
       // with a first phase, updated), so it is built here rather than read back and parsed.
       const lease: Lease = { clientId: input.clientId, key: input.key, token };
-      if (!first) return { owned: true, lease, row: admittedRow(input, at, at + input.ttlMs, undefined) };
-      // The row was inserted by this very transaction: no fence read is needed before the work.
-      const value = await first.work(tx);
-      assertInTransaction(db);
-      const point = pointOf(first.phase, value);
-      const leaseFromMs = now();
-      if (prepare(SQL.commitFirst).run(point.recoveryPoint, JSON.stringify(point.data), leaseFromMs + point.leaseMs, input.clientId, input.key, token).changes !== 1) {
-        throw new Error('sqliteKeyStore: the row admitted in this transaction is gone');
-      }
-      return { owned: true, lease, row: admittedRow(input, at, at + input.ttlMs, { point, leaseFromMs }), first: { value } };
+      const admitted = { owned: true, lease, row: admittedRow(input, at, at + input.ttlMs) } as const;
+      if (!first) return admitted;
+      return firstPhase(admitted, first, tx, (point) => {
+        assertInTransaction(db);
+        if (prepare(SQL.commitFirst).run(point.recoveryPoint, JSON.stringify(point.data), now() + point.leaseMs, input.clientId, input.key, token).changes !== 1) {
+          throw new Error('sqliteKeyStore: the row admitted in this transaction is gone');
+        }
+      });
     });
 
   const store: KeyStore = {
