@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { admittedRow } from './core.js';
 import type { AdmitInput, AdmitResult, KeyRow } from './types.js';
 
 /** The select list of a key row; `lease_remaining_ms` is `null` when no lease is held. */
@@ -89,20 +90,6 @@ export interface Admitted {
 export const toAdmitResult = (input: AdmitInput, found: Admitted): AdmitResult<never> => {
   const { clientId, key } = input;
   if (found.row_json !== null) return { owned: false, row: fromJson(found.row_json, found.now_ms) };
-  const row: KeyRow = {
-    clientId,
-    key,
-    requestHash: input.requestHash,
-    endpoint: input.endpoint,
-    requestBody: input.requestBody,
-    state: 'started',
-    recoveryPoint: null,
-    data: {},
-    response: null,
-    leaseRemainingMs: found.lease_ms,
-    attempts: 0,
-    createdAt: found.created_ms!,
-    expiresAt: found.expires_ms!,
-  };
-  return { owned: true, lease: { clientId, key, token: found.lease! }, row };
+  // The lease is the one just granted: `lease_ms` echoes input.leaseMs.
+  return { owned: true, lease: { clientId, key, token: found.lease! }, row: admittedRow(input, found.created_ms!, found.expires_ms!) };
 };
