@@ -12,7 +12,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createGuard } from '../src/adapters/guard.js';
+import { createGuard } from '../src/server/middleware/guard.js';
 import { sqliteKeyStore } from '../src/server/store/sqlite.node.js';
 import { CHARGE_SQL, EXECUTIONS_DDL, chargeParams, newPayment } from './peers/payment.js';
 

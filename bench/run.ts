@@ -10,7 +10,7 @@
  * Options: `--quick` (shorter loads, fewer operations: a few minutes), `--only a,b` (suite
  * names), `--no-external` (skip the other benchmarks), `--render` (re-render the Markdown and
  * SVG from the existing latest.json without measuring). A full run also refreshes the results
- * between the `bench:results` markers of README.md.
+ * between the `bench:results` markers of docs/benchmarks.md (the README links there).
  *
  * @module
  */
@@ -35,23 +35,25 @@ const { values } = parseArgs({
 const RESULTS = join(ROOT, 'bench/results');
 mkdirSync(RESULTS, { recursive: true });
 
-const README = join(ROOT, 'README.md');
+const PAGE = join(ROOT, 'docs/benchmarks.md');
 const START = '<!-- bench:results:start -->';
 const END = '<!-- bench:results:end -->';
 
 /**
- * Replaces only the text between the README's two bench markers (the generated results), so
- * that a full run keeps the README's table in step with latest.md. Quick and partial runs
- * leave the README alone: their figures are not the ones to publish.
+ * Replaces only the text between the two bench markers of docs/benchmarks.md (the generated
+ * results), so that a full run keeps the published tables in step with latest.md. Quick and
+ * partial runs leave the page alone: their figures are not the ones to publish. A page without
+ * its markers is an error, not a silent skip: the published figures would go stale unseen.
  */
-function updateReadme(markdown: string): void {
-  if (!existsSync(README)) return;
-  const text = readFileSync(README, 'utf8');
+function updatePage(markdown: string): void {
+  const text = readFileSync(PAGE, 'utf8');
   const from = text.indexOf(START);
   const to = text.indexOf(END);
-  if (from < 0 || to < from) return;
-  writeFileSync(README, `${text.slice(0, from + START.length)}\n${markdown.trim()}\n${text.slice(to)}`);
-  console.log('updated the results in README.md');
+  if (from < 0 || to < from) throw new Error(`${PAGE} lacks the ${START} … ${END} markers the results go between`);
+  // The summary's links are written from the repository's root; the page lives in docs/.
+  const relinked = markdown.trim().replaceAll('](bench/', '](../bench/');
+  writeFileSync(PAGE, `${text.slice(0, from + START.length)}\n${relinked}\n${text.slice(to)}`);
+  console.log('updated the results in docs/benchmarks.md');
 }
 
 function render(report: BenchReport, publish: boolean): void {
@@ -60,7 +62,7 @@ function render(report: BenchReport, publish: boolean): void {
   writeFileSync(join(RESULTS, 'latest.md'), markdown);
   writeFileSync(join(RESULTS, 'chart.svg'), renderSvg(report));
   console.log(`wrote bench/results/latest.json, latest.md, chart.svg`);
-  if (publish) updateReadme(renderMarkdown(report, { summary: true }));
+  if (publish) updatePage(renderMarkdown(report, { summary: true }));
 }
 
 if (values.render) {

@@ -8,8 +8,7 @@ import type { ClientOptions } from './client/options.js';
 import { indexedDbJournal } from './journal/indexeddb.browser.js';
 
 export * from './index.js';
-export { indexedDbJournal, type IndexedDbJournal, type IndexedDbJournalOptions } from './journal/indexeddb.browser.js';
-export type { LockRequester } from './journal/web-locks.js';
+export { indexedDbJournal, type IndexedDbJournalOptions } from './journal/indexeddb.browser.js';
 
 /**
  * Creates a client whose journal, unless `journal` is given, is the IndexedDB database

@@ -18,8 +18,7 @@ import type { FingerprintDigest } from './fingerprint.js';
  *
  * @example
  * ```ts
- * import { createIdempotencyHandler, nodeDigest } from 'oncely/server';
- * const handler = createIdempotencyHandler({ store, operations, authenticate, digest: nodeDigest });
+ * const hex = await nodeDigest(new TextEncoder().encode('{"amount":5}')); // 64 hex digits, the same as webCryptoDigest's
  * ```
  */
 export const nodeDigest: FingerprintDigest = (input) => createHash('sha256').update(input).digest('hex');

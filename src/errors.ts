@@ -47,6 +47,8 @@ export interface ErrorByCode {
   BODY_TOO_LARGE: OncelyError;
   REQUEST_REFUSED: RequestRefusedError;
   CONFIG: OncelyError;
+  RESPONSE_TOO_LARGE: OncelyError;
+  LEASE_EXPIRED: OncelyError;
 }
 
 const NAMES: ReadonlySet<string> = new Set([
@@ -59,6 +61,11 @@ const NAMES: ReadonlySet<string> = new Set([
   'JournalError',
   'OperationAbortedError',
   'RequestRefusedError',
+  // The server library's (src/server/errors/), under the same base.
+  'InvalidOptionError',
+  'ResponseTooLargeError',
+  'LeaseExpiredError',
+  'MiddlewareOrderError',
 ]);
 const CODES: ReadonlySet<string> = new Set(Object.values(ErrorCode));
 

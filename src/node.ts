@@ -10,12 +10,11 @@ import { nodeDigest } from './digest.node.js';
 import { ErrorCode, OncelyError } from './errors.js';
 
 export * from './index.js';
-export { Durability, sqliteJournal, type SqliteJournal, type SqliteJournalOptions } from './journal/sqlite.node.js';
-export { JOURNAL_ENV, defaultJournalPath, type JournalPathOptions } from './journal/default.node.js';
+export { sqliteJournal, type SqliteJournalOptions } from './journal/sqlite.node.js';
 
 /**
  * Creates a client whose journal, unless `journal` is given, is a SQLite file at
- * `ONCELY_JOURNAL` or `~/.oncely/journal.db` (see {@link defaultJournalPath}); the client
+ * `ONCELY_JOURNAL` or `~/.oncely/journal.db`; the client
  * owns that journal and closes it in `close()`. That file is shared by every program of the
  * user, so a client on it must be given a `scope` naming its program: without one, its
  * `pending()` and `resume()` would take up another program's operations at the same origin and

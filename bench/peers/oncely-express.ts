@@ -16,7 +16,7 @@
 import Database from 'better-sqlite3';
 import type express from 'express';
 import type { Request, Response } from 'express';
-import { idempotent } from '../../src/adapters/express.js';
+import { idempotent } from '../../src/server/middleware/express.js';
 import { sqliteKeyStore } from '../../src/server/store/sqlite.node.js';
 import { baseApp, invalid, type PeerContext } from './express-peers.js';
 import { CHARGE_SQL, COUNT_SQL, EXECUTIONS_DDL, chargeParams, newPayment, parsePayment, receiptWork, runPayment, toCount } from './payment.js';

@@ -27,6 +27,7 @@ import { nodeDigest } from '../digest.node.js';
 import type { KeyStore } from '../server/store/types.js';
 import { schemaFromUrl } from '../server/store/postgres-url.node.js';
 import { sqliteKeyStore } from '../server/store/sqlite.node.js';
+import { SERVER_DEFAULTS } from '../server/options.js';
 import { type CommandSpec, type OptionSpec, parseCommandArgs, readDuration, readInteger, reportParseFailure, usageError } from './args.js';
 
 const spec = {
@@ -41,8 +42,8 @@ const spec = {
     'pg-schema': { type: 'string', value: 'NAME', help: 'PostgreSQL schema for the key and app tables (default: the search_path in the URL options, else public)' },
     clients: { type: 'string', value: 'FILE', help: 'JSON {"<token>": "<client_id>"} (default: demo callers)' },
     'key-ttl': { type: 'string', value: 'DURATION', help: 'how long finished keys are kept (default 24h)' },
-    lease: { type: 'string', value: 'DURATION', help: 'owner lease between phase commits (default 10s)' },
-    'in-flight-wait': { type: 'string', value: 'DURATION', help: 'how long a duplicate waits for the original before 409; 0 answers at once (default 5s)' },
+    lease: { type: 'string', value: 'DURATION', help: `owner lease between phase commits, below --key-ttl (default ${SERVER_DEFAULTS.leaseMs / 1000}s)` },
+    'in-flight-wait': { type: 'string', value: 'DURATION', help: `how long a duplicate waits for the original before 409; 0 answers at once (default ${SERVER_DEFAULTS.inFlightWaitMs / 1000}s)` },
     faults: { type: 'string', value: 'SPEC', help: 'fault injection, e.g. crash-after:EXT2_SENT:0.2 (default $ONCELY_FAULTS)' },
     static: { type: 'string', value: 'DIR', help: 'serve static files from DIR on the same origin' },
     cors: { type: 'string', value: 'ORIGIN', multiple: true, help: 'allow browser callers from ORIGIN (repeatable), e.g. https://shop.example' },
@@ -118,9 +119,10 @@ export async function serve(argv: readonly string[]): Promise<number> {
   if (!port.ok) return fail(port.problem);
   const durations: Record<string, number> = {};
   for (const [name, fallback] of [
-    ['key-ttl', '24h'],
-    ['lease', '10s'],
-    ['in-flight-wait', '5s'],
+    // The server library's own defaults (`SERVER_DEFAULTS`): one set for every front end.
+    ['key-ttl', `${SERVER_DEFAULTS.ttlMs}ms`],
+    ['lease', `${SERVER_DEFAULTS.leaseMs}ms`],
+    ['in-flight-wait', `${SERVER_DEFAULTS.inFlightWaitMs}ms`],
     ['recovery-interval', '1s'],
     ['reaper-interval', '60s'],
     ['grace', '10s'],
@@ -135,7 +137,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   if (badOrigin !== undefined) return fail(`--cors takes an origin such as https://shop.example, got ${JSON.stringify(badOrigin)}`);
   const ttlMs = durations['key-ttl']!;
   if (leaseMs < 100) return fail('--lease must be at least 100ms');
-  if (ttlMs < leaseMs) return fail('--key-ttl must be at least the lease');
+  if (ttlMs <= leaseMs) return fail('--key-ttl must be longer than the lease');
 
   const metricsToken = values['metrics-token'] ?? process.env['ONCELY_METRICS_TOKEN'];
   if (metricsToken !== undefined && !/^[\x21-\x7e]{16,}$/.test(metricsToken)) {
@@ -237,6 +239,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
         ? 'demo callers: token test_acme → client acme, token test_globex → client globex (use --clients FILE for real ones)'
         : 'callers loaded from --clients'),
   });
+  // After the listening line, which stays the first line on stdout.
+  if (isPostgres(db)) await logReplication(db, log);
   if (durations['recovery-interval']! > 0) app.worker.start();
   if (durations['reaper-interval']! > 0) app.reaper.start();
 
@@ -250,6 +254,15 @@ export async function serve(argv: readonly string[]): Promise<number> {
   });
   log.info({ event: 'stopped', unfinished });
   return 0;
+}
+
+/** Logs how the primary replicates: a warning when a failover could lose acknowledged keys. */
+async function logReplication(db: string, log: Pick<Pino.Logger, 'info' | 'warn'>): Promise<void> {
+  const { checkReplication } = await import('../server/store/postgres-replication.node.js');
+  const report = await checkReplication({ connectionString: db }).catch((error: unknown) => error as Error);
+  if (report instanceof Error) log.warn({ event: 'replication', err: report }, `PostgreSQL: could not check replication (${report.message})`);
+  else if (report.warning) log.warn({ event: 'replication', state: report.state }, report.warning);
+  else log.info({ event: 'replication', state: report.state }, `PostgreSQL replication: ${report.state}`);
 }
 
 /** `scheme://host[:port]` and nothing more, as a browser sends it in `Origin`. */

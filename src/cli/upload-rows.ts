@@ -60,7 +60,7 @@ const INTEGER = /^-?\d+$/;
  *
  * @example
  * ```ts
- * const made = createRowMapper(header, { keyColumns: DEFAULT_KEY_COLUMNS, bodyColumns: undefined, namespace: undefined });
+ * const made = createRowMapper(headerRow, { keyColumns: DEFAULT_KEY_COLUMNS, bodyColumns: undefined, namespace: undefined });
  * if (made.ok) made.map(record); // { line, key, body: '{"amount":1250,...}' } or { line, reason }
  * ```
  */

@@ -107,7 +107,7 @@ export interface Client {
  *
  * @example
  * ```ts
- * export function createClient(options: ClientOptions): Client {
+ * function createClient(options: ClientOptions): Client {
  *   return buildClient(options, () => sqliteJournal(), nodeDigest);
  * }
  * ```
@@ -134,14 +134,16 @@ export function buildClient(
   const journalOperation = async (method: string, path: string, requestOptions: RequestOptions, submitted: boolean): Promise<Operation> => {
     engine.assertOpen();
     const { operation, unjournaled } = await prepareRequest(resolved, method, path, requestOptions);
-    const { created, record } = await journal.put({ ...operation, submitted });
+    // post() sends at once: the record is created already claimed, saving a claim transaction.
+    const claim = submitted ? { owner: resolved.ownerId, ttlMs: resolved.claimTtlMs } : undefined;
+    const { created, record, claimed } = await journal.put({ ...operation, submitted, ...(claim ? { claim } : {}) });
     const ref: OperationRef = { method: record.method, url: record.url, key: record.key };
     // The fingerprint covers method, path and body: any difference is another request.
     if (!created && record.fingerprint !== operation.fingerprint) {
       throw new KeyReusedError({ method: operation.method, url: operation.url, key: operation.key });
     }
     // post() sends at once: the record it just created is handed over instead of read back.
-    const fresh = submitted && created ? record : undefined;
+    const fresh = submitted && created ? { record, claimed: claimed === true } : undefined;
     return createOperation(engine, ref, unjournaled, requestOptions.signal, snapshotOf(ref, record, resolved.keyTtlMs), fresh);
   };
   const prepare = (method: string, path: string, requestOptions: RequestOptions = {}): Promise<Operation> =>

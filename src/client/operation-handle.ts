@@ -6,9 +6,8 @@
  * @module
  */
 import { OperationAbortedError, type ExpiredOperationError, type OncelyError, type OperationRef } from '../errors.js';
-import type { OperationRecord } from '../journal/types.js';
 import { createTracker, isFinal, outcomeOf, type OperationSnapshot, type SettledOptions, type Tracker } from './follow.js';
-import { runChain, snapshotOf } from './operation.js';
+import { runChain, snapshotOf, type FreshRecord } from './operation.js';
 import type { ResolvedOptions } from './options.js';
 import type { OperationResult } from './results.js';
 import { join, type Chain } from './waiting.js';
@@ -119,7 +118,7 @@ export function createOperation(
   unjournaled: Readonly<Record<string, string>>,
   defaultSignal: AbortSignal | undefined,
   initial: OperationSnapshot,
-  fresh?: OperationRecord,
+  fresh?: FreshRecord,
 ): Operation {
   // Good for the first chain only, started at once by post(); a later send() reads the journal.
   let justCreated = fresh;

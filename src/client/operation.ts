@@ -28,7 +28,7 @@
 import pRetry, { AbortError } from 'p-retry';
 import { ExpiredOperationError, JournalError, RequestRefusedError, type OncelyError, type OperationRef } from '../errors.js';
 import { recordDamage } from '../journal/integrity.js';
-import { OperationState, isExpired, type OperationRecord, type StoredResult } from '../journal/types.js';
+import { OperationState, isExpired, type NewOperation, type OperationRecord, type StoredResult } from '../journal/types.js';
 import { sendAttempt, type AttemptReport, type ResponseReport } from './attempt.js';
 import type { OperationSnapshot } from './follow.js';
 import { checkHeaders } from './request.js';
@@ -104,6 +104,17 @@ async function assertIntact(options: ResolvedOptions, ref: OperationRef, record:
 }
 
 /**
+ * A record `post()` has just created, handed to its first chain instead of read back, and
+ * whether the journal created it holding this client's claim ({@link NewOperation.claim}).
+ *
+ * @internal
+ */
+export interface FreshRecord {
+  readonly record: OperationRecord;
+  readonly claimed: boolean;
+}
+
+/**
  * Runs one attempt chain of `ref` to its end (internal); `track` hears each state it passes.
  *
  * @internal
@@ -114,11 +125,11 @@ export async function runChain(
   unjournaled: Readonly<Record<string, string>>,
   signal: AbortSignal,
   track: (snapshot: OperationSnapshot) => void,
-  fresh?: OperationRecord,
+  fresh?: FreshRecord,
 ): Promise<OperationResult> {
   const { journal, retry, ownerId, claimTtlMs, hooks, scope } = options;
   // A record this call has just created needs no read back: nothing else knows its key yet.
-  const record = fresh ?? (await loadRecord(options, ref));
+  const record = fresh?.record ?? (await loadRecord(options, ref));
   if (record.state !== OperationState.Pending) return fromSettled(ref, record);
   // Whether no attempt can have left before this chain: the record was just created by this call,
   // or only prepared (resume() never sends those). A submitted record may have been sent by a
@@ -133,6 +144,8 @@ export async function runChain(
   if (record.submittedAt === null) await journal.update(scope, ref.key, { submittedAt: Date.now() });
   const started = Date.now();
   let attempts = record.attempts;
+  // The claim the record was created with stands for the first attempt's.
+  let claimHeld = fresh?.claimed === true;
   // Claims are refreshed at every attempt; this keeps them alive through long Retry-After waits.
   // A failed refresh only lets another process take over, which the server's dedupe absorbs.
   const refresh = (): void => void journal.claim(scope, ref.key, ownerId, claimTtlMs).catch(() => undefined);
@@ -177,7 +190,9 @@ export async function runChain(
   const attempt = async (): Promise<OperationResult> => {
     let outcome: AttemptOutcome;
     let report: AttemptReport | undefined;
-    if (await journal.claim(scope, ref.key, ownerId, claimTtlMs)) {
+    const claimed = claimHeld || (await journal.claim(scope, ref.key, ownerId, claimTtlMs));
+    claimHeld = false;
+    if (claimed) {
       const headers = { ...(await options.headers()), ...record.headers, ...unjournaled, 'idempotency-key': ref.key };
       const refused = checkHeaders(headers);
       if (refused !== undefined) throw new AbortError(await refuse(`a header cannot be sent (${refused})`));

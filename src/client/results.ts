@@ -174,6 +174,7 @@ export interface UnsettledOperation extends OperationRef {
  * ```ts
  * for (const outcome of await client.resume()) {
  *   if (outcome.state === 'succeeded') console.log(outcome.key, outcome.result.status);
+ *   else if (outcome.state === 'damaged') console.warn(outcome.key, outcome.reason);
  *   else if (outcome.state !== 'skipped') console.warn(outcome.key, outcome.error.message);
  * }
  * ```

@@ -42,7 +42,7 @@ export type AttemptOutcome =
  * @example
  * ```ts
  * const d: RetryDecision = decide(outcome, 1, options);
- * if (d.action === 'retry') await sleep(d.delayMs);
+ * if (d.action === 'retry') await new Promise((resolve) => setTimeout(resolve, d.delayMs));
  * ```
  */
 export type RetryDecision =

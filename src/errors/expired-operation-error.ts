@@ -12,7 +12,7 @@ import { ErrorCode, OncelyError, describeOperation, type OperationRef } from './
  * @example
  * ```ts
  * const results = await client.resume();
- * for (const r of results) if (r.error instanceof ExpiredOperationError) reconcile(r.key);
+ * for (const r of results) if (r.state === 'expired' && r.error instanceof ExpiredOperationError) reconcile(r.key);
  * ```
  */
 export class ExpiredOperationError extends OncelyError {

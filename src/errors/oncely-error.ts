@@ -30,8 +30,12 @@ export const ErrorCode = {
   BodyTooLarge: 'BODY_TOO_LARGE',
   /** `fetch` refused the request locally before anything was sent; never an unknown outcome. */
   RequestRefused: 'REQUEST_REFUSED',
-  /** The client was configured or called incorrectly. */
+  /** The client or the server library was configured or called incorrectly (an invalid option). */
   Config: 'CONFIG',
+  /** Server: a response larger than the key store's `maxResponseBytes` was given to store. */
+  ResponseTooLarge: 'RESPONSE_TOO_LARGE',
+  /** Server: a guarded handler answered after its lease ran out and another request took its key over. */
+  LeaseExpired: 'LEASE_EXPIRED',
 } as const;
 
 /** One of {@link ErrorCode}'s values. */

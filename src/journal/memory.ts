@@ -46,8 +46,10 @@ export function memoryJournal(): Journal {
     if (existing && !replacesRefused(existing, operation)) return { created: false, record: existing };
     const record = newRecord(operation, Date.now());
     records.set(id(record.scope, record.key), record);
-    claims.delete(id(record.scope, record.key));
-    return { created: true, record };
+    const { claim } = operation;
+    if (claim === undefined) claims.delete(id(record.scope, record.key));
+    else claims.set(id(record.scope, record.key), { owner: claim.owner, until: record.updatedAt + claim.ttlMs });
+    return { created: true, record, ...(claim === undefined ? {} : { claimed: true }) };
   };
 
   return {

@@ -45,7 +45,7 @@ export type Durability = (typeof Durability)[keyof typeof Durability];
 export interface SqliteJournalOptions {
   /**
    * The journal file; its directory is created if missing. Without it: `ONCELY_JOURNAL`, else
-   * `~/.oncely/journal.db` (see {@link defaultJournalPath}).
+   * `~/.oncely/journal.db`.
    *
    * @example
    * ```ts
@@ -55,7 +55,7 @@ export interface SqliteJournalOptions {
   readonly path?: string;
   /**
    * `'process'` survives a crash or `SIGKILL` of the process; `'power'` also survives power loss
-   * at the cost of an fsync per write (see {@link Durability}).
+   * at the cost of an fsync per write (`'power'`).
    *
    * @default 'process'
    * @example

@@ -91,6 +91,13 @@ export type NewOperation = Pick<OperationRecord, 'scope' | 'key' | 'method' | 'u
   readonly createdAt?: number;
   /** `true` stores the record with `submittedAt` = now; otherwise it is only prepared (`null`). */
   readonly submitted?: boolean;
+  /**
+   * Stores a record it creates already claimed by `owner` for `ttlMs`, in the same write, as
+   * {@link Journal.claim} would: `post()` sends at once and saves a journal transaction. A journal
+   * that does not hold claims in its rows may ignore it ({@link PutOutcome.claimed} then stays
+   * unset) and the client claims as usual.
+   */
+  readonly claim?: { readonly owner: string; readonly ttlMs: number };
 };
 
 /** Changes {@link Journal.update} may apply. */
@@ -136,6 +143,8 @@ export interface PutOutcome {
   readonly created: boolean;
   /** The record as stored: the new one, or the existing one untouched. */
   readonly record: OperationRecord;
+  /** `true` when the record was created holding the claim asked for with `claim` (see {@link NewOperation}). */
+  readonly claimed?: boolean;
 }
 
 /**
@@ -184,7 +193,7 @@ export interface Journal {
  *
  * @example
  * ```ts
- * const record = newRecord({ key, method: 'POST', url, headers: {}, body: '{}', fingerprint, submitted: true }, Date.now());
+ * const record = newRecord({ scope: 'https://pay.example', key, method: 'POST', url, headers: {}, body: '{}', fingerprint: await fingerprint('POST', url, '{}'), submitted: true }, Date.now());
  * record.state; // 'pending'
  * ```
  */

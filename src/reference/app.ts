@@ -25,12 +25,14 @@ import { createRail } from './rails.js';
 import { createRiskSystem } from './risk.js';
 import { createRoutes } from './routes.js';
 import { referenceSchema } from './schema.js';
+import { InvalidOptionError } from '../server/errors/invalid-option-error.js';
+import { resolveServerOptions, type ServerOptions } from '../server/options.js';
 
 /** Who may read `/metrics`: see {@link ReferenceAppOptions.metrics}. */
 export type MetricsAccess = 'off' | 'open' | { readonly token: string };
 
-/** Options of {@link createReferenceApp}. */
-export interface ReferenceAppOptions {
+/** Options of {@link createReferenceApp}; the lease, TTL, wait and body cap are the server library's {@link ServerOptions}, with its defaults. */
+export interface ReferenceAppOptions extends Pick<ServerOptions, 'leaseMs' | 'ttlMs' | 'inFlightWaitMs' | 'maxBodyBytes'> {
   /** The key store; the app's own tables are created in it too. The app closes it in `close()`. */
   readonly store: KeyStore;
   /**
@@ -48,23 +50,6 @@ export interface ReferenceAppOptions {
    * `oncely serve` passes a SIGKILL of its own process.
    */
   readonly crash?: ((point: string) => void) | undefined;
-  /**
-   * Lease of an owner between commits, ms.
-   * @default 10000
-   */
-  readonly leaseMs?: number | undefined;
-  /** How long a duplicate waits for the original's answer before `409` (the handler's `inFlightWaitMs`). */
-  readonly inFlightWaitMs?: number | undefined;
-  /**
-   * Key retention, ms.
-   * @default 86400000
-   */
-  readonly ttlMs?: number | undefined;
-  /**
-   * Request body cap, bytes.
-   * @default 65536
-   */
-  readonly maxBodyBytes?: number | undefined;
   /**
    * Who may read `GET /metrics` (global counters of every caller's requests): `'off'` answers 404,
    * `'open'` anyone who reaches the port, `{ token }` only a request with
@@ -155,9 +140,9 @@ export function createReferenceApp(options: ReferenceAppOptions): ReferenceApp {
   const faults = typeof options.faults === 'object' ? options.faults : createFaults({ spec: options.faults });
   const crash = options.crash;
   if (crash === undefined && faults.rules.some((rule) => rule.kind === FaultKind.CrashAfter)) {
-    throw new TypeError('createReferenceApp: a crash-after fault needs the `crash` option (what "crash" means here)');
+    throw new InvalidOptionError('createReferenceApp', 'crash', 'is required by a crash-after fault (what "crash" means here)');
   }
-  const maxBodyBytes = options.maxBodyBytes ?? 65_536;
+  const { leaseMs, ttlMs, inFlightWaitMs, maxBodyBytes } = resolveServerOptions('createReferenceApp', options);
   const metrics = createServerMetrics();
   const risk = createRiskSystem({ store, faults });
   const rail = createRail({ store, faults });
@@ -169,9 +154,9 @@ export function createReferenceApp(options: ReferenceAppOptions): ReferenceApp {
     // so widening the input type to `unknown` here is sound.
     operations: [createPaymentOperation({ risk, rail }) as unknown as IdempotentOperation<unknown>],
     authenticate: (request) => clients.authenticate(request.headers.get('authorization')) ?? null,
-    leaseMs: options.leaseMs ?? 10_000,
-    ttlMs: options.ttlMs ?? 86_400_000,
-    ...(options.inFlightWaitMs === undefined ? {} : { inFlightWaitMs: options.inFlightWaitMs }),
+    leaseMs,
+    ttlMs,
+    inFlightWaitMs,
     maxBodyBytes,
     metrics,
     // Only with crash faults: the hook makes each point around an external call a commit of its
@@ -198,7 +183,7 @@ export function createReferenceApp(options: ReferenceAppOptions): ReferenceApp {
 
   const metricsAccess = options.metrics ?? 'off';
   if (typeof metricsAccess === 'object' && !(typeof metricsAccess.token === 'string' && metricsAccess.token.length > 0)) {
-    throw new TypeError('createReferenceApp: metrics.token must be a non-empty string');
+    throw new InvalidOptionError('createReferenceApp', 'metrics.token', 'must be a non-empty string');
   }
   let draining = false;
   let active = 0;

@@ -15,22 +15,25 @@
  * @module
  */
 import { validate as validateUuid } from 'uuid';
-import { type FingerprintDigest, defaultDigest, fingerprintInputParsed } from '../fingerprint.js';
+import { fingerprintInputParsed } from '../fingerprint.js';
 import { DEFAULT_NAMESPACE, parseKeyHeader } from '../keys.js';
-import { createInFlight, waitBudget } from './in-flight.js';
+import { createInFlight } from './in-flight.js';
 import { parseInput, type Admission } from './parse-input.js';
-import { inFlight, mismatch, replayFromCache, replayHeaders, respond, stored } from './answers.js';
-import { createServerMetrics, type RequestOutcome, type ServerMetrics } from './metrics.js';
+import { admitRequest, fromCache, rememberFinished, type AdmissionPolicy } from './admission.js';
+import { problemAnswer, replay, respond, storeUnavailable, toResponse, type Answer } from './answers.js';
+import { createServerMetrics, type ServerMetrics } from './metrics.js';
 import { firstLocalPhase } from './phase-plan.js';
 import { reportError, runSteps, type PhaseHooks, type StepsOutcome } from './phases.js';
-import { ProblemType, problem } from './problems.js';
+import { ProblemType } from './problems.js';
 import { readCappedBody } from './read-body.js';
-import { createReplayCache, type CachedKey, type ReplayCache, type ReplayCacheOptions } from './replay-cache.js';
-import type { AdmitResult, KeyRow, KeyStore, Lease, StoredResponse } from './store/types.js';
+import { createReplayCache, type ReplayCache } from './replay-cache.js';
+import { InvalidOptionError } from './errors/invalid-option-error.js';
+import { integerOption, resolveServerOptions, type ServerOptions } from './options.js';
+import type { AdmitResult, KeyRow, KeyStore, Lease } from './store/types.js';
 import type { IdempotentOperation } from './types.js';
 
-/** Options of {@link createIdempotencyHandler}. */
-export interface IdempotencyHandlerOptions {
+/** Options of {@link createIdempotencyHandler}; the lease, TTL, wait, body cap, cache and digest are {@link ServerOptions}. */
+export interface IdempotencyHandlerOptions extends ServerOptions {
   /** Where keys, leases and recovery points live (and the app's own tables). */
   readonly store: KeyStore;
   /** The operations made idempotent, matched by exact method and path. */
@@ -38,55 +41,19 @@ export interface IdempotencyHandlerOptions {
   /** Maps a request to its caller's client id, or `null` (answered `401`). Any string: identifiers built from it are length-prefixed. */
   readonly authenticate: (request: Request) => string | null | Promise<string | null>;
   /**
-   * How long an owner may go without committing before another actor may take the row over.
-   * @default 10000
-   */
-  readonly leaseMs?: number;
-  /**
-   * How long a key is kept (then reaped): at least the client's longest retry window.
-   * @default 86400000 (24 h)
-   */
-  readonly ttlMs?: number;
-  /**
-   * How long a request that finds its key in flight waits for the original's final answer (then
-   * answered as a replay) before `409`; `0` answers `409` at once. Never longer than the client's
-   * `Prefer: wait=N` nor the owner's lease (see `in-flight.ts`).
-   * @default 5000
-   */
-  readonly inFlightWaitMs?: number;
-  /**
-   * Largest request body accepted, in bytes; larger is `413`.
-   * @default 65536
-   */
-  readonly maxBodyBytes?: number;
-  /**
    * UUID namespace of the derived keys `Kn` sent to external systems.
    * @default DEFAULT_NAMESPACE
    */
-  readonly namespace?: string;
+  readonly namespace?: string | undefined;
   /** Hooks called as phases commit (fault injection). */
-  readonly hooks?: PhaseHooks;
+  readonly hooks?: PhaseHooks | undefined;
   /** Counters to update; a fresh set when omitted. */
-  readonly metrics?: ServerMetrics;
+  readonly metrics?: ServerMetrics | undefined;
   /**
    * Backoff of a parked row (outcome unknown): `min(maxMs, baseMs · 2^attempts)`.
    * @default { baseMs: 1000, maxMs: 60000 }
    */
-  readonly parkBackoff?: { readonly baseMs: number; readonly maxMs: number };
-  /**
-   * The SHA-256 of the request fingerprint, computed for every keyed request (replays and `409`s
-   * included). The default is `node:crypto`'s synchronous hash where the platform offers it
-   * (Node), else WebCrypto's. Every choice gives identical fingerprints.
-   * @default defaultDigest()
-   */
-  readonly digest?: FingerprintDigest;
-  /**
-   * The in-process cache of finished keys that answers replays (and `422`s for a finished key)
-   * without a store round trip; `false` turns it off. A finished key never changes until it
-   * expires, so the cache cannot answer differently from the store (see `replay-cache.ts`).
-   * @default { maxBytes: 8 MiB, maxAgeMs: 60000 }
-   */
-  readonly replayCache?: ReplayCacheOptions | false;
+  readonly parkBackoff?: { readonly baseMs: number; readonly maxMs: number } | undefined;
 }
 
 /** What {@link IdempotencyHandler.resume} did with a row. */
@@ -115,7 +82,8 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  *
  * @example
  * ```ts
- * import { createIdempotencyHandler, sqliteKeyStore } from 'oncely/server';
+ * import { createIdempotencyHandler } from 'oncely/server';
+ * import { sqliteKeyStore } from 'oncely/server/sqlite';
  * const store = sqliteKeyStore({ path: 'oncely.db' });
  * await store.migrate();
  * const handler = createIdempotencyHandler({
@@ -127,45 +95,39 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  * ```
  */
 export function createIdempotencyHandler(options: IdempotencyHandlerOptions): IdempotencyHandler {
+  const where = 'createIdempotencyHandler';
+  const shared = resolveServerOptions(where, options);
+  const backoff = options.parkBackoff ?? { baseMs: 1000, maxMs: 60_000 };
+  integerOption(where, 'parkBackoff.baseMs', backoff.baseMs, 0, 1);
+  integerOption(where, 'parkBackoff.maxMs', backoff.maxMs, 0, backoff.baseMs);
   const config = {
+    ...shared,
     store: options.store,
     authenticate: options.authenticate,
-    leaseMs: options.leaseMs ?? 10_000,
-    ttlMs: options.ttlMs ?? 86_400_000,
-    maxBodyBytes: options.maxBodyBytes ?? 65_536,
     namespace: options.namespace ?? DEFAULT_NAMESPACE,
     hooks: options.hooks ?? {},
     metrics: options.metrics ?? createServerMetrics(),
-    backoff: options.parkBackoff ?? { baseMs: 1000, maxMs: 60_000 },
-    digest: options.digest ?? defaultDigest(),
-    inFlightWaitMs: options.inFlightWaitMs ?? 5000,
+    backoff,
   };
-  if (!validateUuid(config.namespace)) throw new TypeError(`createIdempotencyHandler: namespace must be a UUID, got ${config.namespace}`);
+  if (!validateUuid(config.namespace)) throw new InvalidOptionError(where, 'namespace', `must be a UUID, got ${JSON.stringify(config.namespace)}`);
   const operations = new Map<string, IdempotentOperation<unknown>>();
   for (const operation of options.operations) {
     const endpoint = `${operation.method.toUpperCase()} ${operation.path}`;
-    if (operations.has(endpoint)) throw new TypeError(`createIdempotencyHandler: two operations for ${endpoint}`);
+    if (operations.has(endpoint)) throw new InvalidOptionError(where, 'operations', `has two operations for ${endpoint}`);
     operations.set(endpoint, operation);
   }
   const { store, metrics } = config;
   const keys = createInFlight(store, config.leaseMs);
-  const cache: ReplayCache | undefined = options.replayCache === false ? undefined : createReplayCache(options.replayCache);
-  /** Remembers a finished key (replayed now or just executed) for the next replay. */
-  const remember = (row: Pick<KeyRow, 'clientId' | 'key' | 'endpoint' | 'expiresAt'>, admission: Admission, response: StoredResponse): void =>
-    cache?.set(
-      row.clientId,
-      row.key,
-      {
-        requestHash: admission.requestHash,
-        request: admission.identity,
-        endpoint: row.endpoint,
-        response,
-        // Shared by every replay of the entry, so frozen: nothing may change one answer for all.
-        replayHeaders: Object.freeze(replayHeaders(response, { 'idempotency-key': row.key, 'idempotency-replay': 'true' })),
-        expiresAt: row.expiresAt,
-      },
-      Date.now(),
-    );
+  const cache: ReplayCache | undefined = config.replayCache === false ? undefined : createReplayCache(config.replayCache);
+  const policy: AdmissionPolicy = {
+    store,
+    keys,
+    cache,
+    leaseMs: config.leaseMs,
+    inFlightWaitMs: config.inFlightWaitMs,
+    // The owner commits at each phase: a lease not refreshed lately says it stopped working.
+    retryAfterMs: (row) => keys.retryAfterMs(row),
+  };
 
   /** Runs the operation's steps under `lease` from `row`'s recovery point (see `phases.ts`). */
   const execute = (
@@ -195,14 +157,8 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     }).finally(end);
   };
 
-  async function admitted(
-    operation: IdempotentOperation<unknown>,
-    input: unknown,
-    admission: Admission,
-    echo: Record<string, string>,
-    /** The request's `Prefer` header; `false` once it has waited (a request waits once). */
-    prefer: string | null | false,
-  ): Promise<[RequestOutcome, Response]> {
+  /** The store's admission of `admission`, with the operation's first local step when it has one. */
+  async function admitWithFirstStep(operation: IdempotentOperation<unknown>, input: unknown, admission: Admission, echo: Record<string, string>) {
     // A first local step commits with the admission: one transaction fewer per first execution.
     const first = firstLocalPhase(operation, {
       clientId: admission.clientId,
@@ -212,67 +168,65 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       leaseMs: config.leaseMs,
       handOver: config.hooks.afterCommit === undefined,
     });
-    let result: AdmitResult;
     try {
       const { clientId, key, requestHash, endpoint, requestBody } = admission;
-      result = await store.admit({ clientId, key, requestHash, endpoint, requestBody, leaseMs: config.leaseMs, ttlMs: config.ttlMs }, first);
+      const result = await store.admit({ clientId, key, requestHash, endpoint, requestBody, leaseMs: config.leaseMs, ttlMs: config.ttlMs }, first);
+      return { result, first };
     } catch (error) {
       if (!first?.threw(error)) throw error;
       // The step failed, so nothing was stored, not even the key: as when a step fails after its
       // own admission (the row is forgotten), a retry with the same key starts afresh.
       reportError(config.hooks, error, { clientId: admission.clientId, key: admission.key });
-      return respond({ kind: 'transient', retryAfterMs: 1000, cause: error }, echo);
+      return { result: respond({ kind: 'transient', retryAfterMs: 1000, cause: error }, echo), first };
     }
-    if (result.owned) {
-      const admitted = result.first ? first?.points : undefined;
-      const outcome = await execute(operation, result.lease, result.row, input, { onTransient: 'release', admitted });
-      return executed(outcome, result.row, admission, echo);
-    }
-    const row = result.row;
-    // The fingerprint is checked before anything else: a key reused for another request must
-    // never see (or wait for) the original's state.
-    if (row.requestHash !== admission.requestHash) return mismatch(row.endpoint, echo);
-    if (row.state === 'finished' && row.response) {
-      remember(row, admission, row.response);
-      return ['replayed', stored(row.response, { ...echo, 'idempotency-replay': 'true' })];
-    }
-    if (row.leaseRemainingMs !== null && row.leaseRemainingMs > 0) {
-      const budget = prefer === false ? 0 : waitBudget(config.inFlightWaitMs, prefer, row.leaseRemainingMs);
-      if (budget === 0) return inFlight(keys.retryAfterMs(row), echo);
-      // Then decided afresh: a replay if it finished, a takeover if its owner died, else 409.
-      await keys.wait(row.clientId, row.key, budget);
-      return admitted(operation, input, admission, echo, false);
-    }
-    const lease = await store.takeOver(row.clientId, row.key, config.leaseMs);
-    // Lost the race to another taker, who has just begun.
-    if (!lease) return inFlight(1000, echo);
-    metrics.add('lease_takeovers');
-    // Reload under our lease: the previous owner may have committed more phases since `admit` read it.
-    const current = await store.load(row.clientId, row.key);
-    if (!current) return ['transient', problem(ProblemType.UpstreamUnavailable, 'the key vanished during takeover', { ...echo, 'retry-after': '1' })];
-    return executed(await execute(operation, lease, current, input, { onTransient: 'release' }), current, admission, echo);
   }
 
-  function executed(outcome: StepsOutcome, row: KeyRow, admission: Admission, echo: Record<string, string>): [RequestOutcome, Response] {
-    if (outcome.kind === 'finished') remember(row, admission, outcome.response);
+  async function admitted(operation: IdempotentOperation<unknown>, input: unknown, admission: Admission, echo: Record<string, string>, prefer: string | null): Promise<Answer> {
+    let first: ReturnType<typeof firstLocalPhase>;
+    const request = { clientId: admission.clientId, key: admission.key, requestHash: admission.requestHash, identity: admission.identity, prefer, echo };
+    const decided = await admitRequest<AdmitResult>(policy, request, async () => {
+      const attempt = await admitWithFirstStep(operation, input, admission, echo);
+      first = attempt.first;
+      return attempt.result;
+    });
+    switch (decided.kind) {
+      case 'answer':
+        return decided.answer;
+      case 'owned': {
+        const { row, lease, first: ran } = decided.admitted;
+        const admitted = ran ? first?.points : undefined;
+        return executed(await execute(operation, lease, row, input, { onTransient: 'release', admitted }), row, admission, echo);
+      }
+      case 'taken-over': {
+        metrics.add('lease_takeovers');
+        // Reload under our lease: the previous owner may have committed more phases since `admit` read it.
+        const current = await store.load(decided.row.clientId, decided.row.key);
+        if (!current) return problemAnswer('transient', ProblemType.UpstreamUnavailable, 'the key vanished during takeover', { ...echo, 'retry-after': '1' });
+        return executed(await execute(operation, decided.lease, current, input, { onTransient: 'release' }), current, admission, echo);
+      }
+    }
+  }
+
+  function executed(outcome: StepsOutcome, row: KeyRow, admission: Admission, echo: Record<string, string>): Answer {
+    if (outcome.kind === 'finished' && cache) rememberFinished(cache, row, admission, outcome.response);
     return respond(outcome, echo);
   }
 
-  async function handleKeyed(request: Request, url: URL, operation: IdempotentOperation<unknown>): Promise<[RequestOutcome, Response]> {
+  async function handleKeyed(request: Request, url: URL, operation: IdempotentOperation<unknown>): Promise<Answer> {
     const parsedKey = parseKeyHeader(request.headers.get('idempotency-key'));
     const echo: Record<string, string> = parsedKey.ok ? { 'idempotency-key': parsedKey.key } : {};
     const clientId = await config.authenticate(request);
     if (clientId === null) {
-      return ['invalid', problem(ProblemType.Unauthorized, 'send Authorization: Bearer <token>', { ...echo, 'www-authenticate': 'Bearer' })];
+      return problemAnswer('invalid', ProblemType.Unauthorized, 'send Authorization: Bearer <token>', { ...echo, 'www-authenticate': 'Bearer' });
     }
-    if (!parsedKey.ok) return ['invalid', problem(ProblemType.InvalidKey, parsedKey.reason)];
+    if (!parsedKey.ok) return problemAnswer('invalid', ProblemType.InvalidKey, parsedKey.reason);
     const body = await readCappedBody(request, config.maxBodyBytes);
-    if (!body.ok) return ['invalid', problem(ProblemType.TooLarge, `the body is larger than ${config.maxBodyBytes} bytes`, echo)];
+    if (!body.ok) return problemAnswer('invalid', ProblemType.TooLarge, `the body is larger than ${config.maxBodyBytes} bytes`, echo);
     let text: string;
     try {
       text = utf8.decode(body.bytes);
     } catch {
-      return ['invalid', problem(ProblemType.InvalidRequest, 'the body is not UTF-8', echo)];
+      return problemAnswer('invalid', ProblemType.InvalidRequest, 'the body is not UTF-8', echo);
     }
     const method = request.method.toUpperCase();
     const path = url.pathname + url.search;
@@ -283,22 +237,22 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     const known = cache?.get(clientId, parsedKey.key, Date.now());
     // A request identical to one known to match a finished key is its replay: no parsing (it
     // parsed before) and no hashing (it hashes the same).
-    if (known && known.request === identity) return replayFromCache(known);
+    if (known && known.request === identity) return replay(known);
     const parsed = parseInput(operation, text, contentType);
-    if (!parsed.ok) return ['invalid', problem(ProblemType.InvalidRequest, parsed.detail, echo)];
+    if (!parsed.ok) return problemAnswer('invalid', ProblemType.InvalidRequest, parsed.detail, echo);
     // The decoded text, not the bytes: with no Content-Type the fingerprint then still
     // canonicalises a JSON body, exactly as the client's fingerprint() does.
     const requestHash = await config.digest(fingerprintInputParsed(method, path, text, contentType, parsed.canonical));
     const admission: Admission = { clientId, key: parsedKey.key, requestHash, endpoint: `${method} ${url.pathname}`, requestBody: text, identity };
-    // Exactly what `admitted` answers for a finished row, fingerprint first.
-    if (known) return known.requestHash === requestHash ? replayFromCache(known) : mismatch(known.endpoint, echo);
+    // Exactly what admission answers for a finished row, fingerprint first.
+    if (known) return fromCache(known, requestHash, echo);
     try {
       return await admitted(operation, parsed.input, admission, echo, request.headers.get('prefer'));
     } catch (error) {
       // Fail closed: without the store there is no record, so nothing may run. The cause is
       // reported: a 503 says "the same request may succeed later", and someone should know why.
       reportError(config.hooks, error, { clientId, key: parsedKey.key });
-      return ['transient', problem(ProblemType.UpstreamUnavailable, 'the key store is unavailable', { ...echo, 'retry-after': '1' })];
+      return storeUnavailable(echo);
     }
   }
 
@@ -308,15 +262,15 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       const url = new URL(request.url);
       const operation = operations.get(`${request.method.toUpperCase()} ${url.pathname}`);
       if (!operation) return undefined;
-      let answer: [RequestOutcome, Response];
+      let answer: Answer;
       try {
         answer = await handleKeyed(request, url, operation);
       } catch {
         // `authenticate` threw or the body stream broke: nothing was admitted, a retry is safe.
-        answer = ['transient', problem(ProblemType.UpstreamUnavailable, 'the request could not be processed; retry with the same key', { 'retry-after': '1' })];
+        answer = problemAnswer('transient', ProblemType.UpstreamUnavailable, 'the request could not be processed; retry with the same key', { 'retry-after': '1' });
       }
-      metrics.request(answer[0]);
-      return answer[1];
+      metrics.request(answer.outcome);
+      return toResponse(answer);
     },
     async resume(row) {
       const operation = operations.get(row.endpoint);

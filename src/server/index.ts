@@ -3,6 +3,17 @@
  * pluggable {@link KeyStore}. Runtime-neutral (web `Request`/`Response`, no Node built-ins): the
  * stores are entries of their own, `oncely/server/sqlite` and `oncely/server/postgres`.
  *
+ * Where things live in `src/server/`:
+ * - `admission.ts`: which branch of PROTOCOL.md's matrix a keyed request takes (one pure
+ *   classifier, one driver), for both front ends;
+ * - `handler.ts`: the reference front end (`Request` → `Response`) running operations as steps
+ *   (`phases.ts`); `middleware/`: the framework front end (`oncely/express`, `/hono`, `/fastify`);
+ * - `answers.ts`: the one answer type both send; `options.ts`: their shared, validated options
+ *   and defaults; `errors/`: the server's typed errors (under `OncelyError`);
+ * - `store/`: the KeyStore contract (`store/types.ts`) and the SQLite and PostgreSQL stores;
+ * - `in-flight.ts`, `replay-cache.ts`, `worker.ts`: waiting for an owner, the finished-key cache,
+ *   the recovery worker and reaper.
+ *
  * @module
  */
 export { KeyState, WatchEvent } from './store/types.js';
@@ -19,6 +30,12 @@ export type {
   StepContext,
 } from './types.js';
 export type { FinalResponse } from './store/types.js';
+export { SERVER_DEFAULTS, type ServerOptions } from './options.js';
+export { InvalidOptionError } from './errors/invalid-option-error.js';
+export { ResponseTooLargeError } from './errors/response-too-large-error.js';
+export { LeaseExpiredError } from './errors/lease-expired-error.js';
+export { MiddlewareOrderError } from './errors/middleware-order-error.js';
+export { isOncelyError, OncelyError, ErrorCode } from '../errors.js';
 export { createIdempotencyHandler, type IdempotencyHandler, type IdempotencyHandlerOptions, type RecoveryOutcome } from './handler.js';
 export { defaultDigest, webCryptoDigest, type FingerprintDigest } from '../fingerprint.js';
 export type { PhaseHooks } from './phases.js';

@@ -14,6 +14,7 @@
  * @module
  */
 import { compositeId } from '../composite-id.js';
+import { InvalidOptionError } from './errors/invalid-option-error.js';
 import type { StoredResponse } from './store/types.js';
 
 /** Options of the replay cache; `false` turns it off. */
@@ -77,14 +78,15 @@ const sizeOf = (value: CachedKey): number => {
  * @example
  * ```ts
  * const cache = createReplayCache({ maxBytes: 1 << 20, maxAgeMs: 60_000 });
- * cache.set('acme', 'k1', { requestHash, request, endpoint: 'POST /v1/payments', response, replayHeaders, expiresAt }, Date.now());
+ * cache.set('acme', 'k1', { requestHash, request, endpoint: 'POST /v1/payments', response, replayHeaders: {}, expiresAt }, Date.now());
  * cache.get('acme', 'k1', Date.now()); // the entry, until it ages out, expires or is evicted
  * ```
  */
 export function createReplayCache(options: ReplayCacheOptions = {}): ReplayCache {
   const maxBytes = options.maxBytes ?? 8 * 1024 * 1024;
   const maxAgeMs = options.maxAgeMs ?? 60_000;
-  if (!(maxBytes >= 0) || !(maxAgeMs >= 0)) throw new TypeError('createReplayCache: maxBytes and maxAgeMs must be numbers ≥ 0');
+  if (!(maxBytes >= 0)) throw new InvalidOptionError('createReplayCache', 'replayCache.maxBytes', `must be a number ≥ 0, got ${String(maxBytes)}`);
+  if (!(maxAgeMs >= 0)) throw new InvalidOptionError('createReplayCache', 'replayCache.maxAgeMs', `must be a number ≥ 0, got ${String(maxAgeMs)}`);
   // Map iteration order is insertion order: re-inserting on a hit makes the first entry the
   // least recently used one.
   const entries = new Map<string, Entry>();

@@ -88,7 +88,7 @@ export interface ServiceWorkerResumerOptions
    * woke the worker waits for it (up to the browser's limit).
    * @example
    * ```ts
-   * createServiceWorkerResumer({ baseUrl, onSettled: (m) => self.registration.showNotification(m.state === 'succeeded' ? 'Paid' : 'Declined') });
+   * createServiceWorkerResumer({ baseUrl, onSettled: (m) => registration.showNotification(m.state === 'succeeded' ? 'Paid' : 'Declined') });
    * ```
    */
   readonly onSettled?: (message: ServiceWorkerSettled) => void | Promise<void>;

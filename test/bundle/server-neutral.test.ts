@@ -17,7 +17,7 @@ describe('oncely/server bundled for a runtime without Node', () => {
   });
 
   it('oncely/hono too: the Hono middleware runs on every runtime Hono does', async () => {
-    const bundle = await bundleBrowserEntry({ entry: entry('adapters/hono.ts'), external: ['hono'] });
+    const bundle = await bundleBrowserEntry({ entry: entry('server/middleware/hono.ts'), external: ['hono'] });
     expect(bundle.forbiddenImports).toEqual([]);
     expect(bundle.inputs.filter((input) => /\.node\.ts$|node_modules\/(better-sqlite3|pg|pino|@hono)\//.test(input))).toEqual([]);
   });

@@ -84,4 +84,11 @@ describe('oncely serve startup', () => {
     expect(run.stderr).toMatch(/^oncely serve: --key-ttl must be a duration such as 500ms, 90s, 15m, 24h or 7d; got "24"$/m);
     expect(existsSync(join(dir, 'never.db'))).toBe(false);
   });
+
+  it('refuses a --key-ttl not longer than the lease (the default lease is 30s) and exits 2', async () => {
+    const run = await runCli(['serve', '--port', '0', '--db', join(dir, 'never.db'), '--key-ttl', '30s']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/--key-ttl must be longer than the lease/);
+    expect(existsSync(join(dir, 'never.db'))).toBe(false);
+  });
 });

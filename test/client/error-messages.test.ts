@@ -6,15 +6,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import {
-  HttpError,
-  InvalidKeyError,
-  KeyReusedError,
-  OperationPendingError,
-  createClient,
-  memoryJournal,
-  type Client,
-} from '../../src/index.js';
+import { HttpError, KeyReusedError, createClient, memoryJournal, type Client } from '../../src/index.js';
+import { InvalidKeyError, OperationPendingError } from '../../src/errors.js';
 
 type Handler = (request: IncomingMessage, response: ServerResponse) => void;
 

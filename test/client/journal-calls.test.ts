@@ -20,9 +20,19 @@ function counting(): { journal: Journal; calls: string[] } {
 }
 
 describe('journal traffic of one operation', () => {
-  it('post(): the record is written before the attempt, not read back, and a settled operation needs no release', async () => {
+  it('post(): the record is written claimed before the attempt, not read back nor claimed again, and a settled operation needs no release', async () => {
     const { journal, calls } = counting();
     const client = createClient({ baseUrl: 'http://api.test', journal, fetch: async () => new Response('{"ok":true}', { status: 201 }) });
+    expect((await client.post('v1/payments', { json: { amount: 1 } })).status).toBe(201);
+    expect(calls).toEqual(['put', 'update']);
+    await client.close();
+  });
+
+  it('post() on a journal that ignores the claim asked with put: claims before the attempt, as prepare() does', async () => {
+    const { journal, calls } = counting();
+    // A third-party journal that predates NewOperation.claim: it stores the record unclaimed.
+    const legacy: typeof journal = { ...journal, kind: journal.kind, put: async ({ claim: _ignored, ...operation }) => journal.put(operation) };
+    const client = createClient({ baseUrl: 'http://api.test', journal: legacy, fetch: async () => new Response('{"ok":true}', { status: 201 }) });
     expect((await client.post('v1/payments', { json: { amount: 1 } })).status).toBe(201);
     expect(calls).toEqual(['put', 'claim', 'update']);
     await client.close();

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createClient, fingerprint, memoryJournal } from '../../src/node.js';
+import { createClient, memoryJournal } from '../../src/node.js';
+import { fingerprint } from '../../src/journal.js';
 
 describe('the Node entry', () => {
   it('journals the same fingerprint with node:crypto as WebCrypto computes, for JSON and text bodies', async () => {

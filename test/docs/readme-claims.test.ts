@@ -1,6 +1,6 @@
 /**
- * Facts the README states are checked against the package: what `npm install oncely` pulls in,
- * and what an example does when it is copied as written and run.
+ * Facts the README and the guides state are checked against the package: what `npm install
+ * oncely` pulls in, and what an example does when it is copied as written and run.
  */
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
@@ -49,15 +49,15 @@ describe('the README', () => {
   });
 });
 
-describe('the README example of a handler writing in the key\'s transaction', () => {
+describe('the middleware guide\'s example of a handler writing in the key\'s transaction', () => {
   /** The snippet as written, its `oncely/…` imports pointed at this repository's sources. */
   const snippet = (): string => {
-    const code = [...readFileSync(join(ROOT, 'README.md'), 'utf8').matchAll(/^```ts\n([\s\S]*?)^```/gm)]
+    const code = [...readFileSync(join(ROOT, 'docs/middleware.md'), 'utf8').matchAll(/^```ts\n([\s\S]*?)^```/gm)]
       .map((match) => match[1] as string)
       .find((text) => text.includes('transaction: true') && text.includes('INSERT INTO orders'));
-    expect(code, 'the README snippet with transaction: true').toBeDefined();
+    expect(code, 'the docs/middleware.md snippet with transaction: true').toBeDefined();
     return (code as string)
-      .replace("from 'oncely/express'", `from '${join(ROOT, 'src/adapters/express.ts')}'`)
+      .replace("from 'oncely/express'", `from '${join(ROOT, 'src/server/middleware/express.ts')}'`)
       .replace("from 'oncely/server/postgres'", `from '${join(ROOT, 'src/server/postgres.ts')}'`);
   };
 

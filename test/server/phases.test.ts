@@ -1,7 +1,7 @@
 import { v5 as uuidv5 } from 'uuid';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_NAMESPACE } from '../../src/keys.js';
-import { createIdempotencyHandler, externalKey } from '../../src/server/index.js';
+import { InvalidOptionError, createIdempotencyHandler, externalKey } from '../../src/server/index.js';
 import { sqliteKeyStore } from '../../src/server/sqlite.js';
 import { createTestApp, paymentOperation, type TestApp } from './fixtures.js';
 
@@ -118,7 +118,7 @@ describe('createIdempotencyHandler options', () => {
       { applied: new Map(), calls: 0, probes: 0, script: [], probeBlind: false, gate: undefined },
     );
     const authenticate = () => 'acme';
-    expect(() => createIdempotencyHandler({ store, operations: [operation], authenticate, namespace: 'payments' })).toThrow(TypeError);
+    expect(() => createIdempotencyHandler({ store, operations: [operation], authenticate, namespace: 'payments' })).toThrow(InvalidOptionError);
     expect(() => createIdempotencyHandler({ store, operations: [operation, operation], authenticate })).toThrow(/two operations/);
     void store.close();
   });

@@ -192,13 +192,14 @@ describe.each(STORES)('%s', (_name, makeStore) => {
 
   describe('createReaper', () => {
     it('deletes finished keys past their TTL in batches and keeps started ones', async () => {
-      app = await createTestApp({ ttlMs: 50 });
+      // A TTL short enough to pass in the test, and a lease below it (a lease ≥ TTL is refused).
+      app = await createTestApp({ leaseMs: 250, ttlMs: 300 });
       for (const key of ['a', 'b', 'c']) expect((await app.post({ amount: 1 }, { key })).status).toBe(201);
       app.rail.script.push('timeout-after-apply');
       expect((await app.post({ amount: 1 }, { key: 'parked' })).status).toBe(202);
       const reaper = createReaper({ store: app.store, metrics: app.handler.metrics, batchSize: 2 });
       expect(await reaper.runOnce()).toBe(0);
-      await sleep(80);
+      await sleep(330);
       expect(await reaper.runOnce()).toBe(3);
       expect(await app.store.load('acme', 'a')).toBeUndefined();
       expect((await app.store.load('acme', 'parked'))?.state).toBe('started');

@@ -8,7 +8,7 @@
  * never charged.
  */
 import { useEffect, useState } from 'react';
-import { type OperationRecord } from '../../../src/browser.js';
+import { type OperationRecord } from '../../../src/journal.js';
 import { useOncelyClient, useOperation, usePendingOperations } from '../../../src/react/index.js';
 import { formatAmount } from './order.js';
 import { describeStatus } from './status.js';

@@ -14,6 +14,7 @@
  *
  * @module
  */
+import { ResponseTooLargeError } from '../errors/response-too-large-error.js';
 import { LOST, isLeaseLost } from './lease-lost.js';
 import type { AdmitInput, AdmitResult, Fenced, FinalResponse, FirstPhase, KeyRow, Lease, PhaseCommit, PointWrite, StoredResponse, Tx } from './types.js';
 
@@ -63,13 +64,13 @@ export function hasData(patch: Readonly<Record<string, unknown>> | undefined): b
  *
  * @example
  * ```ts
- * const final = finalOf('sqliteKeyStore', 65_536, response, result);
+ * const final = finalOf('sqliteKeyStore', lease.key, 65_536, response, result);
  * ```
  */
-export function finalOf<T>(store: string, maxBytes: number, response: FinalResponse<T>, result: T | undefined): StoredResponse {
+export function finalOf<T>(store: string, key: string, maxBytes: number, response: FinalResponse<T>, result: T | undefined): StoredResponse {
   const final = typeof response === 'function' ? response(result) : response;
   const bytes = Buffer.byteLength(final.body, 'utf8');
-  if (bytes > maxBytes) throw new RangeError(`${store}: a ${bytes}-byte response exceeds maxResponseBytes (${maxBytes})`);
+  if (bytes > maxBytes) throw new ResponseTooLargeError(store, key, bytes, maxBytes);
   return final;
 }
 

@@ -28,7 +28,7 @@ export const shaped = (op: TxOp, result: QueryResult<unknown>): unknown => (op =
  *
  * @example
  * ```ts
- * await fencedWrite(pgSession(runner, SQL, lease), { store: 'postgresKeyStore', dialect: 'postgres', work, statement });
+ * const session = pgSession(runner, postgresSql('oncely'), lease);
  * ```
  */
 export function pgSession(runner: Runner, SQL: PostgresSql, lease: Lease): FencedSession<Statement> {
@@ -75,7 +75,7 @@ export function pgSession(runner: Runner, SQL: PostgresSql, lease: Lease): Fence
  *
  * @example
  * ```ts
- * if (await landed(runner, SQL, lease, 'H1_DONE')) return;
+ * const committed = await landed(runner, postgresSql('oncely'), lease, 'H1_DONE');
  * ```
  */
 export async function landed(runner: Runner, SQL: PostgresSql, lease: Lease, point: string): Promise<boolean> {

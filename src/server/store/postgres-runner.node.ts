@@ -10,6 +10,7 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { requirePeer } from '../../optional-peer.node.js';
+import { createPool } from './postgres-hosts.node.js';
 import { urlOptions, withoutOptions } from './postgres-url.node.js';
 import type { OpenTransaction, Opened, Query, QueryResult, Runner, Statement } from './postgres-transport.node.js';
 
@@ -100,7 +101,7 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
       .join(' '),
     pipeline: true,
   };
-  const pool = options.pool ?? new (requirePeer<typeof pg>('pg').Pool)(config);
+  const pool = options.pool ?? createPool(requirePeer<typeof pg>('pg'), config);
   if (owned) pool.on('error', () => undefined);
   // The store's own SQL names its schema; the app's SQL runs in transactions, which on a pool we
   // did not configure set the schema themselves (in the same round trip as BEGIN).

@@ -23,6 +23,7 @@ import { fencedWrite, finalOf, firstPhase, pointOf, txOver } from './core.js';
 import { fenceArgs, landed, pgSession, shaped } from './postgres-fenced.node.js';
 import { endChannel, listenForEnds } from './postgres-listen.node.js';
 import { createPgliteRunner, type PgliteLike } from './postgres-pglite.node.js';
+import { listenConfig } from './postgres-hosts.node.js';
 import { createPgRunner } from './postgres-runner.node.js';
 import type { Runner, Statement } from './postgres-transport.node.js';
 import { schemaFromPool, schemaFromUrl } from './postgres-url.node.js';
@@ -38,7 +39,7 @@ export type { PgliteLike, PgliteQueryable, PgliteResults } from './postgres-pgli
  *
  * @example
  * ```ts
- * const options: PostgresKeyStoreOptions = { connectionString: 'postgres://db.internal/payments', schema: 'oncely', ttlMs: 7 * 86_400_000 };
+ * const options: PostgresKeyStoreOptions = { connectionString: 'postgres://db.internal/payments', schema: 'oncely', statementTimeoutMs: 5000 };
  * ```
  */
 export interface PostgresKeyStoreOptions {
@@ -109,8 +110,8 @@ type Ended = { readonly n: number };
  *
  * @example
  * ```ts
- * import { postgresKeyStore } from 'oncely/server';
- * const store = postgresKeyStore({ connectionString: process.env.DATABASE_URL, schema: 'oncely' });
+ * import { postgresKeyStore } from 'oncely/server/postgres';
+ * const store = postgresKeyStore({ connectionString: process.env.DATABASE_URL ?? 'postgres://127.0.0.1:5432/payments', schema: 'oncely' });
  * await store.migrate();
  * ```
  */
@@ -135,7 +136,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
   const ends = options.pglite
     ? undefined
     : listenForEnds(
-        options.pool ? { ...options.pool.options, keepAlive: true } : { connectionString: options.connectionString, connectionTimeoutMillis: options.connectTimeoutMs ?? 5000, keepAlive: true },
+        options.pool ? { ...options.pool.options, keepAlive: true } : listenConfig({ connectionString: options.connectionString, connectionTimeoutMillis: options.connectTimeoutMs ?? 5000, keepAlive: true }),
         endChannel(schema),
         // Only a watched row's end notifies (see the schema's notes); once set, never again.
         async (clientId, key) => {
@@ -227,7 +228,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
 
     finish: (lease, response, work, before) =>
       fenced(lease, work, (result) => {
-        const final = finalOf('postgresKeyStore', maxResponseBytes, response, result);
+        const final = finalOf('postgresKeyStore', lease.key, maxResponseBytes, response, result);
         const stored = [final.status, JSON.stringify(final.headers), final.body];
         // The outcome mark before the response is written by the same UPDATE.
         if (before) return { sql: SQL.finishAfter, params: [...fenceArgs(lease), before.recoveryPoint, JSON.stringify(before.data ?? {}), ...stored] };

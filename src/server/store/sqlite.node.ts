@@ -38,7 +38,7 @@ export type { SqliteKeyStoreOptions } from './sqlite-options.node.js';
  *
  * @example
  * ```ts
- * import { sqliteKeyStore } from 'oncely/server';
+ * import { sqliteKeyStore } from 'oncely/server/sqlite';
  * const store = sqliteKeyStore({ path: './oncely.db', busyTimeoutMs: 5000 });
  * await store.migrate();
  * ```
@@ -196,7 +196,7 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
 
     finish: (lease, response, work, before) =>
       fenced(lease, work, (result) => {
-        const final = finalOf('sqliteKeyStore', maxResponseBytes, response, result);
+        const final = finalOf('sqliteKeyStore', lease.key, maxResponseBytes, response, result);
         const { clientId, key, token } = lease;
         const headers = JSON.stringify(final.headers);
         // The outcome mark before the response, in the same statement.

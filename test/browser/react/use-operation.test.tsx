@@ -6,7 +6,8 @@
 import { StrictMode, useState } from 'react';
 import { createRoot, type Root } from 'react-dom/client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { createClient, indexedDbJournal, type Client, type Journal } from '../../../src/browser.js';
+import { createClient, indexedDbJournal, type Client } from '../../../src/browser.js';
+import type { Journal } from '../../../src/journal.js';
 import { OncelyProvider, useOperation, usePendingOperations, type OperationView } from '../../../src/react/index.js';
 
 const BASE = 'http://shop.test/';

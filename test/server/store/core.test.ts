@@ -43,7 +43,7 @@ describe('hasData and finalOf', () => {
   });
 
   it('computes the response from the work\'s result and refuses one over the limit, naming the store and both sizes', () => {
-    expect(finalOf('s', 10, (n: number | undefined) => ({ status: 201, headers: {}, body: String(n) }), 7)).toEqual({ status: 201, headers: {}, body: '7' });
-    expect(() => finalOf('myStore', 3, { status: 201, headers: {}, body: 'é12' }, undefined)).toThrow('myStore: a 4-byte response exceeds maxResponseBytes (3)');
+    expect(finalOf('s', 'k', 10, (n: number | undefined) => ({ status: 201, headers: {}, body: String(n) }), 7)).toEqual({ status: 201, headers: {}, body: '7' });
+    expect(() => finalOf('myStore', 'k1', 3, { status: 201, headers: {}, body: 'é12' }, undefined)).toThrow('myStore: the 4-byte response of key "k1" exceeds maxResponseBytes (3)');
   });
 });

@@ -11,10 +11,10 @@ import { serve } from '@hono/node-server';
 import express from 'express';
 import Fastify from 'fastify';
 import { Hono } from 'hono';
-import { idempotent as expressIdempotent } from '../../src/adapters/express.js';
-import { idempotent as fastifyIdempotent } from '../../src/adapters/fastify.js';
-import type { GuardContext, GuardOptions } from '../../src/adapters/guard.js';
-import { idempotent as honoIdempotent } from '../../src/adapters/hono.js';
+import { idempotent as expressIdempotent } from '../../../src/server/middleware/express.js';
+import { idempotent as fastifyIdempotent } from '../../../src/server/middleware/fastify.js';
+import type { GuardContext, GuardOptions } from '../../../src/server/middleware/guard.js';
+import { idempotent as honoIdempotent } from '../../../src/server/middleware/hono.js';
 
 export type Framework = 'express' | 'hono' | 'fastify';
 export const FRAMEWORKS: readonly Framework[] = ['express', 'hono', 'fastify'];

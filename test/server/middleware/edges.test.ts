@@ -13,11 +13,11 @@ import Fastify from 'fastify';
 import { Hono } from 'hono';
 import { validator } from 'hono/validator';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { idempotent as expressIdempotent } from '../../src/adapters/express.js';
-import { idempotent as fastifyIdempotent } from '../../src/adapters/fastify.js';
-import { idempotent as honoIdempotent } from '../../src/adapters/hono.js';
-import { sqliteKeyStore } from '../../src/server/sqlite.js';
-import type { KeyStore } from '../../src/server/store/types.js';
+import { idempotent as expressIdempotent } from '../../../src/server/middleware/express.js';
+import { idempotent as fastifyIdempotent } from '../../../src/server/middleware/fastify.js';
+import { idempotent as honoIdempotent } from '../../../src/server/middleware/hono.js';
+import { sqliteKeyStore } from '../../../src/server/sqlite.js';
+import type { KeyStore } from '../../../src/server/store/types.js';
 
 let dir: string;
 let store: KeyStore;

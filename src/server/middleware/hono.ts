@@ -14,8 +14,9 @@
  * @module
  */
 import type { Context, Env, HonoRequest, MiddlewareHandler } from 'hono';
-import { readCappedBody } from '../server/read-body.js';
+import { readCappedBody } from '../read-body.js';
 import { createGuard, type GuardContext, type GuardOptions, type GuardedBody, type WireResponse } from './guard.js';
+import { MiddlewareOrderError } from '../errors/middleware-order-error.js';
 
 export { isFinalStatus, type GuardContext, type GuardOptions, type WireResponse } from './guard.js';
 
@@ -58,7 +59,7 @@ async function cachedBody(req: HonoRequest, max: number): Promise<GuardedBody | 
   const cache = req.bodyCache;
   if (cache.arrayBuffer === undefined && cache.text === undefined && cache.blob === undefined) {
     if (cache.json === undefined) {
-      throw new Error('oncely/hono: a middleware before idempotent() parsed the body as a form; mount idempotent() before it');
+      throw new MiddlewareOrderError('oncely/hono: a middleware before idempotent() parsed the body as a form; mount idempotent() before it');
     }
     // Read by the parser before, under its own limit (as with a body parser before oncely/express).
     return { parsed: (await cache.json) as unknown };

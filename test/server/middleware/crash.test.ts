@@ -23,10 +23,10 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { canRunServerTests, requireServerUrl } from '../support/pg.js';
+import { canRunServerTests, requireServerUrl } from '../../support/pg.js';
 
 const APP = fileURLToPath(new URL('./fixtures/crash-app.ts', import.meta.url));
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 /** The doomed server's lease: long enough that the early retry surely finds it live. */
 const DOOMED_LEASE_MS = 2000;
 

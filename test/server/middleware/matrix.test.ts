@@ -6,8 +6,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { KeyStore } from '../../src/server/store/types.js';
-import { sqliteKeyStore } from '../../src/server/sqlite.js';
+import type { KeyStore } from '../../../src/server/store/types.js';
+import { sqliteKeyStore } from '../../../src/server/sqlite.js';
 import { FRAMEWORKS, ORDERS_SCHEMA, startApp, type AppOptions, type RunningApp } from './apps.js';
 
 let dir: string;

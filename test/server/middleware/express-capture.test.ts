@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import express from 'express';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { idempotent } from '../../src/adapters/express.js';
-import { sqliteKeyStore } from '../../src/server/sqlite.js';
-import type { KeyStore } from '../../src/server/store/types.js';
+import { idempotent } from '../../../src/server/middleware/express.js';
+import { sqliteKeyStore } from '../../../src/server/sqlite.js';
+import type { KeyStore } from '../../../src/server/store/types.js';
 
 let dir: string;
 let store: KeyStore;

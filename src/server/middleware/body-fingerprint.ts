@@ -5,9 +5,9 @@
  * @module
  * @internal
  */
-import { canonicalJson, canonicalisesJson, fingerprintInput, fingerprintInputParsed } from '../fingerprint.js';
-import { MAX_JSON_DEPTH } from '../server/json-text.js';
-import type { GuardedBody, GuardedRequest } from './guard.js';
+import { canonicalJson, canonicalisesJson, fingerprintInput, fingerprintInputParsed } from '../../fingerprint.js';
+import { MAX_JSON_DEPTH } from '../json-text.js';
+import type { GuardedBody, GuardedRequest } from './types.js';
 
 /** Deeper than `max` levels of arrays and objects (checked without recursion, before any recursive walk). */
 function tooDeep(value: unknown, max: number): boolean {

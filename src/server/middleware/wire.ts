@@ -5,15 +5,11 @@
  * @module
  * @internal
  */
-import { PROBLEM_BASE } from '../server/problems.js';
-import type { StoredResponse } from '../server/store/types.js';
+import { PROBLEM_BASE } from '../problems.js';
+import type { WireResponse } from '../answers.js';
+import type { StoredResponse } from '../store/types.js';
 
-/** A response on its way to the client: lower-case header names, the body as written. */
-export interface WireResponse {
-  readonly status: number;
-  readonly headers: Readonly<Record<string, string>>;
-  readonly body: string | Uint8Array | null;
-}
+export type { WireResponse } from '../answers.js';
 
 /** Headers as a Node response holds them (a repeated header stays an array). */
 export type HeaderValues = Record<string, number | string | string[]>;

@@ -13,13 +13,13 @@ import Fastify from 'fastify';
 import { Hono } from 'hono';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { idempotent as expressIdempotent } from '../../src/adapters/express.js';
-import { idempotent as fastifyIdempotent } from '../../src/adapters/fastify.js';
-import type { GuardContext, GuardOptions } from '../../src/adapters/guard.js';
-import { idempotent as honoIdempotent } from '../../src/adapters/hono.js';
-import { postgresKeyStore } from '../../src/server/postgres.js';
-import type { KeyStore } from '../../src/server/store/types.js';
-import { canRunServerTests, requireServerUrl } from '../support/pg.js';
+import { idempotent as expressIdempotent } from '../../../src/server/middleware/express.js';
+import { idempotent as fastifyIdempotent } from '../../../src/server/middleware/fastify.js';
+import type { GuardContext, GuardOptions } from '../../../src/server/middleware/guard.js';
+import { idempotent as honoIdempotent } from '../../../src/server/middleware/hono.js';
+import { postgresKeyStore } from '../../../src/server/postgres.js';
+import type { KeyStore } from '../../../src/server/store/types.js';
+import { canRunServerTests, requireServerUrl } from '../../support/pg.js';
 
 /** What the route does for one request (`hold`: the request carried `x-hold: 1`). */
 type Behaviour = (oncely: GuardContext, hold: boolean) => Promise<readonly [number, unknown]>;

@@ -1,0 +1,60 @@
+/**
+ * One admitted run of a guarded request under its lease: what both executions (plain and
+ * `transaction: true`) share — the key echoed on every answer, giving the key up, the answers for
+ * a lost lease or a failed store, and the in-flight mark that wakes the key's waiters.
+ *
+ * @module
+ * @internal
+ */
+import { inFlight, storeUnavailable, type Answer, type WireResponse } from '../answers.js';
+import { LeaseExpiredError } from '../errors/lease-expired-error.js';
+import type { KeyStore, Lease, Tx } from '../store/types.js';
+import type { GuardContext } from './types.js';
+
+/** Reports an error about one key (the guard's `onError`, never throwing). */
+export type Reporter = (error: unknown, ref: { readonly clientId: string; readonly key: string }) => void;
+
+/** The lease a guarded request runs under, and what every way of running it needs. */
+export class LeasedRun {
+  readonly echo: Readonly<Record<string, string>>;
+
+  constructor(
+    readonly store: KeyStore,
+    readonly lease: Lease,
+    /** Ends the key's in-flight mark (wakes its waiters); called once the run is settled. */
+    readonly end: () => void,
+    private readonly reporter: Reporter,
+  ) {
+    this.echo = { 'idempotency-key': lease.key };
+  }
+
+  /** What the handler sees as `oncely`. */
+  context(tx: Tx | undefined): GuardContext {
+    return { clientId: this.lease.clientId, key: this.lease.key, tx };
+  }
+
+  /** The handler's response with the key echoed. */
+  echoed(response: WireResponse): WireResponse {
+    return { ...response, headers: { ...response.headers, ...this.echo } };
+  }
+
+  report(error: unknown): void {
+    this.reporter(error, { clientId: this.lease.clientId, key: this.lease.key });
+  }
+
+  /** Gives the key up with nothing stored: a retry runs afresh. A store error is reported. */
+  async release(): Promise<void> {
+    await this.store.release(this.lease, { forget: true }).catch((error: unknown) => this.report(error));
+  }
+
+  /** The answer when another request took the key over before the response was stored (reported). */
+  lost(): Answer {
+    this.report(new LeaseExpiredError(this.lease));
+    return inFlight(1000, this.echo);
+  }
+
+  /** The answer when the store failed. */
+  unavailable(): Answer {
+    return storeUnavailable(this.echo);
+  }
+}
