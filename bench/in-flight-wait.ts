@@ -18,7 +18,6 @@
  * @module
  */
 import pg from 'pg';
-import { commitsOf, withFoldedCommits } from '../src/server/commits.js';
 import { createReferenceApp, type ReferenceApp } from '../src/reference/app.js';
 import { postgresKeyStore } from '../src/server/store/postgres.node.js';
 import type { KeyStore } from '../src/server/store/types.js';
@@ -29,7 +28,7 @@ const TRIALS = 20;
 const SLOW_MS = 2000;
 
 /**
- * `store` with its row loads counted (its folded commits kept, so nothing else changes); without
+ * `store` with its row loads counted (every other primitive its own, so nothing else changes); without
  * its `watch` when `watching` is false, so that its waits poll as on a store that has none.
  */
 function counted(store: KeyStore, watching: boolean): { readonly store: KeyStore; loads: () => number } {
@@ -43,7 +42,7 @@ function counted(store: KeyStore, watching: boolean): { readonly store: KeyStore
       return store.load(clientId, key);
     },
   };
-  return { store: withFoldedCommits(wrapped, commitsOf(store)), loads: () => loads };
+  return { store: wrapped, loads: () => loads };
 }
 
 /** The `q`-quantile of `values` (nearest rank). */

@@ -21,7 +21,6 @@
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import pg from 'pg';
-import { commitsOf } from '../src/server/commits.js';
 import { postgresKeyStore } from '../src/server/postgres.js';
 import type { Tx } from '../src/server/store/types.js';
 import { CHARGE_SQL, EXECUTIONS_DDL, chargeParams, newPayment, type PaymentResult } from './peers/payment.js';
@@ -111,10 +110,10 @@ const body = JSON.stringify({ amount: 1250, currency: 'EUR', reference: 'postgre
 const prefix = `pg-cpu-${process.pid}-${Date.now().toString(36)}`;
 
 async function firstExecution(key: string): Promise<void> {
-  const admitted = await commitsOf(store).admit(
+  const admitted = await store.admit(
     { clientId: 'bench', key, requestHash: 'a'.repeat(64), endpoint: 'POST /pay', requestBody: body, leaseMs: LEASE, ttlMs: 86_400_000 },
     {
-      commit: { recoveryPoint: 'H1_DONE', leaseMs: LEASE, durable: false, dataFrom: (produced) => produced, next: { recoveryPoint: 'EXT1_SENT', leaseMs: LEASE, durable: true } },
+      phase: { recoveryPoint: 'H1_DONE', leaseMs: LEASE, dataFrom: (produced: { payment: PaymentResult } | undefined) => produced, after: { recoveryPoint: 'EXT1_SENT' } },
       work: async (tx: Tx) => {
         const payment = newPayment({ amount: 1250, currency: 'EUR', reference: 'postgres-cpu' });
         await tx.run(CHARGE_SQL, chargeParams(payment));
@@ -125,7 +124,7 @@ async function firstExecution(key: string): Promise<void> {
   if (!admitted.owned || !admitted.first?.value) throw new Error(`${key}: not admitted`);
   const { payment } = admitted.first.value as { payment: PaymentResult };
   const response = { status: 201, headers: { 'content-type': 'application/json' }, body: JSON.stringify(payment) };
-  const finished = await commitsOf(store).finish(admitted.lease, response, undefined, { recoveryPoint: 'EXT1_DONE', data: {}, leaseMs: LEASE, durable: false });
+  const finished = await store.finish(admitted.lease, response, undefined, { recoveryPoint: 'EXT1_DONE', data: {} });
   if (!finished.ok) throw new Error(`${key}: lease lost`);
 }
 

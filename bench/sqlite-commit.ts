@@ -10,12 +10,11 @@
  *
  * @module
  */
-import { commitsOf } from '../src/server/commits.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sqliteKeyStore } from '../src/server/store/sqlite.node.js';
-import type { KeyStore } from '../src/server/store/types.js';
+import type { KeyStore, Tx } from '../src/server/store/types.js';
 
 const OPERATIONS = Number(process.argv[2] ?? 4000);
 const ROUNDS = Number(process.argv[3] ?? 5);
@@ -25,11 +24,11 @@ const body = JSON.stringify({ amount: 1250, currency: 'EUR', reference: 'bench' 
 const response = { status: 201, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 'pay_1', status: 'succeeded', amount: 1250 }) };
 
 async function operation(store: KeyStore, key: string): Promise<void> {
-  const admitted = await commitsOf(store).admit(
+  const admitted = await store.admit(
     { clientId: 'bench', key, requestHash: 'a'.repeat(64), endpoint: 'POST /pay', requestBody: body, leaseMs: 10_000, ttlMs: 86_400_000 },
     {
-      commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, dataFrom: (id) => ({ payment: id }) },
-      work: async (tx) => {
+      phase: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, dataFrom: (id: string | undefined) => ({ payment: id }) },
+      work: async (tx: Tx) => {
         await tx.run('INSERT INTO bench_effects (id, amount) VALUES ($1, $2)', [key, 1250]);
         return key;
       },

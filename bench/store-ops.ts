@@ -11,7 +11,6 @@
  *
  * @module
  */
-import { commitsOf } from '../src/server/commits.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -40,10 +39,10 @@ const prefix = `store-ops-${process.pid}-${Date.now().toString(36)}`;
 const LEASE = 10_000;
 
 async function firstExecution(key: string): Promise<void> {
-  const admitted = await commitsOf(store).admit(
+  const admitted = await store.admit(
     { clientId: 'bench', key, requestHash: 'a'.repeat(64), endpoint: 'POST /pay', requestBody: body, leaseMs: LEASE, ttlMs: 86_400_000 },
     {
-      commit: { recoveryPoint: 'H1_DONE', leaseMs: LEASE, durable: false, dataFrom: (produced) => produced, next: { recoveryPoint: 'EXT1_SENT', leaseMs: LEASE, durable: true } },
+      phase: { recoveryPoint: 'H1_DONE', leaseMs: LEASE, dataFrom: (produced: { payment: PaymentResult } | undefined) => produced, after: { recoveryPoint: 'EXT1_SENT' } },
       work: async (tx: Tx) => {
         const payment = newPayment({ amount: 1250, currency: 'EUR', reference: 'store-ops' });
         await tx.run(CHARGE_SQL, chargeParams(payment));
@@ -54,7 +53,7 @@ async function firstExecution(key: string): Promise<void> {
   if (!admitted.owned || !admitted.first?.value) throw new Error(`${key}: not admitted`);
   const { payment } = admitted.first.value as { payment: PaymentResult };
   const response = { status: 201, headers: { 'content-type': 'application/json' }, body: JSON.stringify(payment) };
-  const finished = await commitsOf(store).finish(admitted.lease, response, undefined, { recoveryPoint: 'EXT1_DONE', data: {}, leaseMs: LEASE, durable: false });
+  const finished = await store.finish(admitted.lease, response, undefined, { recoveryPoint: 'EXT1_DONE', data: {} });
   if (!finished.ok) throw new Error(`${key}: lease lost`);
 }
 

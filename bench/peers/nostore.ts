@@ -7,7 +7,8 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import type { AdmitResult, FinalResponse, KeyRow, KeyStore, Lease, PhaseCommit, StoredResponse, Tx } from '../../src/server/store/types.js';
+import { pointOf } from '../../src/server/store/core.js';
+import type { AdmitInput, AdmitResult, FinalResponse, FirstPhase, KeyRow, KeyStore, Lease, PhaseCommit, PointWrite, StoredResponse, Tx } from '../../src/server/store/types.js';
 
 /**
  * The Map-backed store; each call resolves on the next turn of the event loop, as a group commit
@@ -27,42 +28,45 @@ export function noStore(): KeyStore {
     const row = rows.get(id(lease.clientId, lease.key));
     return row && row.state === 'started' && row.token === lease.token ? row : undefined;
   };
-  const merge = (row: KeyRow, phase: { readonly recoveryPoint: string; readonly data?: Readonly<Record<string, unknown>> }, produced?: unknown): KeyRow => ({
-    ...row,
-    recoveryPoint: phase.recoveryPoint,
-    data: { ...row.data, ...phase.data, ...(produced as Record<string, unknown> | undefined) },
-  });
+  const merge = (row: KeyRow, point: PointWrite): KeyRow => ({ ...row, recoveryPoint: point.recoveryPoint, data: { ...row.data, ...point.data } });
   const unsupported = (what: string) => (): never => {
     throw new Error(`noStore: ${what} is not implemented (a diagnostic store)`);
   };
   return {
     dialect: 'sqlite',
     migrate: async () => undefined,
-    async admit(input: Parameters<KeyStore['admit']>[0]): Promise<AdmitResult> {
+    async admit<T>(input: AdmitInput, first?: FirstPhase<T>): Promise<AdmitResult<T>> {
       await turn();
       const existing = rows.get(id(input.clientId, input.key));
       if (existing) return { owned: false, row: existing };
       const token = randomUUID();
       const at = Date.now();
       const row: KeyRow = { clientId: input.clientId, key: input.key, requestHash: input.requestHash, endpoint: input.endpoint, requestBody: input.requestBody, state: 'started', recoveryPoint: null, data: {}, response: null, leaseRemainingMs: input.leaseMs, attempts: 0, createdAt: at, expiresAt: at + input.ttlMs };
-      rows.set(id(input.clientId, input.key), { ...row, token });
-      return { owned: true, lease: { clientId: input.clientId, key: input.key, token }, row };
+      const lease = { clientId: input.clientId, key: input.key, token };
+      if (!first) {
+        rows.set(id(input.clientId, input.key), { ...row, token });
+        return { owned: true, lease, row };
+      }
+      const value = await first.work(tx);
+      const phased = merge(row, pointOf(first.phase, value));
+      rows.set(id(input.clientId, input.key), { ...phased, token });
+      return { owned: true, lease, row: phased, first: { value } };
     },
     async commitPhase<T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>) {
       await turn();
       const row = held(lease);
       if (!row) return { ok: false as const };
       const value = work ? await work(tx) : undefined;
-      rows.set(id(lease.clientId, lease.key), { ...merge(row, phase, phase.dataFrom?.(value)), token: lease.token });
+      rows.set(id(lease.clientId, lease.key), { ...merge(row, pointOf(phase, value)), token: lease.token });
       return { ok: true as const, value };
     },
-    async finish<T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>) {
+    async finish<T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>, before?: PointWrite) {
       await turn();
       const row = held(lease);
       if (!row) return { ok: false as const };
       const value = work ? await work(tx) : undefined;
       const stored: StoredResponse = typeof response === 'function' ? response(value) : response;
-      rows.set(id(lease.clientId, lease.key), { ...row, state: 'finished', response: stored, leaseRemainingMs: null, token: null });
+      rows.set(id(lease.clientId, lease.key), { ...(before ? { ...merge(row, before), token: row.token } : row), state: 'finished', response: stored, leaseRemainingMs: null, token: null });
       return { ok: true as const, value };
     },
     load: async (clientId, key) => rows.get(id(clientId, key)),

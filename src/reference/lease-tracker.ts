@@ -9,7 +9,6 @@
  * @module
  */
 import { compositeId } from '../composite-id.js';
-import { commitsOf, withFoldedCommits } from '../server/commits.js';
 import type { KeyStore, Lease } from '../server/store/types.js';
 
 /** A store wrapper that remembers the leases granted through it until they are given up. */
@@ -45,8 +44,8 @@ export function trackLeases(store: KeyStore): LeaseTracker {
       return store.dialect;
     },
     migrate: (app) => store.migrate(app),
-    async admit(input) {
-      const result = await store.admit(input);
+    async admit(input, first) {
+      const result = await store.admit(input, first);
       if (result.owned) hold(result.lease);
       return result;
     },
@@ -61,9 +60,9 @@ export function trackLeases(store: KeyStore): LeaseTracker {
       if (!result.ok) drop(lease);
       return result;
     },
-    async finish(lease, response, work) {
+    async finish(lease, response, work, before) {
       try {
-        return await store.finish(lease, response, work);
+        return await store.finish(lease, response, work, before);
       } finally {
         drop(lease);
       }
@@ -83,26 +82,5 @@ export function trackLeases(store: KeyStore): LeaseTracker {
     ...(store.watch === undefined ? {} : { watch: store.watch.bind(store) }),
     close: () => store.close(),
   };
-  // The runner's commits go through the store's own (folded) ones, tracked the same way.
-  const commits = commitsOf(store);
-  withFoldedCommits(tracked, {
-    async admit(input, first) {
-      const result = await commits.admit(input, first);
-      if (result.owned) hold(result.lease);
-      return result;
-    },
-    async commitPhase(lease, phase, work) {
-      const result = await commits.commitPhase(lease, phase, work);
-      if (!result.ok) drop(lease);
-      return result;
-    },
-    async finish(lease, response, work, prior) {
-      try {
-        return await commits.finish(lease, response, work, prior);
-      } finally {
-        drop(lease);
-      }
-    },
-  });
   return { store: tracked, held: () => [...leases.values()] };
 }

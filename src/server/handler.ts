@@ -22,15 +22,14 @@ import { parseInput, type Admission } from './parse-input.js';
 import { admitRequest, fromCache, rememberFinished, type AdmissionPolicy } from './admission.js';
 import { problemAnswer, replay, respond, storeUnavailable, toResponse, type Answer } from './answers.js';
 import { createServerMetrics, type ServerMetrics } from './metrics.js';
-import { firstLocalPhase } from './first-phase.js';
+import { firstLocalPhase } from './phase-plan.js';
 import { reportError, runSteps, type PhaseHooks, type StepsOutcome } from './phases.js';
 import { ProblemType } from './problems.js';
 import { readCappedBody } from './read-body.js';
 import { createReplayCache, type ReplayCache } from './replay-cache.js';
 import { InvalidOptionError } from './errors/invalid-option-error.js';
 import { integerOption, resolveServerOptions, type ServerOptions } from './options.js';
-import { commitsOf, type FoldedAdmitResult } from './commits.js';
-import type { KeyRow, KeyStore, Lease } from './store/types.js';
+import type { AdmitResult, KeyRow, KeyStore, Lease } from './store/types.js';
 import type { IdempotentOperation } from './types.js';
 
 /** Options of {@link createIdempotencyHandler}; the lease, TTL, wait, body cap, cache and digest are {@link ServerOptions}. */
@@ -118,7 +117,6 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     operations.set(endpoint, operation);
   }
   const { store, metrics } = config;
-  const commits = commitsOf(store);
   const keys = createInFlight(store, config.leaseMs);
   const cache: ReplayCache | undefined = config.replayCache === false ? undefined : createReplayCache(config.replayCache);
   const policy: AdmissionPolicy = {
@@ -137,7 +135,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     lease: Lease,
     row: KeyRow,
     input: unknown,
-    how: { readonly onTransient: 'release' | 'park'; readonly admittedAt?: string | undefined; readonly admittedNext?: string | undefined },
+    how: { readonly onTransient: 'release' | 'park'; readonly admitted?: readonly string[] | undefined },
   ): Promise<StepsOutcome> => {
     const end = keys.begin(lease.clientId, lease.key);
     // Spelled out, not spread from `config`: this literal is built for every executed request.
@@ -155,8 +153,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       metrics,
       onTransient: how.onTransient,
       backoff: config.backoff,
-      admittedAt: how.admittedAt,
-      admittedNext: how.admittedNext,
+      admitted: how.admitted,
     }).finally(end);
   };
 
@@ -173,7 +170,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     });
     try {
       const { clientId, key, requestHash, endpoint, requestBody } = admission;
-      const result = await commits.admit({ clientId, key, requestHash, endpoint, requestBody, leaseMs: config.leaseMs, ttlMs: config.ttlMs }, first);
+      const result = await store.admit({ clientId, key, requestHash, endpoint, requestBody, leaseMs: config.leaseMs, ttlMs: config.ttlMs }, first);
       return { result, first };
     } catch (error) {
       if (!first?.threw(error)) throw error;
@@ -187,7 +184,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
   async function admitted(operation: IdempotentOperation<unknown>, input: unknown, admission: Admission, echo: Record<string, string>, prefer: string | null): Promise<Answer> {
     let first: ReturnType<typeof firstLocalPhase>;
     const request = { clientId: admission.clientId, key: admission.key, requestHash: admission.requestHash, identity: admission.identity, prefer, echo };
-    const decided = await admitRequest<FoldedAdmitResult>(policy, request, async () => {
+    const decided = await admitRequest<AdmitResult>(policy, request, async () => {
       const attempt = await admitWithFirstStep(operation, input, admission, echo);
       first = attempt.first;
       return attempt.result;
@@ -197,9 +194,8 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
         return decided.answer;
       case 'owned': {
         const { row, lease, first: ran } = decided.admitted;
-        const admittedNext = ran?.next ? first?.commit.next?.recoveryPoint : undefined;
-        const admittedAt = ran ? (row.recoveryPoint ?? undefined) : undefined;
-        return executed(await execute(operation, lease, row, input, { onTransient: 'release', admittedAt, admittedNext }), row, admission, echo);
+        const admitted = ran ? first?.points : undefined;
+        return executed(await execute(operation, lease, row, input, { onTransient: 'release', admitted }), row, admission, echo);
       }
       case 'taken-over': {
         metrics.add('lease_takeovers');

@@ -17,7 +17,7 @@
  * @module
  */
 export { KeyState, WatchEvent } from './store/types.js';
-export type { AdmitInput, AdmitResult, AppSchema, Fenced, KeyRow, KeyStore, Lease, PhaseCommit, StoredResponse, Tx } from './store/types.js';
+export type { AdmitInput, AdmitResult, AppSchema, Fenced, FirstPhase, KeyRow, KeyStore, Lease, PhaseCommit, PointWrite, StoredResponse, Tx } from './store/types.js';
 export type {
   ExternalOutcome,
   ExternalStep,

@@ -17,19 +17,13 @@
  * a slower one is taken over, and the late owner is fenced out when it tries to commit. That is
  * safe because the new owner probes by `Kn` before calling again.
  *
- * Durability: `EXTn_SENT` (the call follows) and the final response (the client learns it) are
- * durable commits. A local phase and an outcome mark are `durable: false`, a hint the store may
- * use: one of those two durable commits always follows before anything irreversible or final
- * happens, and the store's log is written in order, so a crash never loses them without losing
- * everything after them. Answers that are not final may see such a commit before it is on disk
- * (a `409` or `422` to a duplicate), and a database crash may then take it back, exactly as if
- * the attempt had stopped earlier.
- *
- * Commits go through the commit layer (`commits.ts`): an outcome mark (`EXTn_DONE`) is handed
- * over with the commit that follows it, and a local phase followed by an external call hands
- * over that call's `EXTn_SENT`. A store with no folding of its own gets them one by one. With an
- * `afterCommit` hook, each point must be seen committed before anything after it commits: the
- * runner then hands over no `EXTn_SENT`, and a mark carries the hook (committed alone, first).
+ * Fewer commits, through the KeyStore contract itself (`store/types.ts`): an operation's first
+ * local step is handed to `admit` (`firstLocalPhase` in `phase-plan.ts`); an outcome mark (`EXTn_DONE`) goes
+ * with the commit that follows it as its `before`, and a local phase followed by an external call
+ * takes that call's `EXTn_SENT` as its `after`. When the commit carrying a mark fails, the mark is
+ * committed again on its own: the outcome it records is kept (else the next attempt probes). With
+ * an `afterCommit` hook, each point must be seen committed before anything after it commits: the
+ * runner then commits every point alone.
  *
  * Every commit is fenced by the lease token. A fenced write that comes back `ok: false` means
  * another actor took the row over: this attempt stops at once and commits nothing more; the new
@@ -37,12 +31,11 @@
  *
  * @module
  */
-import { commitsOf, type PriorCommit } from './commits.js';
 import { externalKey } from './derived-key.js';
-import { sentOf } from './first-phase.js';
 import type { ServerMetrics } from './metrics.js';
 import { LeaseLostError } from './store/lease-lost.js';
-import type { KeyStore, Lease, StoredResponse } from './store/types.js';
+import { resumePosition, sentOf } from './phase-plan.js';
+import type { KeyStore, Lease, PointWrite, StoredResponse } from './store/types.js';
 import type { ExternalOutcome, IdempotentOperation, StepContext } from './types.js';
 
 /** Called after every commit; the reference app's crash faults kill the process here. */
@@ -102,23 +95,11 @@ export interface RunStepsInput<Input> {
   /** Park backoff: `min(maxMs, baseMs · 2^attempts)`. */
   readonly backoff: { readonly baseMs: number; readonly maxMs: number };
   /**
-   * The recovery point the admission itself just committed (its {@link FirstPhase}): its
-   * `afterCommit` hook runs before anything else, as it would have after a phase commit.
+   * The points the admission itself just committed with its first phase (`FirstLocalPhase.points`, `phase-plan.ts`),
+   * in order: their `afterCommit` hooks run before anything else, and an `EXTn_SENT` among them
+   * is this attempt's own, so that call is made with no probe first.
    */
-  readonly admittedAt?: string | undefined;
-  /** The `EXTn_SENT` the admission committed with {@link RunStepsInput.admittedAt} (as the row's point, in its place), if it did: that call is made with no probe first. */
-  readonly admittedNext?: string | undefined;
-}
-
-/** Index of the first step still to run, and whether that step is an external call found at `sent`. */
-function resumePosition<Input>(operation: IdempotentOperation<Input>, point: string | null): { index: number; atSent: boolean } {
-  if (point === null) return { index: 0, atSent: false };
-  for (const [index, step] of operation.steps.entries()) {
-    if (step.kind === 'local' && step.point === point) return { index: index + 1, atSent: false };
-    if (step.kind === 'external' && step.done === point) return { index: index + 1, atSent: false };
-    if (step.kind === 'external' && step.sent === point) return { index, atSent: true };
-  }
-  throw new Error(`recovery point ${JSON.stringify(point)} is not a step of ${operation.method} ${operation.path}`);
+  readonly admitted?: readonly string[] | undefined;
 }
 
 /**
@@ -134,7 +115,6 @@ function resumePosition<Input>(operation: IdempotentOperation<Input>, point: str
  */
 export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsOutcome> {
   const { store, operation, lease, leaseMs } = run;
-  const commits = commitsOf(store);
   const ref = { clientId: lease.clientId, key: lease.key };
   let point = run.recoveryPoint;
   let data: Readonly<Record<string, unknown>> = run.data;
@@ -150,21 +130,25 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
     point = next;
     await run.hooks.afterCommit?.(next, ref);
   };
-  // An outcome mark (EXTn_DONE) waits to go with the next commit, committed before it
-  // ahead of it: one round trip fewer, and still committed first.
-  let mark: PriorCommit | undefined;
-  const takeMark = (): PriorCommit | undefined => {
-    const taken = mark;
-    mark = undefined;
-    return taken;
-  };
+  // An outcome mark (EXTn_DONE) waits to go with the next commit, as its `before`.
+  let mark: PointWrite | undefined;
   // Points ride with the commits next to them unless an afterCommit hook must see each alone.
   const handOver = run.hooks.afterCommit === undefined;
-  // This attempt committed the coming external step's EXTn_SENT itself, with the phase before:
-  // the call has not been made, so no probe.
+  // This attempt committed the coming external step's EXTn_SENT itself: the call has not been made, so no probe.
   let sentCommitted = false;
+  /** A commit carrying the pending mark; when it fails, the mark is committed alone (the outcome stays known). */
+  const withMark = async <R>(commit: (before: PointWrite | undefined) => Promise<R>): Promise<R> => {
+    const before = mark;
+    mark = undefined;
+    try {
+      return await commit(before);
+    } catch (error) {
+      if (before) await store.commitPhase(lease, { ...before, leaseMs }).catch(() => undefined);
+      throw error;
+    }
+  };
   const finish = async (response: StoredResponse): Promise<StepsOutcome> => {
-    const done = await commits.finish(lease, response, undefined, takeMark());
+    const done = await withMark((before) => store.finish(lease, response, undefined, before));
     if (!done.ok) throw new LeaseLostError();
     await committed('finished');
     return { kind: 'finished', response };
@@ -180,25 +164,20 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
   };
 
   try {
-    if (run.admittedAt !== undefined) await committed(run.admittedAt);
+    for (const admitted of run.admitted ?? []) await committed(admitted);
     let { index, atSent } = resumePosition(operation, point);
-    if (run.admittedNext !== undefined) {
-      await committed(run.admittedNext);
-      sentCommitted = true;
-    }
+    if (atSent && run.admitted?.includes(point!)) [atSent, sentCommitted] = [false, true];
     for (; index < operation.steps.length; index += 1, atSent = false) {
       const step = operation.steps[index]!;
       if (step.kind === 'local') {
-        const next = handOver ? sentOf(operation.steps[index + 1], leaseMs) : undefined;
-        const phase = await commits.commitPhase<Readonly<Record<string, unknown>> | void>(
-          lease,
-          { recoveryPoint: step.point, leaseMs, dataFrom: (produced) => produced ?? undefined, durable: false, prior: takeMark(), next },
-          (tx) => step.run(ctx(), tx),
+        const next = handOver ? sentOf(operation.steps[index + 1]) : undefined;
+        const phase = await withMark((before) =>
+          store.commitPhase<Readonly<Record<string, unknown>> | void>(lease, { recoveryPoint: step.point, leaseMs, dataFrom: (produced) => produced ?? undefined, before, after: next }, (tx) => step.run(ctx(), tx)),
         );
         if (!phase.ok) throw new LeaseLostError();
         data = merged(data, phase.value);
         await committed(step.point);
-        if (next && phase.next) {
+        if (next) {
           await committed(next.recoveryPoint);
           sentCommitted = true;
         }
@@ -207,7 +186,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
       const kn = externalKey(run.namespace, lease.clientId, lease.key, step.system);
       if (!atSent && !sentCommitted) {
         // Durable: the call follows, and a resumed attempt must find EXTn_SENT to probe before calling again.
-        const sent = await commits.commitPhase(lease, { recoveryPoint: step.sent, leaseMs, durable: true, prior: takeMark() });
+        const sent = await withMark((before) => store.commitPhase(lease, { recoveryPoint: step.sent, leaseMs, before }));
         if (!sent.ok) throw new LeaseLostError();
         await committed(step.sent);
       }
@@ -232,8 +211,13 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
         case 'done': {
           const produced = outcome.data ?? {};
           const { done } = step;
-          mark = { recoveryPoint: done, data: produced, leaseMs, durable: false, ...(handOver ? {} : { committed: () => committed(done) }) };
           data = merged(data, produced);
+          if (handOver) {
+            mark = { recoveryPoint: done, data: produced };
+            break;
+          }
+          if (!(await store.commitPhase(lease, { recoveryPoint: done, data: produced, leaseMs })).ok) throw new LeaseLostError();
+          await committed(done);
           break;
         }
         case 'refused':
@@ -247,7 +231,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
           return await giveUp(outcome.retryAfterMs ?? 1000);
       }
     }
-    const final = await commits.finish<StoredResponse>(lease, (response) => response!, (tx) => operation.final.run(ctx(), tx), takeMark());
+    const final = await withMark((before) => store.finish<StoredResponse>(lease, (response) => response!, (tx) => operation.final.run(ctx(), tx), before));
     if (!final.ok) throw new LeaseLostError();
     await committed('finished');
     return { kind: 'finished', response: final.value! };
@@ -287,3 +271,4 @@ export function reportError(hooks: PhaseHooks, error: unknown, ref: { readonly c
 function backoffMs(run: Pick<RunStepsInput<unknown>, 'attempts' | 'backoff'>): number {
   return Math.min(run.backoff.maxMs, run.backoff.baseMs * 2 ** Math.min(run.attempts, 30));
 }
+

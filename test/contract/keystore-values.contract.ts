@@ -6,7 +6,6 @@
  *
  * Usage: `runKeyStoreValuesContract('sqlite', async () => sqliteKeyStore({ path: ':memory:' }))`.
  */
-import { commitsOf } from '../../src/server/commits.js';
 import { describe, expect, it } from 'vitest';
 import type { AdmitInput, KeyStore, Tx } from '../../src/server/store/types.js';
 import { contractHarness } from './keystore-harness.js';
@@ -45,8 +44,8 @@ export function runKeyStoreValuesContract(name: string, factory: () => Promise<K
     it('stores hostile text verbatim through admission, a phase, an outcome mark and the final response', async () => {
       await h.open();
       const key = `k-${HOSTILE}`;
-      const admitted = await commitsOf(h.store).admit(h.input(key), {
-        commit: { recoveryPoint: 'H1_DONE', data: { given: HOSTILE }, dataFrom: (changed: number | undefined) => ({ changed, also: HOSTILE }), leaseMs: 10_000 },
+      const admitted = await h.store.admit(h.input(key), {
+        phase: { recoveryPoint: 'H1_DONE', data: { given: HOSTILE }, dataFrom: (changed: number | undefined) => ({ changed, also: HOSTILE }), leaseMs: 10_000 },
         work: note(key),
       });
       if (!admitted.owned) throw new Error('not owned');

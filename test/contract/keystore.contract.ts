@@ -7,7 +7,6 @@
  *
  * Usage: `runKeyStoreContract('sqlite', async () => sqliteKeyStore({ path: ':memory:' }))`.
  */
-import { commitsOf } from '../../src/server/commits.js';
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AdmitInput, KeyStore, Lease, StoredResponse } from '../../src/server/store/types.js';
@@ -21,21 +20,11 @@ const RESPONSE: StoredResponse = { status: 201, headers: { 'content-type': 'appl
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** How a backend differs where the contract allows it. */
-export interface KeyStoreContractOptions {
-  /**
-   * The store has no folded commits of its own (`plainCommits` gives it the first phase after
-   * admission, in a transaction of its own): a concurrent duplicate may find the row before that
-   * phase committed, at no recovery point.
-   */
-  readonly plain?: boolean;
-}
-
 /**
  * Runs the KeyStore contract against `factory`, which returns a fresh (unmigrated or migrated)
  * store; the suite migrates it with its own table and closes it after each test.
  */
-export function runKeyStoreContract(name: string, factory: () => Promise<KeyStore>, options: KeyStoreContractOptions = {}): void {
+export function runKeyStoreContract(name: string, factory: () => Promise<KeyStore>): void {
   describe(`KeyStore contract: ${name}`, () => {
     let store: KeyStore;
     let clientId: string;
@@ -109,7 +98,7 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
 
     describe('admission with a first phase', () => {
       const first = (key: string, over: { fail?: Error; onRun?: () => void } = {}) => ({
-        commit: { recoveryPoint: 'H1_DONE', data: { given: true }, dataFrom: (changed: number | undefined) => ({ changed }), leaseMs: 10_000 },
+        phase: { recoveryPoint: 'H1_DONE', data: { given: true }, dataFrom: (changed: number | undefined) => ({ changed }), leaseMs: 10_000 },
         work: async (tx: Parameters<Parameters<KeyStore['transaction']>[0]>[0]) => {
           over.onRun?.();
           const changed = await effect(key)(tx);
@@ -120,7 +109,7 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
 
       it('commits the key, the work, its recovery point and its data together for the owner', async () => {
         await open();
-        const result = await commitsOf(store).admit(input('f1'), first('f1'));
+        const result = await store.admit(input('f1'), first('f1'));
         if (!result.owned) throw new Error('not owned');
         expect(result.first).toEqual({ value: 1 });
         expect(result.row).toMatchObject({ state: 'started', recoveryPoint: 'H1_DONE', data: { given: true, changed: 1 } });
@@ -136,7 +125,7 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       it('stores nothing, not even the key, when the work throws, and rejects with its error', async () => {
         await open();
         const boom = new Error('H1 failed');
-        await expect(commitsOf(store).admit(input('f2'), first('f2', { fail: boom }))).rejects.toBe(boom);
+        await expect(store.admit(input('f2'), first('f2', { fail: boom }))).rejects.toBe(boom);
         expect(await store.load(clientId, 'f2')).toBeUndefined();
         expect(await effects('f2')).toBe(0);
         // The key is free: the next admission owns it.
@@ -145,9 +134,9 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
 
       it('runs the work only for the owner: a second admission finds the row at its recovery point', async () => {
         await open();
-        await commitsOf(store).admit(input('f3'), first('f3'));
+        await store.admit(input('f3'), first('f3'));
         let ran = 0;
-        const second = await commitsOf(store).admit(input('f3'), first('f3', { onRun: () => (ran += 1) }));
+        const second = await store.admit(input('f3'), first('f3', { onRun: () => (ran += 1) }));
         expect(second.owned).toBe(false);
         expect(second.row.recoveryPoint).toBe('H1_DONE');
         expect(ran).toBe(0);
@@ -157,10 +146,10 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       it('runs the work once for 100 concurrent admissions of one key', async () => {
         await open();
         let ran = 0;
-        const results = await Promise.all(Array.from({ length: 100 }, () => commitsOf(store).admit(input('f4'), first('f4', { onRun: () => (ran += 1) }))));
+        const results = await Promise.all(Array.from({ length: 100 }, () => store.admit(input('f4'), first('f4', { onRun: () => (ran += 1) }))));
         expect(results.filter((r) => r.owned)).toHaveLength(1);
-        const seen = options.plain ? [null, 'H1_DONE'] : ['H1_DONE'];
-        expect(results.filter((r) => !r.owned).every((r) => seen.includes(r.row.recoveryPoint))).toBe(true);
+        // The first phase commits with the admission: no duplicate ever sees the row without it.
+        expect(results.filter((r) => !r.owned).every((r) => r.row.recoveryPoint === 'H1_DONE')).toBe(true);
         expect(ran).toBe(1);
         expect(await effects('f4')).toBe(1);
       });

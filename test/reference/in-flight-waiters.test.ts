@@ -10,7 +10,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { commitsOf, withFoldedCommits } from '../../src/server/commits.js';
 import { postgresKeyStore } from '../../src/server/store/postgres.node.js';
 import { sqliteKeyStore } from '../../src/server/store/sqlite.node.js';
 import type { KeyStore } from '../../src/server/store/types.js';
@@ -29,7 +28,7 @@ interface Counted {
   admitted(): number;
 }
 
-/** `store` counted (its folded commits wrapped, not replaced, so nothing else changes). */
+/** `store` counted (its primitives wrapped, not replaced, so nothing else changes). */
 function counted(store: KeyStore): Counted {
   let underway = 0;
   let loads = 0;
@@ -43,9 +42,8 @@ function counted(store: KeyStore): Counted {
     dialect: store.dialect,
     load: (clientId, key) => ((loads += 1), track(store.load(clientId, key))),
     transaction: (work) => track(store.transaction(work)),
+    admit: (input, first) => store.admit(input, first).finally(() => (admitted += 1)),
   };
-  const commits = commitsOf(store);
-  withFoldedCommits(wrapped, { ...commits, admit: (input, first) => commits.admit(input, first).finally(() => (admitted += 1)) });
   return { store: wrapped, underway: () => underway, loads: () => loads, admitted: () => admitted };
 }
 

@@ -1,5 +1,4 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { commitsOf, withFoldedCommits } from '../../src/server/commits.js';
 import { createIdempotencyHandler, type KeyStore } from '../../src/server/index.js';
 import { sqliteKeyStore } from '../../src/server/sqlite.js';
 import { createTestApp, paymentOperation, type TestApp } from './fixtures.js';
@@ -353,17 +352,17 @@ describe('createIdempotencyHandler: fail closed', () => {
   });
 
   it('answers 503 when EXTn_SENT cannot commit, keeps the committed first step, and a retry completes the operation once', async () => {
-    // The store commits EXT1_SENT with the admission when it can: here it reports that it could
-    // not (as when the lease was lost in between), so the handler sends it alone, and that fails.
+    // With an afterCommit hook every point commits alone: EXT1_SENT after the admitted H1_DONE,
+    // and here that commit fails once.
     const inner = sqliteKeyStore({ path: ':memory:' });
-    const folded = commitsOf(inner);
     let failures = 1;
-    const noNext = withFoldedCommits<KeyStore>({ ...inner }, {
-      admit: (input, first) => folded.admit(input, first && { ...first, commit: { ...first.commit, next: undefined } }),
-      commitPhase: (lease, phase, work) => (failures-- > 0 ? Promise.reject(new Error('SQLITE_BUSY: database is locked')) : folded.commitPhase(lease, phase, work)),
-      finish: (lease, response, work, prior) => folded.finish(lease, response, work, prior),
-    });
-    app = await createTestApp({ store: noNext });
+    const sentFails: KeyStore = {
+      ...inner,
+      dialect: inner.dialect,
+      commitPhase: (lease, phase, work) =>
+        phase.recoveryPoint === 'EXT1_SENT' && failures-- > 0 ? Promise.reject(new Error('SQLITE_BUSY: database is locked')) : inner.commitPhase(lease, phase, work),
+    };
+    app = await createTestApp({ store: sentFails, hooks: { afterCommit: () => undefined } });
     expect((await app.post({ amount: 5 })).status).toBe(503);
     // EXT1_SENT could not commit: the row stays at H1_DONE, with its lease released, and nothing was sent.
     const row = await app.store.load('acme', 'key-1');
@@ -374,22 +373,25 @@ describe('createIdempotencyHandler: fail closed', () => {
     expect(await app.count('step_runs', 'step = $1', ['H1_DONE'])).toBe(1);
   });
 
-  it('answers 503 when the phase after an external call cannot commit, and a retry probes by Kn instead of calling again', async () => {
+  it('answers 503 when the phase after an external call cannot commit, keeps the outcome mark it carried, and a retry does not call again', async () => {
     const inner = sqliteKeyStore({ path: ':memory:' });
-    const folded = commitsOf(inner);
     let failed = 0;
-    // H2 fails as a whole (with the EXT1_DONE mark handed over in front of it).
-    const h2Fails = withFoldedCommits<KeyStore>({ ...inner }, {
-      admit: (input, first) => folded.admit(input, first),
-      commitPhase: (lease, phase, work) =>
-        phase.recoveryPoint === 'H2_DONE' && !failed++ ? Promise.reject(new Error('SQLITE_BUSY: database is locked')) : folded.commitPhase(lease, phase, work),
-      finish: (lease, response, work, prior) => folded.finish(lease, response, work, prior),
-    });
+    let marks = 0;
+    // H2 fails as a whole (with the EXT1_DONE mark as its `before`); the mark alone then commits.
+    const h2Fails: KeyStore = {
+      ...inner,
+      dialect: inner.dialect,
+      commitPhase: (lease, phase, work) => {
+        if (phase.recoveryPoint === 'EXT1_DONE') marks += 1;
+        return phase.recoveryPoint === 'H2_DONE' && !failed++ ? Promise.reject(new Error('SQLITE_BUSY: database is locked')) : inner.commitPhase(lease, phase, work);
+      },
+    };
     app = await createTestApp({ store: h2Fails });
     expect((await app.post({ amount: 5 })).status).toBe(503);
-    // H2 (with the EXT1_DONE mark in front of it) could not commit: the row stays at EXT1_SENT,
-    // released; the risk check was made once.
-    expect(await app.store.load('acme', 'key-1')).toMatchObject({ state: 'started', recoveryPoint: 'EXT1_SENT', leaseRemainingMs: null });
+    // H2 could not commit; the runner committed the EXT1_DONE mark it carried on its own, so the
+    // row is at EXT1_DONE with its outcome, released; the risk check was made once.
+    expect(marks).toBe(1);
+    expect(await app.store.load('acme', 'key-1')).toMatchObject({ state: 'started', recoveryPoint: 'EXT1_DONE', leaseRemainingMs: null });
     expect(app.risk.calls).toBe(1);
     expect((await app.post({ amount: 5 })).status).toBe(201);
     expect(app.risk.calls).toBe(1);

@@ -1,7 +1,9 @@
 /**
- * A minimal KeyStore, written the way a third party would write one: each primitive is one
- * plain transaction on one better-sqlite3 connection (`BEGIN IMMEDIATE … COMMIT`, one at a
- * time), with no group commit, no folding of commits and no batching. It proves that the
+ * A minimal KeyStore, written the way a third party would write one (docs/key-store.md): each
+ * primitive is one plain transaction on one better-sqlite3 connection (`BEGIN IMMEDIATE …
+ * COMMIT`, one at a time), with no group commit and no batching. A phase with the points around
+ * it is one UPDATE of the last point; a first phase runs inside the admission's transaction. It
+ * proves that the
  * neutral handler is correct over the primitives alone: it runs the KeyStore contract suites
  * and the crash matrix (`test/server/store/reference-store.test.ts`, `test/server/crash.test.ts`).
  *
@@ -9,7 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
-import type { AdmitInput, AdmitResult, AppSchema, Fenced, FinalResponse, KeyRow, KeyStore, Lease, PhaseCommit, StoredResponse, Tx } from '../../src/server/store/types.js';
+import type { AdmitInput, AdmitResult, AppSchema, Fenced, FinalResponse, FirstPhase, KeyRow, KeyStore, Lease, PhaseCommit, PointWrite, StoredResponse, Tx } from '../../src/server/store/types.js';
 
 const TABLE = `CREATE TABLE IF NOT EXISTS ref_keys (
   client_id TEXT NOT NULL, key TEXT NOT NULL, request_hash TEXT NOT NULL, endpoint TEXT NOT NULL,
@@ -142,6 +144,20 @@ export function referenceKeyStore(path: string): KeyStore {
     });
   };
 
+  /** A phase, the mark before it and the point after it: one UPDATE of the last point, every data patch merged in order. */
+  const writePhase = <T>(lease: Lease, current: Raw, phase: PhaseCommit<T>, result: T | undefined): void => {
+    // Through JSON, as a row's data is: a key holding `undefined` is no change.
+    const patches = [phase.before?.data, phase.data, phase.dataFrom?.(result) ?? undefined, phase.after?.data];
+    const data = patches.reduce<object>((merged, patch) => ({ ...merged, ...(JSON.parse(JSON.stringify(patch ?? {})) as object) }), JSON.parse(current.data) as object);
+    db.prepare('UPDATE ref_keys SET recovery_point = ?, data = ?, lease_until = ? WHERE client_id = ? AND key = ?').run(
+      (phase.after ?? phase).recoveryPoint,
+      JSON.stringify(data),
+      now() + phase.leaseMs,
+      lease.clientId,
+      lease.key,
+    );
+  };
+
   return {
     dialect: 'sqlite',
     migrate: (app?: AppSchema) =>
@@ -149,8 +165,8 @@ export function referenceKeyStore(path: string): KeyStore {
         db.exec(TABLE);
         if (app) db.exec(app.sqlite);
       }),
-    admit: (input: AdmitInput) =>
-      transaction((): AdmitResult => {
+    admit: <T>(input: AdmitInput, first?: FirstPhase<T>) =>
+      transaction(async (): Promise<AdmitResult<T>> => {
         const at = now();
         const token = randomUUID();
         const inserted = db
@@ -159,8 +175,14 @@ export function referenceKeyStore(path: string): KeyStore {
              VALUES (?, ?, ?, ?, ?, 'started', ?, ?, ?, ?) ON CONFLICT (client_id, key) DO NOTHING RETURNING *`,
           )
           .get(input.clientId, input.key, input.requestHash, input.endpoint, input.requestBody, token, at + input.leaseMs, at, at + input.ttlMs) as Raw | undefined;
-        if (inserted) return { owned: true, lease: { clientId: input.clientId, key: input.key, token }, row: row(inserted) };
-        return { owned: false, row: row(db.prepare('SELECT * FROM ref_keys WHERE client_id = ? AND key = ?').get(input.clientId, input.key) as Raw) };
+        if (!inserted) return { owned: false, row: row(db.prepare('SELECT * FROM ref_keys WHERE client_id = ? AND key = ?').get(input.clientId, input.key) as Raw) };
+        const lease = { clientId: input.clientId, key: input.key, token };
+        if (!first) return { owned: true, lease, row: row(inserted) };
+        // The first phase in the admission's transaction: a throw rolls the key back with it.
+        let ended = false;
+        const value = await first.work(txFor(() => ended)).finally(() => (ended = true));
+        writePhase(lease, inserted, first.phase, value);
+        return { owned: true, lease, row: row(db.prepare('SELECT * FROM ref_keys WHERE client_id = ? AND key = ?').get(input.clientId, input.key) as Raw), first: { value } };
       }),
     load: (clientId, key) =>
       serial(() => {
@@ -178,24 +200,14 @@ export function referenceKeyStore(path: string): KeyStore {
           .get(token, now() + leaseMs, clientId, key, now());
         return won ? { clientId, key, token } : null;
       }),
-    commitPhase: <T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>) =>
+    commitPhase: <T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>) => fenced(lease, work, (current, result) => writePhase(lease, current, phase, result)),
+    finish: <T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>, before?: PointWrite) =>
       fenced(lease, work, (current, result) => {
-        // Through JSON, as a row's data is: a key holding `undefined` is no change.
-        const patch = JSON.parse(JSON.stringify({ ...phase.data, ...(phase.dataFrom?.(result) ?? {}) })) as object;
-        const data = { ...(JSON.parse(current.data) as object), ...patch };
-        db.prepare('UPDATE ref_keys SET recovery_point = ?, data = ?, lease_until = ? WHERE client_id = ? AND key = ?').run(
-          phase.recoveryPoint,
-          JSON.stringify(data),
-          now() + phase.leaseMs,
-          lease.clientId,
-          lease.key,
-        );
-      }),
-    finish: <T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>) =>
-      fenced(lease, work, (_current, result) => {
         const final = typeof response === 'function' ? response(result) : response;
         const bytes = Buffer.byteLength(final.body, 'utf8');
         if (bytes > MAX_RESPONSE_BYTES) throw new RangeError(`referenceKeyStore: a ${bytes}-byte response exceeds maxResponseBytes (${MAX_RESPONSE_BYTES})`);
+        // The outcome mark before the response, in the same transaction.
+        if (before) writePhase(lease, current, { ...before, leaseMs: 0 }, undefined);
         // Kept its retention from now: a key that finished late is not reaped at once.
         db.prepare(`UPDATE ref_keys SET state = 'finished', response = ?, lease_token = NULL, lease_until = NULL, expires_at = ? + expires_at - created_at WHERE client_id = ? AND key = ?`).run(
           JSON.stringify(final),

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { OpenTransaction, Opened, Query, Runner, Statement } from './postgres-runner.node.js';
+import type { OpenTransaction, Opened, Query, Runner, Statement } from './postgres-transport.node.js';
 
 /**
  * The part of a PGlite instance the store uses (structural, so `@electric-sql/pglite` stays a
@@ -76,8 +76,7 @@ export function createPgliteRunner(db: PgliteLike, schema: string): Runner {
     prepared: alone,
     // PGlite has one backend and no round trips to save: the open transaction is a PGlite
     // transaction held open until commit or rollback says how it ends.
-    open: async <T>(first: Statement, before?: Statement, then?: Statement) => {
-      if (before) await alone(before.sql, before.params);
+    open: async <T>(first: Statement, then?: Statement) => {
       let settle!: (last: Statement | undefined) => void;
       const ending = new Promise<Statement | undefined>((resolve) => (settle = resolve));
       return new Promise<Opened<T>>((resolve, reject) => {

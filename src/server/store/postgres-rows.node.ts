@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { admittedRow } from './core.js';
 import type { AdmitInput, AdmitResult, KeyRow } from './types.js';
 
 /** The select list of a key row; `lease_remaining_ms` is `null` when no lease is held. */
@@ -86,23 +87,9 @@ export interface Admitted {
 }
 
 /** The admission's answer → {@link AdmitResult}: a lease only for the owner. */
-export const toAdmitResult = (input: AdmitInput, found: Admitted): AdmitResult => {
+export const toAdmitResult = (input: AdmitInput, found: Admitted): AdmitResult<never> => {
   const { clientId, key } = input;
   if (found.row_json !== null) return { owned: false, row: fromJson(found.row_json, found.now_ms) };
-  const row: KeyRow = {
-    clientId,
-    key,
-    requestHash: input.requestHash,
-    endpoint: input.endpoint,
-    requestBody: input.requestBody,
-    state: 'started',
-    recoveryPoint: null,
-    data: {},
-    response: null,
-    leaseRemainingMs: found.lease_ms,
-    attempts: 0,
-    createdAt: found.created_ms!,
-    expiresAt: found.expires_ms!,
-  };
-  return { owned: true, lease: { clientId, key, token: found.lease! }, row };
+  // The lease is the one just granted: `lease_ms` echoes input.leaseMs.
+  return { owned: true, lease: { clientId, key, token: found.lease! }, row: admittedRow(input, found.created_ms!, found.expires_ms!) };
 };

@@ -12,68 +12,8 @@ import type pg from 'pg';
 import { requirePeer } from '../../optional-peer.node.js';
 import { createPool } from './postgres-hosts.node.js';
 import { urlOptions, withoutOptions } from './postgres-url.node.js';
+import type { OpenTransaction, Opened, Query, QueryResult, Runner, Statement } from './postgres-transport.node.js';
 
-/** A statement of the store's own (never application SQL) and its bind parameters. */
-export interface Statement {
-  readonly sql: string;
-  readonly params: readonly unknown[];
-}
-
-/** What a statement returned: its rows and how many rows it changed (or returned). */
-export interface QueryResult<T> {
-  readonly rows: T[];
-  readonly rowCount: number;
-}
-
-/**
- * Runs one statement on a connection or inside a transaction. Without `params` the text may hold
- * several statements (a DDL script) and the last one's result is returned.
- */
-export type Query = <T = Record<string, unknown>>(sql: string, params?: readonly unknown[]) => Promise<QueryResult<T>>;
-
-/**
- * A transaction {@link Runner.open} began: any statements, then `commit` or `rollback` (either
- * releases the connection; a second call is a no-op).
- */
-export interface OpenTransaction {
-  readonly query: Query;
-  /** Runs `last` and COMMIT in one round trip; a throw rolls back. */
-  commit(last: Statement): Promise<void>;
-  rollback(): Promise<void>;
-}
-
-/** What {@link Runner.open} began: `first`'s answer, the transaction, and how `then` settled. */
-export interface Opened<T> {
-  readonly result: QueryResult<T>;
-  readonly tx: OpenTransaction;
-  readonly then?: PromiseSettledResult<QueryResult<unknown>> | undefined;
-}
-
-/** One engine, as the store sees it. */
-export interface Runner {
-  readonly query: Query;
-  /**
-   * {@link Query} for the store's own statements (fixed texts): on a `pg` pool each is a named
-   * prepared statement, parsed and planned once per connection instead of at every call —
-   * planning a statement costs PostgreSQL about as much as running it.
-   */
-  readonly prepared: Query;
-  /**
-   * BEGIN and `first` in one round trip (a throw rolls back and rethrows). With
-   * {@link OpenTransaction.commit} a transaction of n statements costs n round trips, not n + 2
-   * (on a pipelined connection; see {@link createPgRunner}). `before` goes first in the same round
-   * trip, committed as a transaction of its own: it stays committed whatever happens to this one,
-   * and if it fails, nothing after it takes effect and its error is thrown. `then` (the
-   * application's first statement) goes in the same round trip behind `first`, in the transaction:
-   * a `first` that raises aborts the transaction, so `then` never takes effect; its own answer is
-   * handed back as it settled.
-   */
-  open<T>(first: Statement, before?: Statement, then?: Statement): Promise<Opened<T>>;
-  /** `BEGIN … COMMIT` on one connection; a throw rolls back and rethrows. */
-  transaction<T>(work: (query: Query) => Promise<T>): Promise<T>;
-  /** Ends the pool when the store created it; an injected pool or PGlite belongs to its owner. */
-  close(): Promise<void>;
-}
 
 /** Options of {@link createPgRunner}. */
 export interface PgRunnerOptions {
@@ -242,7 +182,7 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
   return {
     query: over(pool),
     prepared: options.prepare ? async <T>(sql: string, params?: readonly unknown[]) => resultOf<T>(await send(pool, { sql, params: params ?? [] })) : over(pool),
-    async open<T>(first: Statement, before?: Statement, then?: Statement): Promise<Opened<T>> {
+    async open<T>(first: Statement, then?: Statement): Promise<Opened<T>> {
       const { client, pipelined, ended, end } = await checkout();
       const rollback = (): Promise<void> => end('ROLLBACK');
       const onClient = inTransaction(client);
@@ -274,17 +214,12 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
       let begun = pipelined;
       try {
         if (pipelined) {
-          // `before` outside BEGIN: in the extended protocol a statement alone is a transaction of
-          // its own, committed at its Sync, before the BEGIN behind it is read. When it fails,
-          // BEGIN, `first` and `then` still run behind it, and are rolled back.
-          const [marked, began, opened, followed] = await Promise.allSettled(
-            together(client, () => [before && send(client, before), client.query(begin), send(client, first), then && onClient(then.sql, then.params)] as const),
+          const [began, opened, followed] = await Promise.allSettled(
+            together(client, () => [client.query(begin), send(client, first), then && onClient(then.sql, then.params)] as const),
           );
-          valueOf(marked);
           valueOf(began);
           return { result: resultOf<T>(valueOf(opened)), tx, then: then && (followed as PromiseSettledResult<QueryResult<unknown>>) };
         }
-        if (before) await send(client, before);
         begun = true;
         await client.query(begin);
         const result = resultOf<T>(await send(client, first));

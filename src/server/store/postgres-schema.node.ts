@@ -17,7 +17,7 @@
  * @module
  */
 import { endChannel } from './postgres-listen.node.js';
-import type { Runner } from './postgres-runner.node.js';
+import type { Runner } from './postgres-transport.node.js';
 
 /**
  * The schema version this code writes; each entry of {@link MIGRATIONS} moves one step up. Version
@@ -41,9 +41,11 @@ import type { Runner } from './postgres-runner.node.js';
  * - A finished key is kept its retention from its finish (`expires_at` moves by the time it was in
  *   flight): one that finished late (parked, resumed by the worker) is not reaped before a retry
  *   of its client could see the answer.
- * - `oncely_point`'s `p_durable = false` turns `synchronous_commit` off for its own transaction
- *   (a local phase, an outcome mark); `oncely_finish_after` writes the outcome mark before a final
- *   step that runs no statement in the response's own UPDATE.
+ * - `oncely_point`'s `p_durable = false` turns `synchronous_commit` off for its own transaction.
+ *   The store always passes `true` now (every commit is durable; an outcome mark rides in the next
+ *   write instead of a relaxed commit of its own): the parameter stays so that functions already
+ *   deployed keep their signature. `oncely_finish_after` writes the outcome mark before the final
+ *   response in the response's own UPDATE.
  */
 const MIGRATIONS: ReadonlyArray<(s: string) => string> = [
   (s) => `

@@ -4,7 +4,10 @@
  * `leaseRemainingMs`, `createdAt` and `expiresAt` all come from `now()`, so instances with skewed
  * clocks still agree.
  *
- * The table, and why it is not partitioned, are explained in `postgres-schema.node.ts`.
+ * The table, and why it is not partitioned, are explained in `postgres-schema.node.ts`; every
+ * statement is in `postgres-sql.node.ts`; fencing, the size check and the row folding are the
+ * store core's (`core.ts`), over this dialect's transport (`postgres-fenced.node.ts`, the
+ * pipelined runner in `postgres-runner.node.ts`).
  *
  * A duplicate waiting on one instance hears the end of its original on another by `LISTEN/NOTIFY`
  * ({@link KeyStore.watch}, in `postgres-listen.node.ts`): one extra connection per store, none per
@@ -16,18 +19,18 @@
  * @module
  */
 import type pg from 'pg';
-import { folded, phasePatch } from './fold.js';
-import { createFencing } from './postgres-fenced.node.js';
+import { fencedWrite, finalOf, firstPhase, pointOf, txOver } from './core.js';
+import { fenceArgs, landed, pgSession, shaped } from './postgres-fenced.node.js';
 import { endChannel, listenForEnds } from './postgres-listen.node.js';
 import { createPgliteRunner, type PgliteLike } from './postgres-pglite.node.js';
 import { listenConfig } from './postgres-hosts.node.js';
-import { createPgRunner, type Runner } from './postgres-runner.node.js';
+import { createPgRunner } from './postgres-runner.node.js';
+import type { Runner, Statement } from './postgres-transport.node.js';
 import { schemaFromPool, schemaFromUrl } from './postgres-url.node.js';
-import { endPayloadSql, migrate } from './postgres-schema.node.js';
-import { ROW, toAdmitResult, toRow, type Admitted, type RawRow } from './postgres-rows.node.js';
-import { withFoldedCommits, type Commits, type FirstPhase, type FoldedAdmitResult, type FoldedPhase, type PriorCommit } from '../commits.js';
-import type { AdmitInput, AppSchema, Fenced, FinalResponse, KeyStore, Lease, StoredResponse, Tx } from './types.js';
-import { ResponseTooLargeError } from '../errors/response-too-large-error.js';
+import { migrate } from './postgres-schema.node.js';
+import { toAdmitResult, toRow, type Admitted, type RawRow } from './postgres-rows.node.js';
+import { postgresSql } from './postgres-sql.node.js';
+import type { AdmitInput, AdmitResult, AppSchema, Fenced, FirstPhase, KeyStore, Lease, Tx } from './types.js';
 
 export type { PgliteLike, PgliteQueryable, PgliteResults } from './postgres-pglite.node.js';
 
@@ -98,14 +101,8 @@ export interface PostgresKeyStoreOptions {
 
 const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 
-/** What a statement that ends a lease (`WITH ended AS (… RETURNING watched)`) answers. */
+/** What a statement that ends a lease answers: how many rows it ended. */
 type Ended = { readonly n: number };
-
-/**
- * The tail of such a statement: how many rows it ended, and a NOTIFY on channel `$4` for a watched
- * one, sent at the transaction's COMMIT (see the schema's notes on `watched`).
- */
-const NOTIFY_ENDED = `SELECT count(*)::int AS n, count(CASE WHEN watched THEN pg_notify($4, ${endPayloadSql('$1::text', '$2::text')}) END) AS notified FROM ended`;
 
 /**
  * Opens a PostgreSQL KeyStore over a connection string, a `pg` pool or a PGlite instance. Call
@@ -143,194 +140,120 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
         endChannel(schema),
         // Only a watched row's end notifies (see the schema's notes); once set, never again.
         async (clientId, key) => {
-          await runner.prepared(`UPDATE ${schema}.oncely_keys SET watched = true WHERE client_id = $1 AND key = $2 AND state = 'started' AND NOT watched`, [clientId, key]);
+          await runner.prepared(postgresSql(schema).watch, [clientId, key]);
         },
       );
-  const t = `${schema}.oncely_keys`;
-  const channel = endChannel(schema);
-  // Built once; sent as named prepared statements with bind parameters.
-  // Admission: the INSERT, or the row it found. A row committed after this statement's snapshot
-  // (the INSERT waited for its owner's COMMIT) is in neither branch: the admission runs again.
-  const ADMIT = `WITH ins AS (
-      INSERT INTO ${t} AS k (client_id, key, request_hash, endpoint, request_body, state, lease_token, lease_until, created_at, expires_at)
-      VALUES ($1, $2, $3, $4, $5, 'started', gen_random_uuid()::text, now() + $6 * interval '1 millisecond', now(), now() + $7 * interval '1 millisecond')
-      ON CONFLICT (client_id, key) DO NOTHING
-      RETURNING k.lease_token, k.expires_at)
-    SELECT true AS owned, ins.lease_token AS lease, NULL::json AS row_json, floor(extract(epoch FROM now()) * 1000)::float8 AS created_ms,
-           floor(extract(epoch FROM ins.expires_at) * 1000)::float8 AS expires_ms, $6::float8 AS lease_ms,
-           floor(extract(epoch FROM now()) * 1000)::float8 AS now_ms FROM ins
-    UNION ALL
-    SELECT false, NULL, row_to_json(k), NULL, NULL, NULL, floor(extract(epoch FROM now()) * 1000)::float8
-      FROM ${t} k WHERE k.client_id = $1 AND k.key = $2 AND NOT EXISTS (SELECT 1 FROM ins)`;
-  const LOAD = `SELECT ${ROW} FROM ${t} WHERE client_id = $1 AND key = $2`;
-  const FIRST_POINT = `SELECT ${schema}.oncely_point($1, $2, $3, $4, $5, $6, false, $7)`;
-  const FINISH = `SELECT ${schema}.oncely_finish($1, $2, $3, $4, $5, $6)`;
-  const FINISH_AFTER = `SELECT ${schema}.oncely_finish_after($1, $2, $3, $4, $5, $6, $7, $8)`;
+  const SQL = postgresSql(schema);
+  const fenced = async <T>(lease: Lease, work: ((tx: Tx) => Promise<T>) | undefined, statement: (result: T | undefined) => Statement, at?: string): Promise<Fenced<T | undefined>> =>
+    fencedWrite(pgSession(runner, SQL, lease), {
+      store: 'postgresKeyStore',
+      dialect: 'postgres',
+      work,
+      statement,
+      landed: at === undefined ? undefined : () => landed(runner, SQL, lease, at),
+    });
 
-  const { fenced, pointStatement, landed, fenceArgs, txOver } = createFencing(runner, schema);
-
-  const commits: Commits = {
-    async admit<T>(input: AdmitInput, first?: FirstPhase<T>): Promise<FoldedAdmitResult<T>> {
-      const args = [input.clientId, input.key, input.requestHash, input.endpoint, input.requestBody, input.leaseMs, input.ttlMs];
-      // No row in the answer: the INSERT met a row committed after the statement's snapshot (it
-      // waited for that owner's COMMIT). The next attempt's snapshot sees it.
-      for (let attempt = 1; attempt <= 3; attempt += 1) {
-        if (!first) {
-          const { rows } = await runner.prepared<Admitted>(ADMIT, args);
-          if (rows[0]) return toAdmitResult(input, rows[0]);
+  async function admit<T>(input: AdmitInput, first?: FirstPhase<T>): Promise<AdmitResult<T>> {
+    const args = [input.clientId, input.key, input.requestHash, input.endpoint, input.requestBody, input.leaseMs, input.ttlMs];
+    // No row in the answer: the INSERT met a row committed after the statement's snapshot (it
+    // waited for that owner's COMMIT). The next attempt's snapshot sees it.
+    for (let attempt = 1; attempt <= 3; attempt += 1) {
+      if (!first) {
+        const { rows } = await runner.prepared<Admitted>(SQL.admit, args);
+        if (rows[0]) return toAdmitResult(input, rows[0]);
+        continue;
+      }
+      // The INSERT, the first phase's work and its recovery point in one transaction. The new
+      // row is this transaction's until COMMIT: a duplicate's INSERT waits, then finds the row at
+      // its recovery point.
+      const { result, tx } = await runner.open<Admitted>({ sql: SQL.admit, params: args });
+      try {
+        const found = result.rows[0];
+        if (!found) {
+          await tx.rollback();
           continue;
         }
-        // The INSERT, the first phase's work and its recovery point in one transaction. The new
-        // row is this transaction's until COMMIT: a duplicate's INSERT waits, then finds the row at
-        // its recovery point.
-        const { result, tx } = await runner.open<Admitted>({ sql: ADMIT, params: args });
-        try {
-          const found = result.rows[0];
-          if (!found) {
-            await tx.rollback();
-            continue;
-          }
-          const admitted = toAdmitResult(input, found);
-          if (!admitted.owned) {
-            await tx.rollback();
-            return admitted;
-          }
-          const value = await first.work(txOver(tx.query));
-          const { commit } = first;
-          const patch = phasePatch(commit, value);
-          // EXTn_SENT after the first phase is written by the phase's own UPDATE (durable, as
-          // EXTn_SENT must be): the row, inserted by this transaction, cannot change hands before COMMIT.
-          const point = folded(undefined, commit, patch, commit.next);
-          await tx
-            .commit({ sql: FIRST_POINT, params: [...fenceArgs(admitted.lease), point.recoveryPoint, JSON.stringify(point.data), point.leaseMs, point.durable !== false] })
-            // The answer was lost (connection reset): the row says whether the COMMIT ran, as in fenced().
-            .catch(async (error: unknown) => {
-              if (!(await landed(admitted.lease, point.recoveryPoint))) throw error;
-            });
-          const row = { ...admitted.row, recoveryPoint: commit.recoveryPoint, data: patch };
-          return { ...admitted, row, first: commit.next ? { value, next: true } : { value } };
-        } catch (error) {
+        const admitted = toAdmitResult(input, found);
+        if (!admitted.owned) {
           await tx.rollback();
-          throw error;
+          return admitted;
         }
+        // The point after the first phase (EXTn_SENT) is written by the phase's own UPDATE: the
+        // row, inserted by this transaction, cannot change hands before COMMIT.
+        const ownTx = txOver('postgres', async (op, sql, params) => shaped(op, await tx.query(sql, params)));
+        return await firstPhase(admitted, first, ownTx, (point) =>
+          tx
+            .commit({ sql: SQL.firstPoint, params: [...fenceArgs(admitted.lease), point.recoveryPoint, JSON.stringify(point.data), point.leaseMs] })
+            // The answer was lost (connection reset): the row says whether the COMMIT ran.
+            .catch(async (error: unknown) => {
+              if (!(await landed(runner, SQL, admitted.lease, point.recoveryPoint))) throw error;
+            }),
+        );
+      } catch (error) {
+        await tx.rollback();
+        throw error;
       }
-      throw new Error(`postgresKeyStore: admission of key ${JSON.stringify(input.key.slice(0, 64))} found its row gone three times (deleted while admitted)`);
-    },
-
-    commitPhase: <T>(lease: Lease, phase: FoldedPhase<T>, work?: (tx: Tx) => Promise<T>) =>
-      fenced(
-        lease,
-        work,
-        // EXTn_SENT after the phase, and the mark before a phase with no statement, are written by
-        // the phase's own UPDATE: one commit, durable when any of them is.
-        (result, mark) => {
-          const point = folded(mark, phase, phasePatch(phase, result), phase.next);
-          return pointStatement(lease, point, point.data);
-        },
-        phase.prior,
-        { point: phase.next?.recoveryPoint ?? phase.recoveryPoint, next: phase.next !== undefined },
-      ),
-
-    finish: <T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>, prior?: PriorCommit): Promise<Fenced<T | undefined>> =>
-      fenced(
-        lease,
-        work,
-        (result, mark) => {
-          const final: StoredResponse = typeof response === 'function' ? response(result) : response;
-          const bytes = Buffer.byteLength(final.body, 'utf8');
-          if (bytes > maxResponseBytes) {
-            throw new ResponseTooLargeError('postgresKeyStore', lease.key, bytes, maxResponseBytes);
-          }
-          const stored = [final.status, JSON.stringify(final.headers), final.body];
-          // A mark before a final step with no statement is written by the same UPDATE.
-          if (mark) return { sql: FINISH_AFTER, params: [...fenceArgs(lease), mark.recoveryPoint, JSON.stringify(mark.data ?? {}), ...stored] };
-          return { sql: FINISH, params: [...fenceArgs(lease), ...stored] };
-        },
-        prior,
-      ),
-
-  };
+    }
+    throw new Error(`postgresKeyStore: admission of key ${JSON.stringify(input.key.slice(0, 64))} found its row gone three times (deleted while admitted)`);
+  }
 
   const store: KeyStore = {
     dialect: 'postgres',
 
     migrate: (app?: AppSchema) => migrate(runner, schema, app?.postgres),
 
-    admit: (input) => commits.admit(input),
+    admit,
 
     async load(clientId, key) {
-      const { rows } = await runner.prepared<RawRow>(LOAD, [clientId, key]);
+      const { rows } = await runner.prepared<RawRow>(SQL.load, [clientId, key]);
       return rows[0] ? toRow(rows[0]) : undefined;
     },
 
-    async takeOver(clientId, key, leaseMsForTakeover) {
-      const { rows } = await runner.prepared<{ lease_token: string }>(
-        `UPDATE ${t} SET lease_token = gen_random_uuid()::text, lease_until = now() + $3 * interval '1 millisecond'
-          WHERE client_id = $1 AND key = $2 AND state = 'started' AND (lease_token IS NULL OR lease_until <= now())
-          RETURNING lease_token`,
-        [clientId, key, leaseMsForTakeover],
-      );
+    async takeOver(clientId, key, leaseMs) {
+      const { rows } = await runner.prepared<{ lease_token: string }>(SQL.takeOver, [clientId, key, leaseMs]);
       return rows[0] ? { clientId, key, token: rows[0].lease_token } : null;
     },
 
-    commitPhase: (lease, phase, work) => commits.commitPhase(lease, phase, work),
+    // The mark before and the point after are written by the phase's own UPDATE (`oncely_point`).
+    commitPhase: (lease, phase, work) =>
+      fenced(
+        lease,
+        work,
+        (result) => {
+          const point = pointOf(phase, result);
+          return { sql: SQL.point, params: [...fenceArgs(lease), point.recoveryPoint, JSON.stringify(point.data), point.leaseMs] };
+        },
+        (phase.after ?? phase).recoveryPoint,
+      ),
 
-    finish: (lease, response, work) => commits.finish(lease, response, work),
+    finish: (lease, response, work, before) =>
+      fenced(lease, work, (result) => {
+        const final = finalOf('postgresKeyStore', lease.key, maxResponseBytes, response, result);
+        const stored = [final.status, JSON.stringify(final.headers), final.body];
+        // The outcome mark before the response is written by the same UPDATE.
+        if (before) return { sql: SQL.finishAfter, params: [...fenceArgs(lease), before.recoveryPoint, JSON.stringify(before.data ?? {}), ...stored] };
+        return { sql: SQL.finish, params: [...fenceArgs(lease), ...stored] };
+      }),
 
     async release(lease, { forget }) {
       // A row with a recovery point records work that happened: it is kept whatever `forget` says.
-      if (forget) {
-        const { rows } = await runner.prepared<Ended>(
-          `WITH ended AS (DELETE FROM ${t} WHERE client_id = $1 AND key = $2 AND lease_token = $3 AND recovery_point IS NULL
-                          RETURNING watched)
-           ${NOTIFY_ENDED}`,
-          [...fenceArgs(lease), channel],
-        );
-        if (rows[0]?.n === 1) return true;
-      }
-      const { rows } = await runner.prepared<Ended>(
-        `WITH ended AS (UPDATE ${t} SET lease_token = NULL, lease_until = NULL
-                         WHERE client_id = $1 AND key = $2 AND state = 'started' AND lease_token = $3 RETURNING watched)
-         ${NOTIFY_ENDED}`,
-        [...fenceArgs(lease), channel],
-      );
-      return rows[0]?.n === 1;
+      if (forget && (await ended(SQL.forget, lease)) === 1) return true;
+      return (await ended(SQL.release, lease)) === 1;
     },
 
-    async park(lease, { retryAfterMs }) {
-      const { rows } = await runner.prepared<Ended>(
-        `WITH ended AS (UPDATE ${t} SET lease_token = NULL, lease_until = NULL, attempts = attempts + 1,
-                               next_attempt_at = now() + $5 * interval '1 millisecond'
-                         WHERE client_id = $1 AND key = $2 AND state = 'started' AND lease_token = $3 RETURNING watched)
-         ${NOTIFY_ENDED}`,
-        [...fenceArgs(lease), channel, retryAfterMs],
-      );
-      return rows[0]?.n === 1;
-    },
+    park: async (lease, { retryAfterMs }) => (await ended(SQL.park, lease, retryAfterMs)) === 1,
 
     async sweep(limit) {
-      // Served by the partial index on unfinished keys.
-      const { rows } = await runner.prepared<RawRow>(
-        `SELECT ${ROW} FROM ${t}
-          WHERE state = 'started' AND next_attempt_at <= now() AND (lease_token IS NULL OR lease_until <= now())
-          ORDER BY next_attempt_at, created_at LIMIT $1`,
-        [limit],
-      );
+      const { rows } = await runner.prepared<RawRow>(SQL.sweep, [limit]);
       return rows.map(toRow);
     },
 
     async reap(batchSize) {
-      // Finished keys only: an in-flight or parked key is kept whatever its age, as on SQLite.
-      const { rows } = await runner.prepared<{ n: number }>(
-        `WITH gone AS (DELETE FROM ${t} WHERE ctid = ANY (ARRAY(
-           SELECT ctid FROM ${t} WHERE expires_at <= now() AND state = 'finished' LIMIT $1)) RETURNING 1)
-         SELECT count(*)::int AS n FROM gone`,
-        [batchSize],
-      );
+      const { rows } = await runner.prepared<{ n: number }>(SQL.reap, [batchSize]);
       return rows[0]?.n ?? 0;
     },
 
-    transaction: <T>(work: (tx: Tx) => Promise<T>) => runner.transaction((query) => work(txOver(query))),
+    transaction: <T>(work: (tx: Tx) => Promise<T>) => runner.transaction((query) => work(txOver('postgres', async (op, sql, params) => shaped(op, await query(sql, params))))),
 
     ...(ends === undefined ? {} : { watch: ends.watch }),
 
@@ -338,5 +261,10 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
       await Promise.all([runner.close(), ends?.close()]);
     },
   };
-  return withFoldedCommits(store, commits);
+  /** A statement that ends a lease (and notifies a watched row's waiters): the rows it ended. */
+  async function ended(sql: string, lease: Lease, ...more: unknown[]): Promise<number> {
+    const { rows } = await runner.prepared<Ended>(sql, [...fenceArgs(lease), SQL.channel, ...more]);
+    return rows[0]?.n ?? 0;
+  }
+  return store;
 }

@@ -1,5 +1,18 @@
 /**
- * The KeyStore contract: the primitives a storage backend implements so that the neutral handler
+ * The KeyStore contract (this folder's entry point). What lives in `src/server/store/`:
+ * - `types.ts`: the contract below; `lease-lost.ts`: the lost-lease signal;
+ * - `core.ts`: the store core, written once for both built-in stores (fencing, point folding,
+ *   the size check, "did my write land");
+ * - SQLite: `sqlite.node.ts` (the store), `sqlite-sql.node.ts` (every statement),
+ *   `sqlite-connection.node.ts` / `sqlite-checkpointer.node.ts` (its transport: group commit,
+ *   checkpoints in a worker), `sqlite-options.node.ts`;
+ * - PostgreSQL: `postgres.node.ts` (the store), `postgres-sql.node.ts` (every statement),
+ *   `postgres-schema.node.ts` (the table and its functions), `postgres-rows.node.ts` (the row
+ *   mapping), its transport (`postgres-fenced.node.ts` over the runner `postgres-transport.node.ts`
+ *   describes: pipelined `postgres-runner.node.ts`, or `postgres-pglite.node.ts`),
+ *   `postgres-listen.node.ts` (LISTEN/NOTIFY), `postgres-url.node.ts` (URL options).
+ *
+ * The primitives a storage backend implements so that the neutral handler
  * (`../handler.ts`) and phase runner (`../phases.ts`) can run PROTOCOL.md's state machine. Each
  * primitive is one transaction. A store that implements them, and nothing else, is correct:
  * the contract suite in `test/contract/` and the crash matrix run against such a store.
@@ -26,9 +39,13 @@
  * sweep: started rows with no live lease, due again      reap: rows past their expiry
  * ```
  *
- * A built-in store may also commit several of these transactions in fewer round trips; that
- * stays inside the store and the runner's commit layer (`../commits.ts`) and changes nothing a
- * caller of these primitives sees.
+ * Fewer commits per request come from the contract itself, not from a side channel: `admit` may
+ * carry the operation's first phase (run in the admission's transaction), and `commitPhase` /
+ * `finish` may carry the recovery point before the phase (an outcome mark) and the one after it
+ * (`EXTn_SENT`), written by the same UPDATE. The runner (`../phases.ts`) re-commits a mark alone
+ * when the phase carrying it fails, so a store needs nothing special for it. How a third party
+ * implements these primitives: `docs/key-store.md`; the shared pieces of the built-in stores are
+ * in `./core.ts`.
  *
  * Time: lease expiry and `leaseRemainingMs` come from the store's own clock (SQLite: this
  * process; PostgreSQL: `now()`), never from comparing an app clock with a database clock.
@@ -121,32 +138,49 @@ export interface AdmitInput {
   readonly ttlMs: number;
 }
 
-/** What {@link KeyStore.admit} found: the caller owns the new row (with a fresh lease), or the existing row. */
-export type AdmitResult =
-  | { readonly owned: true; readonly lease: Lease; readonly row: KeyRow }
+/**
+ * What {@link KeyStore.admit} found: the caller owns the new row (with a fresh lease), or the
+ * existing row. An owner that handed over a first phase gets `first` (its work's result), and a
+ * `row` already at that phase's last point with its data.
+ */
+export type AdmitResult<T = unknown> =
+  | { readonly owned: true; readonly lease: Lease; readonly row: KeyRow; readonly first?: { readonly value: T | undefined } }
   | { readonly owned: false; readonly row: KeyRow };
 
-/** A recovery point to commit under a lease, with the phase's data and a refreshed lease. */
-export interface PhaseCommit<T = unknown> {
+/** A recovery point written by a commit, with the data it merges into the row. */
+export interface PointWrite {
   readonly recoveryPoint: string;
   /** Merged into the row's `data`. */
   readonly data?: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * A phase to commit under a lease: its recovery point and data, a refreshed lease, and optionally
+ * the point before it (an outcome mark, `EXTn_DONE`) and the point after it (`EXTn_SENT`).
+ *
+ * A store writes the three as ONE: the row is left at the last point given, with the data of
+ * `before`, `data`, `dataFrom(result)` and `after` merged in that order (one UPDATE). Nothing
+ * else is asked of it: if the commit fails, nothing of it is kept, and the runner commits the
+ * mark again on its own.
+ */
+export interface PhaseCommit<T = unknown> extends PointWrite {
   /**
    * Data computed by the phase's own work: called with the work's result inside the transaction
-   * and merged into `data` after {@link PhaseCommit.data}.
+   * and merged into `data` after {@link PointWrite.data}.
    */
   readonly dataFrom?: (result: T | undefined) => Readonly<Record<string, unknown>> | undefined | void;
   /** The refreshed lease length. */
   readonly leaseMs: number;
-  /**
-   * A hint a store may ignore (committing durably is always correct). `false` when a later commit
-   * of this attempt is sure to be durable before anything irreversible or final follows from this
-   * one (an external call, a stored response): the store may then commit without waiting for its
-   * log to reach the disk (PostgreSQL: `synchronous_commit = off`). Its log is written in order,
-   * so a crash that loses this commit loses every later one too: the attempt never got this far.
-   * @default true
-   */
-  readonly durable?: boolean;
+  /** The previous step's outcome mark, written with this commit, before it. */
+  readonly before?: PointWrite | undefined;
+  /** The point written with this commit, after it: the row is left there. */
+  readonly after?: PointWrite | undefined;
+}
+
+/** An operation's first phase handed to {@link KeyStore.admit}: run in the admission's own transaction. */
+export interface FirstPhase<T = unknown> {
+  readonly phase: PhaseCommit<T>;
+  readonly work: (tx: Tx) => Promise<T>;
 }
 
 /**
@@ -186,8 +220,12 @@ export interface KeyStore {
    * `INSERT … ON CONFLICT DO NOTHING RETURNING`: a row back means this caller owns the request
    * (with a fresh lease); otherwise the existing row is loaded and returned. Atomic: of many
    * concurrent admissions of one key, exactly one is `owned`.
+   *
+   * With `first`, an owner runs that phase's work and writes it (as {@link KeyStore.commitPhase}
+   * would) in the admission's own transaction: a duplicate never sees the row before it. If the
+   * work throws, nothing is kept, not even the key, and `admit` rejects with the work's error.
    */
-  admit(input: AdmitInput): Promise<AdmitResult>;
+  admit<T = unknown>(input: AdmitInput, first?: FirstPhase<T>): Promise<AdmitResult<T>>;
   /** The row, or `undefined`. */
   load(clientId: string, key: string): Promise<KeyRow | undefined>;
   /**
@@ -196,16 +234,18 @@ export interface KeyStore {
    */
   takeOver(clientId: string, key: string, leaseMs: number): Promise<Lease | null>;
   /**
-   * Work + recovery point + data + lease refresh in one transaction, fenced by the token: the
+   * Work + recovery point(s) + data + lease refresh in one transaction, fenced by the token: the
    * work's statements run only while the lease holds the row, and a work that throws commits
-   * nothing (the call rejects with its error). `ok: false` when the lease was lost.
+   * nothing (the call rejects with its error). `ok: false` when the lease was lost. See
+   * {@link PhaseCommit} for the points before and after.
    */
   commitPhase<T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>): Promise<Fenced<T | undefined>>;
   /**
    * Work + `state=finished` + the response + lease cleared, in one transaction, fenced. A function
-   * `response` is called with the work's result inside the transaction.
+   * `response` is called with the work's result inside the transaction. `before` (an outcome mark)
+   * is written by the same UPDATE: the row keeps its point and data.
    */
-  finish<T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>): Promise<Fenced<T | undefined>>;
+  finish<T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>, before?: PointWrite): Promise<Fenced<T | undefined>>;
   /**
    * Gives the request up after a transient failure. `forget: true` deletes the row (allowed only
    * while no recovery point is committed); otherwise the lease is cleared and the row stays resumable.

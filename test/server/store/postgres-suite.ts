@@ -5,7 +5,6 @@
  * run by `postgres.test.ts` (a server when available) and `postgres-pglite.test.ts` (PGlite).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { commitsOf } from '../../../src/server/commits.js';
 import type { PgBackend } from '../../support/pg.js';
 import type { AdmitInput, KeyStore, Lease, StoredResponse, Tx } from '../../../src/server/store/types.js';
 
@@ -52,8 +51,8 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       const gate = new Promise<void>((resolve) => (release = resolve));
       let started!: () => void;
       const working = new Promise<void>((resolve) => (started = resolve));
-      const owner = commitsOf(store).admit(input('wait-1'), {
-        commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false, dataFrom: (v) => ({ v }) },
+      const owner = store.admit(input('wait-1'), {
+        phase: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, dataFrom: (v: number | undefined) => ({ v }) },
         work: async (tx: Tx) => {
           await tx.run(`SELECT 1`);
           started();
@@ -145,40 +144,42 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
 
     it('writes EXTn_SENT as the phase\'s own point: when that write fails, nothing of the phase commits and the call fails', async () => {
       await store.transaction((tx) => tx.run(`CREATE TABLE IF NOT EXISTS ${store.schema}.work_log (note text)`));
-      // A lease of 1e300 ms overflows PostgreSQL's interval: the write of EXT1_SENT, and with it
-      // the phase's transaction, fails.
-      const broken = { recoveryPoint: 'EXT1_SENT', leaseMs: 1e300, durable: true };
+      // A lease of 1e300 ms overflows PostgreSQL's interval: the write of the phase with EXT1_SENT
+      // after it, and with it the phase's transaction, fails.
+      const broken = { leaseMs: 1e300, after: { recoveryPoint: 'EXT1_SENT' } };
       const note = (text: string) => (tx: Tx) => tx.run(`INSERT INTO ${store.schema}.work_log (note) VALUES ($1)`, [text]);
-      await expect(commitsOf(store).admit(input('next-1'), { commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false, next: broken }, work: note('h1') })).rejects.toThrow();
+      await expect(store.admit(input('next-1'), { phase: { recoveryPoint: 'H1_DONE', ...broken }, work: note('h1') })).rejects.toThrow();
       expect(await store.load('acme', 'next-1')).toBeUndefined();
-      const admitted = await commitsOf(store).admit(input('next-2'), { commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false }, work: note('h1') });
+      const admitted = await store.admit(input('next-2'), { phase: { recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, work: note('h1') });
       if (!admitted.owned) throw new Error('not owned');
       for (const work of [note('h2'), undefined]) {
         const point = work ? 'H2_DONE' : 'H3_DONE';
-        await expect(commitsOf(store).commitPhase(admitted.lease, { recoveryPoint: point, leaseMs: 10_000, data: { [point]: true }, next: broken }, work), point).rejects.toThrow();
+        await expect(store.commitPhase(admitted.lease, { recoveryPoint: point, data: { [point]: true }, ...broken }, work), point).rejects.toThrow();
         expect(await store.load('acme', 'next-2'), point).toMatchObject({ recoveryPoint: 'H1_DONE', data: {} });
       }
-      // The lease still holds: the same phase without the broken point commits, its point and data with it.
-      const sent = { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000, durable: true, data: { sent: 1 } };
-      expect(await commitsOf(store).commitPhase(admitted.lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, data: { h2: true }, next: sent }, note('h2-again'))).toEqual({ ok: true, value: 1, next: true });
+      // The lease still holds: the same phase with a valid lease commits, its point and data with it.
+      const sent = { recoveryPoint: 'EXT1_SENT', data: { sent: 1 } };
+      expect(await store.commitPhase(admitted.lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, data: { h2: true }, after: sent }, note('h2-again'))).toEqual({ ok: true, value: 1 });
       expect(await store.load('acme', 'next-2')).toMatchObject({ recoveryPoint: 'EXT1_SENT', data: { h2: true, sent: 1 } });
       const notes = await backend.query<{ note: string }>(`SELECT note FROM ${store.schema}.work_log WHERE note LIKE 'h%' ORDER BY note`);
       expect(notes.map((n) => n.note)).toEqual(['h1', 'h2-again']);
     });
 
-    it('writes a mark alone when PostgreSQL refuses the statement it was folded into (a phase or final response with no statement)', async () => {
-      const mark = { recoveryPoint: 'EXT1_DONE', data: { charge: 'ch_1' }, leaseMs: 10_000, durable: false };
+    it('commits nothing of a statement PostgreSQL refuses, the mark folded into it included; the mark then commits alone', async () => {
+      const mark = { recoveryPoint: 'EXT1_DONE', data: { charge: 'ch_1' } };
       const cases = [
         // NUL cannot be stored in text (22021), nor \u0000 in jsonb (22P05): the server answers ERROR.
-        { key: 'refused-finish', run: (lease: Lease) => commitsOf(store).finish(lease, { status: 201, headers: {}, body: 'a\u0000b' }, undefined, mark) },
-        { key: 'refused-phase', run: (lease: Lease) => commitsOf(store).commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, data: { bad: 'a\u0000b' }, prior: mark }) },
+        { key: 'refused-finish', run: (lease: Lease) => store.finish(lease, { status: 201, headers: {}, body: 'a\u0000b' }, undefined, mark) },
+        { key: 'refused-phase', run: (lease: Lease) => store.commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, data: { bad: 'a\u0000b' }, before: mark }) },
       ];
       for (const { key, run } of cases) {
         const admitted = await store.admit(input(key));
         if (!admitted.owned) throw new Error('not owned');
         expect((await store.commitPhase(admitted.lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 })).ok).toBe(true);
         await expect(run(admitted.lease), key).rejects.toThrow();
-        // The outcome stays recorded: the next attempt resumes after the call instead of probing it.
+        expect(await store.load('acme', key), key).toMatchObject({ state: 'started', recoveryPoint: 'EXT1_SENT', data: {} });
+        // The runner then commits the mark alone (phases.ts): the next attempt resumes after the call.
+        expect(await store.commitPhase(admitted.lease, { ...mark, leaseMs: 10_000 }), key).toEqual({ ok: true, value: undefined });
         expect(await store.load('acme', key), key).toMatchObject({ state: 'started', recoveryPoint: 'EXT1_DONE', data: { charge: 'ch_1' } });
       }
     });

@@ -1,6 +1,5 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { commitsOf } from '../../../src/server/commits.js';
 import { postgresKeyStore } from '../../../src/server/store/postgres.node.js';
 import type { Lease, Tx } from '../../../src/server/store/types.js';
 import { openPgBackend, resolvePgUrl } from '../../support/pg.js';
@@ -79,20 +78,20 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
   it('never sends a mark twice, even when the round trip that carried it failed after PostgreSQL ran it', async () => {
     // The answer of the round trip carrying the mark is lost (the connection resets after the
     // server ran every statement): a second copy of the mark would move the row back. The mark
-    // travels three ways: folded into a phase's point or into the final response when the work
-    // runs no statement (a prepared statement, sent by pool.query), or in front of the BEGIN of a
-    // phase that runs statements (pipelined with BEGIN on a checked-out connection).
+    // is folded into the write's own statement: a phase's point or the final response, sent alone
+    // when the work runs no statement (a prepared statement, sent by pool.query), or with the
+    // COMMIT of a phase that runs statements (on a checked-out connection).
     const { pool, lose, carried } = lossyPool(/risk/);
     const store = postgresKeyStore({ pool, schema: `${schema}_resend` });
     try {
       await store.migrate({ sqlite: '', postgres: 'CREATE TABLE IF NOT EXISTS notes (note text)' });
       const input = (key: string) => ({ clientId: 'acme', key, requestHash: 'h', endpoint: 'POST /x', requestBody: '{}', leaseMs: 10_000, ttlMs: 86_400_000 });
-      const prior = { recoveryPoint: 'EXT1_DONE', data: { risk: 'low' }, leaseMs: 10_000, durable: false };
+      const before = { recoveryPoint: 'EXT1_DONE', data: { risk: 'low' } };
       const note = (tx: Tx) => tx.run('INSERT INTO notes (note) VALUES ($1)', ['h2']);
       const cases = [
-        { key: 'phase', loses: /oncely_point.*risk/s, at: { state: 'started', recoveryPoint: 'EXT2_SENT', data: { risk: 'low' } }, run: (lease: Lease) => commitsOf(store).commitPhase(lease, { recoveryPoint: 'EXT2_SENT', leaseMs: 10_000, prior }) },
-        { key: 'phase-work', loses: /oncely_point.*"EXT1_DONE"/s, at: { state: 'started', recoveryPoint: 'EXT1_DONE', data: { risk: 'low' } }, run: (lease: Lease) => commitsOf(store).commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior }, note) },
-        { key: 'finish', loses: /oncely_finish_after/, at: { state: 'finished', recoveryPoint: 'EXT1_DONE', data: { risk: 'low' } }, run: (lease: Lease) => commitsOf(store).finish(lease, { status: 201, headers: {}, body: '{}' }, undefined, prior) },
+        { key: 'phase', loses: /oncely_point.*risk/s, at: { state: 'started', recoveryPoint: 'EXT2_SENT', data: { risk: 'low' } }, run: (lease: Lease) => store.commitPhase(lease, { recoveryPoint: 'EXT2_SENT', leaseMs: 10_000, before }) },
+        { key: 'phase-work', loses: /oncely_point.*"H2_DONE"/s, at: { state: 'started', recoveryPoint: 'H2_DONE', data: { risk: 'low' } }, run: (lease: Lease) => store.commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, before }, note) },
+        { key: 'finish', loses: /oncely_finish_after/, at: { state: 'finished', recoveryPoint: 'EXT1_DONE', data: { risk: 'low' } }, run: (lease: Lease) => store.finish(lease, { status: 201, headers: {}, body: '{}' }, undefined, before) },
       ];
       for (const { key, loses, at, run } of cases) {
         const admitted = await store.admit(input(key));
@@ -100,8 +99,9 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
         await store.commitPhase(admitted.lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
         carried.length = 0;
         const lost = lose(loses);
-        // A phase's point is found committed by reading the row (see the next test); the others fail.
+        // A phase's point is found committed by reading the row (see the next test); the final response fails.
         if (key === 'phase') expect(await run(admitted.lease), key).toEqual({ ok: true, value: undefined });
+        else if (key === 'phase-work') expect(await run(admitted.lease), key).toEqual({ ok: true, value: 1 });
         else await expect(run(admitted.lease), key).rejects.toThrow('ECONNRESET');
         expect(lost(), key).toBe(true);
         // Everything in that round trip committed, and nothing carried the mark again after it.
@@ -122,15 +122,15 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
       await store.migrate({ sqlite: '', postgres: 'CREATE TABLE IF NOT EXISTS notes (note text)' });
       const input = (key: string) => ({ clientId: 'acme', key, requestHash: 'h', endpoint: 'POST /x', requestBody: '{}', leaseMs: 10_000, ttlMs: 86_400_000 });
       const note = (tx: Tx) => tx.run('INSERT INTO notes (note) VALUES ($1)', ['n']);
-      const sent = (n: number) => ({ recoveryPoint: `EXT${n}_SENT`, leaseMs: 10_000, durable: true });
+      const sent = (n: number) => ({ recoveryPoint: `EXT${n}_SENT` });
       const lost = lose(/oncely_point.*"EXT1_SENT"/s);
-      const admitted = await commitsOf(store).admit(input('landed'), { commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false, next: sent(1) }, work: note });
+      const admitted = await store.admit(input('landed'), { phase: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, after: sent(1) }, work: note });
       expect(lost()).toBe(true);
       if (!admitted.owned) throw new Error('not owned');
-      expect(admitted.first).toEqual({ value: 1, next: true });
+      expect(admitted.first).toEqual({ value: 1 });
       // The same without a call after the first phase: the row at H1_DONE says the COMMIT ran.
       const alone = lose(/oncely_point.*"H1_DONE"/s);
-      const local = await commitsOf(store).admit(input('landed-local'), { commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false }, work: note });
+      const local = await store.admit(input('landed-local'), { phase: { recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, work: note });
       expect(alone()).toBe(true);
       expect(local.owned && local.first).toEqual({ value: 1 });
       expect(await store.load('acme', 'landed-local')).toMatchObject({ state: 'started', recoveryPoint: 'H1_DONE' });
@@ -140,7 +140,7 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
       ];
       for (const { point, loses, work, value } of cases) {
         const gone = lose(loses);
-        expect(await commitsOf(store).commitPhase(admitted.lease, { recoveryPoint: `H${point}_DONE`, leaseMs: 10_000, durable: false, next: sent(point) }, work), `EXT${point}`).toEqual({ ok: true, value, next: true });
+        expect(await store.commitPhase(admitted.lease, { recoveryPoint: `H${point}_DONE`, leaseMs: 10_000, after: sent(point) }, work), `EXT${point}`).toEqual({ ok: true, value });
         expect(gone(), `EXT${point}`).toBe(true);
         expect(await store.load('acme', 'landed')).toMatchObject({ state: 'started', recoveryPoint: `EXT${point}_SENT` });
       }
@@ -167,8 +167,8 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
       let started!: () => void;
       const working = new Promise<void>((resolve) => (started = resolve));
       let level: string | undefined;
-      const owner = commitsOf(store).admit(input, {
-        commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false },
+      const owner = store.admit(input, {
+        phase: { recoveryPoint: 'H1_DONE', leaseMs: 10_000 },
         work: async (tx: Tx) => {
           level = (await tx.get<{ transaction_isolation: string }>('SHOW transaction_isolation'))?.transaction_isolation;
           started();
@@ -223,7 +223,7 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
     }
   });
 
-  it('waits for the WAL flush only before something leaves the database (EXTn_SENT, the final response), and sends BEGIN and COMMIT with other statements', async () => {
+  it('commits each write durably, an outcome mark inside the write after it, and sends BEGIN and COMMIT with other statements', async () => {
     // Every statement the store sends, with the transaction it ran in (0: on its own) and its round
     // trip: statements sent on a connection while an earlier one awaits its answer share one.
     const sent: Array<{ tx: number; trip: number; text: string; params: readonly unknown[]; named?: boolean }> = [];
@@ -252,42 +252,41 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
       // Round trips: a phase whose work runs statements costs them plus one, COMMIT going with the
       // recovery point. BEGIN goes with the admission (whose answer the work waits for) or, under
       // a lease, with the lease check and the work's first statement (the check raises, so nothing
-      // waits for it). The outcome mark before a phase rides with its BEGIN as a transaction of
-      // its own, and EXTn_SENT after a phase is the phase's own point. Three phases of one
-      // statement each: H1 with the admission (3), H2 and H3 with the response (2 each) = 7 (9
-      // while the lease check had a round trip of its own, 13 when marks and EXTn_SENT went alone,
-      // 19 before that when BEGIN and COMMIT took their own).
+      // waits for it). The outcome mark before a phase is written by that phase's own point (or
+      // the response's UPDATE), and EXTn_SENT after a phase is the phase's own point. Three phases
+      // of one statement each: H1 with the admission (3), H2 and H3 with the response (2 each) = 7
+      // (also 7 while the mark rode with BEGIN as a transaction of its own, 9 while the lease check
+      // had a round trip of its own, 13 when marks and EXTn_SENT went alone, 19 before that when
+      // BEGIN and COMMIT took their own).
       // No round trip carries only BEGIN, COMMIT or ROLLBACK.
       const working = new Set(sent.filter((s) => !/^\s*(BEGIN|COMMIT|ROLLBACK)\s*;?\s*$/i.test(s.text)).map((s) => s.trip));
       expect(sent.filter((s) => !working.has(s.trip))).toEqual([]);
       expect(new Set(sent.map((s) => s.trip)).size).toBe(7);
       const transactions = transactionsOf(sent);
-      // Each recovery point's write, in the transaction it committed in, with its durability
-      // flag (oncely_point's last argument).
+      // Each recovery point's write, in the transaction it committed in.
       const isPoint = (statement: Traced, point?: string): boolean => statement.text.includes('oncely_point(') && (point === undefined || statement.params[3] === point);
-      const writesOf = (point: string): Array<{ tx: Traced[]; durable: boolean }> =>
-        transactions.flatMap((tx) => tx.flatMap((statement) => (isPoint(statement, point) ? [{ tx, durable: statement.params.at(-1) === true }] : [])));
-      const relaxed = (tx: Traced[]): boolean => tx.some((statement) => isPoint(statement) && statement.params.at(-1) === false);
+      const writesOf = (point: string): Traced[][] => transactions.filter((tx) => tx.some((statement) => isPoint(statement, point)));
       const has = (tx: Traced[], text: string): boolean => tx.some((statement) => statement.text.includes(text));
       const admission = transactions.find((tx) => tx.some((statement) => /INSERT INTO \w+\.oncely_keys/.test(statement.text)));
       // H2's transaction: the lease check, its statement, its point (H3's ends with the response instead).
-      const h2 = transactions.find((tx) => tx !== admission && has(tx, 'step_runs') && !has(tx, 'oncely_finish('));
+      const h2 = transactions.find((tx) => tx !== admission && has(tx, 'step_runs') && !has(tx, 'oncely_finish'));
+      const finish = transactions.find((tx) => has(tx, 'oncely_finish'));
       // A local phase followed by an external call commits EXTn_SENT as its own point, in its own
-      // transaction, durably (the call follows): H1_DONE and H2_DONE are never written on their own.
+      // transaction: H1_DONE and H2_DONE are never written on their own.
       expect(writesOf('H1_DONE')).toEqual([]);
       expect(writesOf('H2_DONE')).toEqual([]);
-      expect(writesOf('EXT1_SENT')).toEqual([{ tx: admission, durable: true }]);
-      expect(writesOf('EXT2_SENT')).toEqual([{ tx: h2, durable: true }]);
-      expect(admission && h2 && [relaxed(admission), relaxed(h2)]).toEqual([false, false]);
-      // Before the response: a commit the flush must cover.
-      const finish = transactions.find((tx) => has(tx, 'oncely_finish('));
-      expect(finish && relaxed(finish)).toBe(false);
-      // An outcome mark is relaxed and alone in its transaction, committed before the next phase's
-      // BEGIN: the next durable commit (EXTn_SENT or the response) covers it before anything leaves.
-      for (const point of ['EXT1_DONE', 'EXT2_DONE']) {
-        const writes = writesOf(point);
-        expect(writes.map(({ tx, durable }) => ({ point, durable, statements: tx.length }))).toEqual([{ point, durable: false, statements: 1 }]);
-      }
+      expect(writesOf('EXT1_SENT')).toEqual([admission]);
+      expect(writesOf('EXT2_SENT')).toEqual([h2]);
+      // An outcome mark is no write of its own: EXT1_DONE's data rides in H2's point, EXT2_DONE
+      // is the response's own UPDATE (oncely_finish_after).
+      expect(writesOf('EXT1_DONE')).toEqual([]);
+      expect(writesOf('EXT2_DONE')).toEqual([]);
+      expect(finish && has(finish, 'oncely_finish_after(')).toBe(true);
+      expect(transactions.filter((tx) => tx.some((statement) => isPoint(statement) || statement.text.includes('oncely_finish')))).toHaveLength(3);
+      // Every write waits for the WAL flush: none turns synchronous_commit off (oncely_point's last argument).
+      const points = sent.filter((statement) => statement.text.includes('oncely_point('));
+      expect(points.length).toBeGreaterThan(0);
+      expect(points.every((statement) => /, true\)$/.test(statement.text.trim()))).toBe(true);
       // The store's statements sent alone are named prepared statements: planned once per connection.
       sent.length = 0;
       await store.load('acme', 'no-such-key');

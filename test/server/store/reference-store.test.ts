@@ -1,7 +1,7 @@
 /**
  * The minimal reference store (`test/support/reference-store.ts`: each primitive one plain
- * transaction, nothing folded) passes every KeyStore contract suite the built-in stores pass.
- * The chained suite reaches it through `plainCommits`, the commit layer any such store gets.
+ * transaction, written as docs/key-store.md tells a third party to) passes every KeyStore
+ * contract suite the built-in stores pass.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,6 +17,6 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 let n = 0;
 const factory = async () => referenceKeyStore(join(dir, `store-${(n += 1)}.db`));
 
-runKeyStoreContract('reference store (plain primitives)', factory, { plain: true });
+runKeyStoreContract('reference store (plain primitives)', factory);
 runKeyStoreValuesContract('reference store (plain primitives)', factory);
 runKeyStoreChainedContract('reference store (plain primitives)', factory);

@@ -1,4 +1,3 @@
-import { commitsOf } from '../../../src/server/commits.js';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -140,7 +139,7 @@ describe('sqliteKeyStore group commit: failure paths', () => {
     );
     const ran: string[] = [];
     const first = (note: string) => ({
-      commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false, dataFrom: () => ({ note }), next: { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000, durable: true } },
+      phase: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, dataFrom: () => ({ note }), after: { recoveryPoint: 'EXT1_SENT' } },
       work: async (tx: Tx) => {
         ran.push(note);
         // The key's row exists before the work (an app may point at it).
@@ -151,12 +150,12 @@ describe('sqliteKeyStore group commit: failure paths', () => {
     });
     // Three admissions in one group: the refused one is undone alone.
     const [refused, owned, duplicate] = await Promise.allSettled([
-      commitsOf(store).admit(admission('k-refused'), first('refused')),
-      commitsOf(store).admit(admission('k-owned'), first('owned')),
-      commitsOf(store).admit(admission('k-owned'), first('duplicate')),
+      store.admit(admission('k-refused'), first('refused')),
+      store.admit(admission('k-owned'), first('owned')),
+      store.admit(admission('k-owned'), first('duplicate')),
     ]);
     expect(refused.status).toBe('rejected');
-    expect(owned.status === 'fulfilled' && owned.value.owned && owned.value.first).toEqual({ value: 'owned', next: true });
+    expect(owned.status === 'fulfilled' && owned.value.owned && owned.value.first).toEqual({ value: 'owned' });
     expect(duplicate.status === 'fulfilled' && duplicate.value).toMatchObject({ owned: false, row: { recoveryPoint: 'EXT1_SENT', data: { note: 'owned' } } });
     expect(ran).toEqual(['owned']);
     expect(await store.load('acme', 'k-refused')).toBeUndefined();
@@ -170,8 +169,8 @@ describe('sqliteKeyStore group commit: failure paths', () => {
     await store.migrate({ sqlite: 'CREATE TABLE IF NOT EXISTS work (w TEXT);', postgres: '' });
     await store.transaction((tx) => tx.run("CREATE TRIGGER roll_back BEFORE INSERT ON work WHEN NEW.w = 'boom' BEGIN SELECT RAISE(ROLLBACK, 'disk full'); END"));
     const swallowed: string[] = [];
-    const admitted = commitsOf(store).admit(admission('k-swallowed'), {
-      commit: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, durable: false, next: { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000, durable: true } },
+    const admitted = store.admit(admission('k-swallowed'), {
+      phase: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, after: { recoveryPoint: 'EXT1_SENT' } },
       work: async (tx: Tx) => {
         try {
           await tx.run('INSERT INTO work (w) VALUES ($1)', ['boom']);
@@ -192,21 +191,21 @@ describe('sqliteKeyStore group commit: failure paths', () => {
   it.each([
     ['ABORT', 'the statement'],
     ['ROLLBACK', 'the whole transaction'],
-  ])('commits no phase when its outcome mark cannot be written (RAISE(%s): SQLite undoes %s), even under work that swallowed the error', async (raise) => {
+  ])('commits no phase when the write carrying its outcome mark fails (RAISE(%s): SQLite undoes %s), its work undone with it', async (raise) => {
     const path = join(dir, `mark-fails-${raise}.db`);
     const store = sqliteKeyStore({ path });
     await store.migrate({ sqlite: 'CREATE TABLE IF NOT EXISTS work (w TEXT);', postgres: '' });
     const admitted = await store.admit(admission('k-mark'));
     if (!admitted.owned) throw new Error('not owned');
     expect((await store.commitPhase(admitted.lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 })).ok).toBe(true);
-    // The mark's UPDATE fails inside the phase's write, as a full disk would make it.
+    // The phase's UPDATE, which carries the mark's data, fails after the work's statements ran, as a full disk would make it.
     await store.transaction((tx) =>
-      tx.run(`CREATE TRIGGER refuse_mark BEFORE UPDATE ON oncely_keys WHEN NEW.recovery_point = 'EXT1_DONE' BEGIN SELECT RAISE(${raise}, 'no room'); END`),
+      tx.run(`CREATE TRIGGER refuse_mark BEFORE UPDATE ON oncely_keys WHEN json_extract(NEW.data, '$.charge') IS NOT NULL BEGIN SELECT RAISE(${raise}, 'no room'); END`),
     );
     const failed: string[] = [];
-    const phase = commitsOf(store).commitPhase(
+    const phase = store.commitPhase(
       admitted.lease,
-      { recoveryPoint: 'H2_DONE', leaseMs: 10_000, prior: { recoveryPoint: 'EXT1_DONE', data: { charge: 'ch_1' }, leaseMs: 10_000, durable: false } },
+      { recoveryPoint: 'H2_DONE', leaseMs: 10_000, before: { recoveryPoint: 'EXT1_DONE', data: { charge: 'ch_1' } } },
       async (tx) => {
         for (const note of ['first', 'second']) {
           try {
@@ -217,9 +216,9 @@ describe('sqliteKeyStore group commit: failure paths', () => {
         }
       },
     );
-    await expect(phase).rejects.toThrow();
-    expect(failed).toEqual(['first', 'second']);
-    // Neither the phase nor its work: the row stays where it was, and the next attempt probes EXT1.
+    await expect(phase).rejects.toThrow('no room');
+    expect(failed).toEqual([]);
+    // Neither the phase nor its work: the row stays where it was (the runner then writes the mark alone).
     expect(await store.load('acme', 'k-mark')).toMatchObject({ recoveryPoint: 'EXT1_SENT', data: {} });
     expect(await store.transaction((tx) => tx.all('SELECT w FROM work'))).toEqual([]);
     await store.close();
