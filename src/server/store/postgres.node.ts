@@ -18,7 +18,7 @@
 import type pg from 'pg';
 import { folded, phasePatch } from './fold.js';
 import { createFencing } from './postgres-fenced.node.js';
-import { endChannel, listenForEnds } from './postgres-listen.node.js';
+import { endChannel, listenConfig, listenForEnds } from './postgres-listen.node.js';
 import { createPgliteRunner, type PgliteLike } from './postgres-pglite.node.js';
 import { createPgRunner, type Runner } from './postgres-runner.node.js';
 import { schemaFromPool, schemaFromUrl } from './postgres-url.node.js';
@@ -78,9 +78,18 @@ export interface PostgresKeyStoreOptions {
    * planned once per connection). Turn off behind a pooler in transaction mode that cannot keep
    * them (PgBouncer before 1.21), or for an app whose `SELECT *` must survive an `ALTER TABLE`
    * while it runs (PostgreSQL refuses a prepared statement whose result columns changed).
-   * @default true
+   * @default on once a connection is found to reach PostgreSQL directly; off behind a pooler
+   * (see `postgres-session.node.ts`)
    */
   readonly preparedStatements?: boolean;
+  /**
+   * A URL whose connection is really a PostgreSQL session, for the `LISTEN` that wakes a duplicate
+   * waiting on another instance: the server's own address when the store's connections go through
+   * a pooler in transaction mode (which loses `LISTEN`). Without it the store listens through its
+   * own connection when that reaches PostgreSQL directly, and otherwise waits poll (≤ 500 ms apart).
+   * @example 'postgres://oncely@db-primary.internal:5432/payments'
+   */
+  readonly listenUrl?: string;
   /**
    * Connections in the store's own pool.
    * @default 10
@@ -131,18 +140,19 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
         connectTimeoutMs: options.connectTimeoutMs ?? 5000,
         statementTimeoutMs: options.statementTimeoutMs ?? 15_000,
         max: options.maxConnections ?? 10,
-        prepare: options.preparedStatements ?? true,
+        prepare: options.preparedStatements,
       });
   // Waits on other instances hear a key's end by LISTEN on a connection of its own (PGlite: polled).
   const ends = options.pglite
     ? undefined
     : listenForEnds(
-        options.pool ? { ...options.pool.options, keepAlive: true } : { connectionString: options.connectionString, connectionTimeoutMillis: options.connectTimeoutMs ?? 5000, keepAlive: true },
+        listenConfig(options),
         endChannel(schema),
         // Only a watched row's end notifies (see the schema's notes); once set, never again.
         async (clientId, key) => {
           await runner.prepared(`UPDATE ${schema}.oncely_keys SET watched = true WHERE client_id = $1 AND key = $2 AND state = 'started' AND NOT watched`, [clientId, key]);
         },
+        { session: options.listenUrl !== undefined },
       );
   const t = `${schema}.oncely_keys`;
   const channel = endChannel(schema);
