@@ -40,6 +40,8 @@ const spec = {
     host: { type: 'string', value: 'HOST', help: 'interface to bind (default 127.0.0.1)' },
     db: { type: 'string', value: 'PATH|URL', help: 'SQLite file, or postgres://… (default oncely-server.db)' },
     'pg-schema': { type: 'string', value: 'NAME', help: 'PostgreSQL schema for the key and app tables (default: the search_path in the URL options, else public)' },
+    'pg-listen-url': { type: 'string', value: 'URL', help: "PostgreSQL's own address for LISTEN when --db goes through a pooler (default: --db when direct, else waits poll)" },
+    'pg-prepared-statements': { type: 'string', value: 'on|off', help: 'named prepared statements (default: on when --db reaches PostgreSQL directly, off behind a pooler)' },
     clients: { type: 'string', value: 'FILE', help: 'JSON {"<token>": "<client_id>"} (default: demo callers)' },
     'key-ttl': { type: 'string', value: 'DURATION', help: 'how long finished keys are kept (default 24h)' },
     lease: { type: 'string', value: 'DURATION', help: `owner lease between phase commits, below --key-ttl (default ${SERVER_DEFAULTS.leaseMs / 1000}s)` },
@@ -75,7 +77,14 @@ function describeDb(db: string, schema: string | undefined): string {
   return db === ':memory:' ? 'SQLite database in memory (gone on exit)' : `SQLite database ${db}`;
 }
 
-async function openStore(db: string, options: { readonly schema: string | undefined }): Promise<KeyStore> {
+/** The `--pg-*` settings of a PostgreSQL store. */
+interface PgFlags {
+  readonly schema: string | undefined;
+  readonly listenUrl: string | undefined;
+  readonly prepared: boolean | undefined;
+}
+
+async function openStore(db: string, options: PgFlags): Promise<KeyStore> {
   if (!isPostgres(db)) return sqliteKeyStore({ path: db });
   let module: typeof import('../server/store/postgres.node.js');
   try {
@@ -84,7 +93,12 @@ async function openStore(db: string, options: { readonly schema: string | undefi
   } catch (error) {
     throw new Error(`--db ${redacted(db)}: the PostgreSQL key store is not available in this build (${String(error)})`);
   }
-  return module.postgresKeyStore({ connectionString: db, ...(options.schema === undefined ? {} : { schema: options.schema }) });
+  return module.postgresKeyStore({
+    connectionString: db,
+    ...(options.schema === undefined ? {} : { schema: options.schema }),
+    ...(options.listenUrl === undefined ? {} : { listenUrl: options.listenUrl }),
+    ...(options.prepared === undefined ? {} : { preparedStatements: options.prepared }),
+  });
 }
 
 async function readClientsFile(path: string): Promise<Record<string, string>> {
@@ -146,6 +160,11 @@ export async function serve(argv: readonly string[]): Promise<number> {
   const metrics = metricsToken !== undefined ? { token: metricsToken } : values.metrics === true ? 'open' : 'off';
 
   const db = resolveDb(values.db ?? 'oncely-server.db');
+  const prepared = values['pg-prepared-statements'];
+  if (prepared !== undefined && prepared !== 'on' && prepared !== 'off') return fail(`--pg-prepared-statements takes on or off, got ${JSON.stringify(prepared)}`);
+  const listenUrl = values['pg-listen-url'];
+  if (listenUrl !== undefined && !isPostgres(listenUrl)) return fail(`--pg-listen-url takes a postgres:// URL, got ${JSON.stringify(redacted(listenUrl))}`);
+  const pgFlags: PgFlags = { schema: values['pg-schema'], listenUrl, prepared: prepared === undefined ? undefined : prepared === 'on' };
   // Optional peers of the package: every missing one is named at once, with its install command.
   let peers: { readonly listen: typeof listen; readonly pino: typeof Pino };
   try {
@@ -165,7 +184,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   try {
     const faults = createFaults({ spec: values.faults ?? process.env['ONCELY_FAULTS'] ?? '' });
     const clients = values.clients === undefined ? createClients() : createClients(await readClientsFile(values.clients));
-    const store = await openStore(db, { schema: values['pg-schema'] });
+    const store = await openStore(db, pgFlags);
     app = createReferenceApp({
       store,
       clients,
@@ -235,6 +254,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
     metrics: typeof metrics === 'object' ? 'token' : metrics,
     msg:
       `${describeDb(db, values['pg-schema'])}; ` +
+      (isPostgres(db) ? `${describeWakeUps(listenUrl)}; ` : '') +
       (app.clients.demo
         ? 'demo callers: token test_acme → client acme, token test_globex → client globex (use --clients FILE for real ones)'
         : 'callers loaded from --clients'),
@@ -263,6 +283,12 @@ async function logReplication(db: string, log: Pick<Pino.Logger, 'info' | 'warn'
   if (report instanceof Error) log.warn({ event: 'replication', err: report }, `PostgreSQL: could not check replication (${report.message})`);
   else if (report.warning) log.warn({ event: 'replication', state: report.state }, report.warning);
   else log.info({ event: 'replication', state: report.state }, `PostgreSQL replication: ${report.state}`);
+}
+
+/** How a duplicate waiting here hears its original end on another instance (PostgreSQL). */
+function describeWakeUps(listenUrl: string | undefined): string {
+  if (listenUrl !== undefined) return `wake-ups: LISTEN on a direct connection to ${redacted(listenUrl)}`;
+  return 'wake-ups: LISTEN through --db when it reaches PostgreSQL directly, else polling (≤ 500 ms; behind a pooler give --pg-listen-url)';
 }
 
 /** `scheme://host[:port]` and nothing more, as a browser sends it in `Origin`. */

@@ -14,6 +14,11 @@
  * - When the connection drops (server restart, network), every watcher is told
  *   {@link WatchEvent.Lost} and polls instead; the next watch opens a new connection (at most one
  *   attempt a second while the server cannot be reached).
+ * - Behind a pooler (issue 40): a `LISTEN` sent through PgBouncer in transaction mode is lost (the
+ *   server session goes back to the pool), silently. The listening connection is therefore the
+ *   store's `listenUrl` when given (taken to be a real session: the server's own address), else its
+ *   own URL or pool settings, probed at connect (`throughPooler`): a pooled one is not listened on,
+ *   and waits poll instead (the in-flight wait backs off to 500 ms).
  *
  * @module
  */
@@ -21,6 +26,7 @@ import { createHash } from 'node:crypto';
 import { compositeId } from '../../composite-id.js';
 import type pg from 'pg';
 import { requirePeer } from '../../optional-peer.node.js';
+import { throughPooler } from './postgres-session.node.js';
 import { WatchEvent, type KeyStore } from './types.js';
 
 /** A failed connection is not tried again before this: waits meanwhile poll. */
@@ -53,6 +59,19 @@ export function endPayload(clientId: string, key: string): string {
   return createHash('md5').update(compositeId(clientId, key), 'utf8').digest('hex');
 }
 
+/** Where the listening connection of a store with these options goes (see the module notes). */
+export function listenConfig(options: {
+  readonly listenUrl?: string | undefined;
+  readonly connectionString?: string | undefined;
+  readonly pool?: pg.Pool | undefined;
+  readonly connectTimeoutMs?: number | undefined;
+}): pg.ClientConfig {
+  const connectionTimeoutMillis = options.connectTimeoutMs ?? 5000;
+  if (options.listenUrl !== undefined) return { connectionString: options.listenUrl, connectionTimeoutMillis, keepAlive: true };
+  if (options.pool) return { ...options.pool.options, keepAlive: true };
+  return { connectionString: options.connectionString, connectionTimeoutMillis, keepAlive: true };
+}
+
 /** The listening side of one store. */
 export interface EndListener {
   readonly watch: NonNullable<KeyStore['watch']>;
@@ -77,21 +96,35 @@ interface Link {
  * const stop = await ends.watch('acme', 'inv-7', (event) => console.log(event));
  * ```
  */
-export function listenForEnds(config: pg.ClientConfig, channel: string, mark: (clientId: string, key: string) => Promise<void>): EndListener {
+export function listenForEnds(
+  config: pg.ClientConfig,
+  channel: string,
+  mark: (clientId: string, key: string) => Promise<void>,
+  { session = false }: { readonly session?: boolean } = {},
+): EndListener {
   const watchers = new Map<string, Set<Listener>>();
   let link: Link | undefined;
   let failedAt = Number.NEGATIVE_INFINITY;
   let closed = false;
+  // Set once the connection was found to go through a pooler: never listened on again.
+  let pooled = false;
 
   const open = (): Promise<Link> => {
     if (link !== undefined) return link.ready.then(() => link!);
     if (closed) return Promise.reject(new Error('postgresKeyStore.watch: the store is closed'));
+    if (pooled) {
+      return Promise.reject(new Error('postgresKeyStore.watch: not listening: the store reaches PostgreSQL through a pooler; give the store a listenUrl (oncely serve --pg-listen-url)'));
+    }
     if (Date.now() - failedAt < RETRY_MS) return Promise.reject(new Error('postgresKeyStore.watch: not listening (the last connection failed)'));
     const client = new (requirePeer<typeof pg>('pg').Client)(config);
     const mine: Link = {
       client,
       ready: (async () => {
         await client.connect();
+        if (!session && (await throughPooler(client as unknown as pg.PoolClient))) {
+          pooled = true;
+          throw new Error('postgresKeyStore.watch: not listening through a pooler (its LISTEN may be lost)');
+        }
         await client.query(`LISTEN ${channel}`);
       })(),
     };

@@ -12,6 +12,7 @@ import type pg from 'pg';
 import { requirePeer } from '../../optional-peer.node.js';
 import { createPool } from './postgres-hosts.node.js';
 import { urlOptions, withoutOptions } from './postgres-url.node.js';
+import { beginSql, sessionProbe } from './postgres-session.node.js';
 import type { OpenTransaction, Opened, Query, QueryResult, Runner, Statement } from './postgres-transport.node.js';
 
 
@@ -24,8 +25,8 @@ export interface PgRunnerOptions {
   readonly connectTimeoutMs: number;
   readonly statementTimeoutMs: number;
   readonly max: number;
-  /** Named prepared statements for the store's own SQL (off for a pooler that cannot keep them). */
-  readonly prepare: boolean;
+  /** Named prepared statements for the store's own SQL; `undefined`: only on a direct connection (`postgres-session.node.ts`). */
+  readonly prepare: boolean | undefined;
 }
 
 /** Distinct statement texts a runner prepares on its sessions (the store's own are about twenty). */
@@ -90,9 +91,9 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
     connectionTimeoutMillis: options.connectTimeoutMs,
     // Client-side bound too: `statement_timeout` cannot fire on a server that stopped answering.
     query_timeout: options.statementTimeoutMs + options.connectTimeoutMs,
-    // Set per session at connect time, so no checkout pays a round trip for it. `pg` lets a
-    // URL's `?options=` replace this field wholesale: keep the URL's settings, then ours (the
-    // store's statements need READ COMMITTED whatever the database's default; see `migrate`).
+    // Set per session at connect time (single statements outside a transaction get them on a
+    // direct connection); a pooler may drop them, so each transaction sets its own too
+    // (`postgres-session.node.ts`). `pg` lets a URL's `?options=` replace this field: keep both.
     options: [
       urlOptions(options.connectionString),
       `-c search_path=${options.schema},public -c statement_timeout=${options.statementTimeoutMs} -c default_transaction_isolation=read\\ committed`,
@@ -103,9 +104,10 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
   };
   const pool = options.pool ?? createPool(requirePeer<typeof pg>('pg'), config);
   if (owned) pool.on('error', () => undefined);
-  // The store's own SQL names its schema; the app's SQL runs in transactions, which on a pool we
-  // did not configure set the schema themselves (in the same round trip as BEGIN).
-  const begin = owned ? 'BEGIN' : `BEGIN; SET LOCAL search_path = ${options.schema}, public`;
+  // The store's own SQL names its schema; the app's SQL runs in transactions, which set their
+  // isolation, schema and (on our pool) timeout in the BEGIN's own message.
+  const begin = beginSql(options.schema, owned ? options.statementTimeoutMs : undefined);
+  const probe = sessionProbe(pool, options.prepare);
 
   /** The last result of a multi-statement answer (or the one result). */
   const resultOf = <T>(results: pg.QueryResult | pg.QueryResult[]): QueryResult<T> => {
@@ -128,7 +130,7 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
   };
   /** A store statement on `client` (the pool, or a checked-out connection). */
   const send = (client: pg.Pool | pg.PoolClient, { sql, params }: Statement): Promise<pg.QueryResult> =>
-    client.query(options.prepare ? { name: named(sql), text: sql, values: params as unknown[] } : { text: sql, values: params as unknown[] });
+    client.query(probe.prepared() ? { name: named(sql), text: sql, values: params as unknown[] } : { text: sql, values: params as unknown[] });
   /**
    * {@link Query} inside a transaction, where the application's statements run too: one with
    * values is prepared like the store's own (its parse and plan cost PostgreSQL more than a
@@ -140,7 +142,7 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
     (client: pg.PoolClient): Query =>
     async <T>(sql: string, params?: readonly unknown[]) =>
       resultOf<T>(
-        await (options.prepare && params !== undefined && params.length > 0 && (names.has(sql) || names.size < PREPARED_TEXTS)
+        await (probe.prepared() && params !== undefined && params.length > 0 && (names.has(sql) || names.size < PREPARED_TEXTS)
           ? send(client, { sql, params })
           : client.query(sql, params as unknown[] | undefined)),
       );
@@ -181,7 +183,7 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
 
   return {
     query: over(pool),
-    prepared: options.prepare ? async <T>(sql: string, params?: readonly unknown[]) => resultOf<T>(await send(pool, { sql, params: params ?? [] })) : over(pool),
+    prepared: async <T>(sql: string, params?: readonly unknown[]) => resultOf<T>(await send(pool, { sql, params: params ?? [] })),
     async open<T>(first: Statement, then?: Statement): Promise<Opened<T>> {
       const { client, pipelined, ended, end } = await checkout();
       const rollback = (): Promise<void> => end('ROLLBACK');

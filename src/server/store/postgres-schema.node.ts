@@ -188,7 +188,8 @@ export async function migrate(runner: Runner, schema: string, appDdl: string | u
     if (level !== 'read committed') {
       throw new Error(
         `postgresKeyStore: the store's statements need READ COMMITTED, and this pool's sessions default to ${level}: ` +
-          `create the pool with options: '-c default_transaction_isolation=read\\\\ committed' (the store's own pool does)`,
+          `create the pool with options: '-c default_transaction_isolation=read\\\\ committed' (the store's own pool does), or, behind a pooler that drops ` +
+          `startup options (PgBouncer's ignore_startup_parameters = options), set it on the database: ALTER DATABASE … SET default_transaction_isolation = 'read committed'`,
       );
     }
     // A development build of 0.1.0 wrote a partitioned table under the same version number: say so

@@ -8,6 +8,7 @@
  * @module
  */
 import type pg from 'pg';
+import { InvalidOptionError } from '../errors/invalid-option-error.js';
 
 /** One server of a multi-host URL. */
 export interface PgHost {
@@ -35,7 +36,7 @@ export function hostsFromUrl(connectionString: string | undefined): PgHost[] {
     const match = /^(\[[^\]]*\]|[^:]*)(?::(\d*))?$/.exec(entry);
     const host = match?.[1];
     if (!host || (match[2] !== undefined && !/^\d{1,5}$/.test(match[2]))) {
-      throw new RangeError(`postgresKeyStore: invalid host ${JSON.stringify(entry)} in the connection string's host list`);
+      throw new InvalidOptionError('postgresKeyStore', 'connectionString', `has an invalid host ${JSON.stringify(entry)} in its host list`);
     }
     return { host: host.replace(/^\[(.*)\]$/, '$1'), port: match[2] ? Number(match[2]) : 5432 };
   });
@@ -52,7 +53,7 @@ export function hostsFromUrl(connectionString: string | undefined): PgHost[] {
  */
 export function urlForHost(connectionString: string, { host, port }: PgHost): string {
   const match = AUTHORITY.exec(connectionString);
-  if (!match) throw new RangeError('postgresKeyStore: the connection string is not a postgres:// URL');
+  if (!match) throw new InvalidOptionError('postgresKeyStore', 'connectionString', 'is not a postgres:// URL');
   return `${match[1]}${host.includes(':') ? `[${host}]` : host}:${port}${match[3]}`;
 }
 

@@ -21,7 +21,7 @@
 import type pg from 'pg';
 import { fencedWrite, finalOf, firstPhase, pointOf, txOver } from './core.js';
 import { fenceArgs, landed, pgSession, shaped } from './postgres-fenced.node.js';
-import { endChannel, listenForEnds } from './postgres-listen.node.js';
+import { endChannel, listenForEnds, listenConfig as listenTarget } from './postgres-listen.node.js';
 import { createPgliteRunner, type PgliteLike } from './postgres-pglite.node.js';
 import { listenConfig } from './postgres-hosts.node.js';
 import { createPgRunner } from './postgres-runner.node.js';
@@ -31,6 +31,7 @@ import { migrate } from './postgres-schema.node.js';
 import { toAdmitResult, toRow, type Admitted, type RawRow } from './postgres-rows.node.js';
 import { postgresSql } from './postgres-sql.node.js';
 import type { AdmitInput, AdmitResult, AppSchema, Fenced, FirstPhase, KeyStore, Lease, Tx } from './types.js';
+import { InvalidOptionError } from '../errors/invalid-option-error.js';
 
 export type { PgliteLike, PgliteQueryable, PgliteResults } from './postgres-pglite.node.js';
 
@@ -83,9 +84,18 @@ export interface PostgresKeyStoreOptions {
    * planned once per connection). Turn off behind a pooler in transaction mode that cannot keep
    * them (PgBouncer before 1.21), or for an app whose `SELECT *` must survive an `ALTER TABLE`
    * while it runs (PostgreSQL refuses a prepared statement whose result columns changed).
-   * @default true
+   * @default on once a connection is found to reach PostgreSQL directly; off behind a pooler
+   * (see `postgres-session.node.ts`)
    */
   readonly preparedStatements?: boolean;
+  /**
+   * A URL whose connection is really a PostgreSQL session, for the `LISTEN` that wakes a duplicate
+   * waiting on another instance: the server's own address when the store's connections go through
+   * a pooler in transaction mode (which loses `LISTEN`). Without it the store listens through its
+   * own connection when that reaches PostgreSQL directly, and otherwise waits poll (≤ 500 ms apart).
+   * @example 'postgres://oncely@db-primary.internal:5432/payments'
+   */
+  readonly listenUrl?: string;
   /**
    * Connections in the store's own pool.
    * @default 10
@@ -117,9 +127,9 @@ type Ended = { readonly n: number };
  */
 export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
   const schema = options.schema ?? schemaFromUrl(options.connectionString) ?? schemaFromPool(options.pool) ?? 'public';
-  if (!SCHEMA_NAME.test(schema)) throw new RangeError(`postgresKeyStore: invalid schema name ${JSON.stringify(schema)}`);
+  if (!SCHEMA_NAME.test(schema)) throw new InvalidOptionError('postgresKeyStore', 'schema', `is not a valid schema name: ${JSON.stringify(schema)}`);
   const sources = [options.connectionString, options.pool, options.pglite].filter((source) => source !== undefined);
-  if (sources.length !== 1) throw new TypeError('postgresKeyStore: pass exactly one of connectionString, pool or pglite');
+  if (sources.length !== 1) throw new InvalidOptionError('postgresKeyStore', 'connectionString', 'or pool or pglite: pass exactly one of them');
   const maxResponseBytes = options.maxResponseBytes ?? 65_536;
   const runner: Runner = options.pglite
     ? createPgliteRunner(options.pglite, schema)
@@ -130,18 +140,21 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
         connectTimeoutMs: options.connectTimeoutMs ?? 5000,
         statementTimeoutMs: options.statementTimeoutMs ?? 15_000,
         max: options.maxConnections ?? 10,
-        prepare: options.preparedStatements ?? true,
+        prepare: options.preparedStatements,
       });
   // Waits on other instances hear a key's end by LISTEN on a connection of its own (PGlite: polled).
   const ends = options.pglite
     ? undefined
     : listenForEnds(
-        options.pool ? { ...options.pool.options, keepAlive: true } : listenConfig({ connectionString: options.connectionString, connectionTimeoutMillis: options.connectTimeoutMs ?? 5000, keepAlive: true }),
+        // The listen URL when given (a real session past any pooler), else the pool's own target;
+        // a multi-host URL is read per connection, so a reconnect follows a failover.
+        listenConfig(listenTarget(options)),
         endChannel(schema),
         // Only a watched row's end notifies (see the schema's notes); once set, never again.
         async (clientId, key) => {
           await runner.prepared(postgresSql(schema).watch, [clientId, key]);
         },
+        { session: options.listenUrl !== undefined },
       );
   const SQL = postgresSql(schema);
   const fenced = async <T>(lease: Lease, work: ((tx: Tx) => Promise<T>) | undefined, statement: (result: T | undefined) => Statement, at?: string): Promise<Fenced<T | undefined>> =>
