@@ -1,0 +1,49 @@
+/**
+ * Client spans, made only when the client was given `telemetry` (see `telemetry/types.ts`): one
+ * `oncely.attempt` span per HTTP attempt, with the attempt's number, the status, whether the
+ * answer was a replay, and its `Retry-After`. No header, body, key or query string is copied:
+ * the URL appears as its host and path only.
+ *
+ * @module
+ */
+import { failSpan, startSpan, tracingOf } from '../telemetry/spans.js';
+import { SpanKind, STATUS_ERROR, type TelemetryOptions } from '../telemetry/types.js';
+import type { AttemptReport } from './attempt.js';
+
+/** Starts the span of one attempt; the returned function ends it with what the attempt produced. */
+export type AttemptTracer = (method: string, url: string, attempt: number) => (report: AttemptReport | undefined, error?: unknown) => void;
+
+/**
+ * Resolves the client's `telemetry` option into an attempt tracer, or `undefined` when absent.
+ *
+ * @example
+ * ```ts
+ * const end = attemptTracer(options.telemetry)?.('POST', 'https://api.example/v1/payments', 1);
+ * end?.(report);
+ * ```
+ */
+export function attemptTracer(options: TelemetryOptions | undefined): AttemptTracer | undefined {
+  const tracing = tracingOf(options);
+  if (tracing === undefined) return undefined;
+  return (method, url, attempt) => {
+    const where = URL.canParse(url) ? new URL(url) : undefined;
+    const span = startSpan(tracing, 'oncely.attempt', SpanKind.Client, {
+      'http.request.method': method.toUpperCase(),
+      'server.address': where?.hostname,
+      'url.path': where?.pathname,
+      'oncely.attempt': attempt,
+    });
+    return (report, error) => {
+      if (report === undefined) failSpan(span, error);
+      else if (report.outcome.kind === 'network') failSpan(span, report.outcome.error);
+      else if ('headers' in report) {
+        const { status, retryAfter } = report.outcome;
+        span.setAttribute('http.response.status_code', status);
+        span.setAttribute('oncely.replayed', report.headers['idempotency-replay'] === 'true');
+        if (retryAfter !== null) span.setAttribute('oncely.retry_after', retryAfter);
+        if (status >= 500) span.setStatus({ code: STATUS_ERROR });
+      }
+      span.end();
+    };
+  };
+}
