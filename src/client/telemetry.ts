@@ -47,3 +47,27 @@ export function attemptTracer(options: TelemetryOptions | undefined): AttemptTra
     };
   };
 }
+
+/**
+ * Runs `send` (one attempt) in a span when `tracer` is on, else just runs it.
+ *
+ * @example
+ * ```ts
+ * const report = await tracedAttempt(options.traceAttempt, 'POST', url, 2, () => sendAttempt(request));
+ * ```
+ */
+export function tracedAttempt(tracer: AttemptTracer | undefined, method: string, url: string, attempt: number, send: () => Promise<AttemptReport>): Promise<AttemptReport> {
+  return tracer === undefined ? send() : traceOne(tracer(method, url, attempt), send);
+}
+
+async function traceOne(end: ReturnType<AttemptTracer>, send: () => Promise<AttemptReport>): Promise<AttemptReport> {
+  let report: AttemptReport;
+  try {
+    report = await send();
+  } catch (error) {
+    end(undefined, error);
+    throw error;
+  }
+  end(report);
+  return report;
+}

@@ -20,6 +20,8 @@ import type { RequestOutcome } from './metrics.js';
 
 /** Spans of one run of an operation's steps (a request's, or the recovery worker's). */
 export interface StepsTrace {
+  /** Records that `point` is now the row's committed recovery point (the request span's last one). */
+  committed(point: string): void;
   /** Runs one store commit of `point` in a span; a fenced result (`ok: false`) is marked as a lost lease. */
   phase<T>(point: string, commit: () => Promise<T>): Promise<T>;
   /** Runs one external call (or probe) of system `n` in a span, active during the call. */
@@ -52,12 +54,12 @@ export interface ServerTelemetry {
 
 function stepsTrace(tracing: Tracing, parent: TelemetrySpan, onPoint: (point: string) => void): StepsTrace {
   return {
+    committed: onPoint,
     async phase(point, commit) {
       const span = startSpan(tracing, 'oncely.phase', SpanKind.Internal, { 'oncely.recovery_point': point }, parent);
       try {
         const result = await within(tracing, span, commit);
         if ((result as { ok?: unknown } | undefined)?.ok === false) span.setAttribute('oncely.lease_lost', true);
-        else onPoint(point);
         return result;
       } catch (error) {
         failSpan(span, error);
