@@ -15,7 +15,7 @@
  * @module
  */
 import { failSpan, startSpan, tracingOf, within, type Tracing } from '../telemetry/spans.js';
-import { SpanKind, STATUS_ERROR, type TelemetryOptions, type TelemetrySpan } from '../telemetry/types.js';
+import { SpanKind, STATUS_ERROR, type SpanAttributes, type TelemetryContext, type TelemetryOptions, type TelemetrySpan } from '../telemetry/types.js';
 import type { RequestOutcome } from './metrics.js';
 
 /** Spans of one run of an operation's steps (a request's, or the recovery worker's). */
@@ -52,36 +52,80 @@ export interface ServerTelemetry {
   recovery(endpoint: string): RecoveryTrace;
 }
 
-function stepsTrace(tracing: Tracing, parent: TelemetrySpan, onPoint: (point: string) => void): StepsTrace {
-  return {
-    committed: onPoint,
-    async phase(point, commit) {
-      const span = startSpan(tracing, 'oncely.phase', SpanKind.Internal, { 'oncely.recovery_point': point }, parent);
-      try {
-        const result = await within(tracing, span, commit);
-        if ((result as { ok?: unknown } | undefined)?.ok === false) span.setAttribute('oncely.lease_lost', true);
-        return result;
-      } catch (error) {
-        failSpan(span, error);
-        throw error;
-      } finally {
-        span.end();
-      }
-    },
-    async external(system, probe, call) {
-      const span = startSpan(tracing, 'oncely.external', SpanKind.Client, { 'oncely.external.system': system, 'oncely.external.probe': probe }, parent);
-      try {
-        const result = await within(tracing, span, call);
-        span.setAttribute('oncely.external.outcome', result.outcome);
-        return result;
-      } catch (error) {
-        failSpan(span, error);
-        throw error;
-      } finally {
-        span.end();
-      }
-    },
-  };
+/**
+ * The trace of a request (or recovery) whose span records nothing: the API's no-op tracer, or a
+ * sampler that dropped it. Its children would record nothing either, so none is made, and one
+ * shared object serves every such request: tracing that records nothing allocates nothing more.
+ */
+const UNTRACED: RequestTrace & RecoveryTrace = {
+  committed: () => undefined,
+  phase: (_point, commit) => commit(),
+  external: (_system, _probe, call) => call(),
+  waited: () => undefined,
+  tookOver: () => undefined,
+  end: () => undefined,
+};
+
+/** A recording request or recovery span and its children. A class: nothing is allocated per request but the object. */
+class SpanTrace implements RequestTrace, RecoveryTrace {
+  private point: string | undefined;
+  /** The active context with this span in it: the parent of every child. */
+  private readonly under: TelemetryContext;
+
+  constructor(
+    private readonly tracing: Tracing,
+    private readonly span: TelemetrySpan,
+  ) {
+    this.under = tracing.api.trace.setSpan(tracing.api.context.active(), span);
+  }
+
+  committed(point: string): void {
+    this.point = point;
+  }
+
+  phase<T>(point: string, commit: () => Promise<T>): Promise<T> {
+    return this.child('oncely.phase', SpanKind.Internal, { 'oncely.recovery_point': point }, commit, (span, result) => {
+      if ((result as { ok?: unknown } | undefined)?.ok === false) span.setAttribute('oncely.lease_lost', true);
+    });
+  }
+
+  external<T extends { readonly outcome: string }>(system: number, probe: boolean, call: () => Promise<T>): Promise<T> {
+    return this.child('oncely.external', SpanKind.Client, { 'oncely.external.system': system, 'oncely.external.probe': probe }, call, (span, result) =>
+      span.setAttribute('oncely.external.outcome', result.outcome),
+    );
+  }
+
+  waited(): void {
+    this.span.setAttribute('oncely.waited', true);
+  }
+
+  tookOver(): void {
+    this.span.setAttribute('oncely.taken_over', true);
+  }
+
+  /** Ends a request span (`status` given) or a recovery span (`outcome` only). */
+  end(outcome: string, status?: number): void {
+    const { span } = this;
+    span.setAttribute(status === undefined ? 'oncely.recovery.outcome' : 'oncely.outcome', outcome);
+    if (status !== undefined) span.setAttribute('http.response.status_code', status);
+    if (this.point !== undefined) span.setAttribute('oncely.recovery_point', this.point);
+    if (status !== undefined && status >= 500) span.setStatus({ code: STATUS_ERROR, message: outcome });
+    span.end();
+  }
+
+  private async child<T>(name: string, kind: number, attributes: SpanAttributes, run: () => Promise<T>, after: (span: TelemetrySpan, result: T) => void): Promise<T> {
+    const span = this.tracing.tracer.startSpan(name, { kind, attributes }, this.under);
+    try {
+      const result = await within(this.tracing, span, run);
+      after(span, result);
+      return result;
+    } catch (error) {
+      failSpan(span, error);
+      throw error;
+    } finally {
+      span.end();
+    }
+  }
 }
 
 /**
@@ -98,35 +142,11 @@ function stepsTrace(tracing: Tracing, parent: TelemetrySpan, onPoint: (point: st
 export function serverTelemetry(options: TelemetryOptions | undefined): ServerTelemetry | undefined {
   const tracing = tracingOf(options);
   if (tracing === undefined) return undefined;
+  const traceOf = (span: TelemetrySpan): SpanTrace | typeof UNTRACED => (span.isRecording() ? new SpanTrace(tracing, span) : UNTRACED);
   return {
-    request(endpoint) {
-      const span = startSpan(tracing, 'oncely.request', SpanKind.Internal, { 'oncely.endpoint': endpoint, 'http.request.method': endpoint.slice(0, endpoint.indexOf(' ')) });
-      let point: string | undefined;
-      return {
-        ...stepsTrace(tracing, span, (committed) => (point = committed)),
-        waited: () => span.setAttribute('oncely.waited', true),
-        tookOver: () => span.setAttribute('oncely.taken_over', true),
-        end(outcome, status) {
-          span.setAttribute('oncely.outcome', outcome);
-          span.setAttribute('http.response.status_code', status);
-          if (point !== undefined) span.setAttribute('oncely.recovery_point', point);
-          if (status >= 500) span.setStatus({ code: STATUS_ERROR, message: outcome });
-          span.end();
-        },
-      };
-    },
-    recovery(endpoint) {
-      const span = startSpan(tracing, 'oncely.recovery', SpanKind.Internal, { 'oncely.endpoint': endpoint });
-      let point: string | undefined;
-      return {
-        ...stepsTrace(tracing, span, (committed) => (point = committed)),
-        end(outcome) {
-          span.setAttribute('oncely.recovery.outcome', outcome);
-          if (point !== undefined) span.setAttribute('oncely.recovery_point', point);
-          span.end();
-        },
-      };
-    },
+    request: (endpoint) =>
+      traceOf(startSpan(tracing, 'oncely.request', SpanKind.Internal, { 'oncely.endpoint': endpoint, 'http.request.method': endpoint.slice(0, endpoint.indexOf(' ')) })),
+    recovery: (endpoint) => traceOf(startSpan(tracing, 'oncely.recovery', SpanKind.Internal, { 'oncely.endpoint': endpoint })),
   };
 }
 
