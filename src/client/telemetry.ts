@@ -13,6 +13,9 @@ import type { AttemptReport } from './attempt.js';
 /** Starts the span of one attempt; the returned function ends it with what the attempt produced. */
 export type AttemptTracer = (method: string, url: string, attempt: number) => (report: AttemptReport | undefined, error?: unknown) => void;
 
+/** The end of an attempt whose span records nothing (no SDK, or not sampled). */
+const unrecorded = (): void => undefined;
+
 /**
  * Resolves the client's `telemetry` option into an attempt tracer, or `undefined` when absent.
  *
@@ -33,6 +36,7 @@ export function attemptTracer(options: TelemetryOptions | undefined): AttemptTra
       'url.path': where?.pathname,
       'oncely.attempt': attempt,
     });
+    if (!span.isRecording()) return unrecorded;
     return (report, error) => {
       if (report === undefined) failSpan(span, error);
       else if (report.outcome.kind === 'network') failSpan(span, report.outcome.error);

@@ -46,6 +46,8 @@ export function traceGuard(guard: Guard, tracing: Tracing | undefined): Guard {
       if (!guard.guards(request.method)) return guard.decide(request);
       const method = request.method.toUpperCase();
       const span = startSpan(tracing, 'oncely.request', SpanKind.Internal, { 'oncely.endpoint': `${method} ${request.route}`, 'http.request.method': method });
+      // A span that records nothing (no SDK, or not sampled) needs no wrapping of the decision.
+      if (!span.isRecording()) return guard.decide(request);
       let decision: Decision;
       try {
         decision = await within(tracing, span, () => guard.decide(request));
