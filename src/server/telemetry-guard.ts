@@ -8,10 +8,29 @@
  * @module
  * @internal
  */
-import type { Decision, Guard, GuardedRequest, WireResponse } from '../adapters/guard.js';
+import type { WireResponse } from '../adapters/wire.js';
 import { failSpan, startSpan, within, type Tracing } from '../telemetry/spans.js';
 import { SpanKind, STATUS_ERROR, type TelemetrySpan } from '../telemetry/types.js';
 import type { RequestOutcome } from './metrics.js';
+
+/** The part of the guard's `Execution` this wrapper calls (typed here: `guard.ts` imports this file). */
+interface TracedExecution {
+  complete(response: WireResponse): Promise<WireResponse>;
+  abort(error: unknown): Promise<void>;
+}
+
+/** The guard's `Decision`, over its execution type. */
+type TracedDecision<E extends TracedExecution> =
+  | { readonly kind: 'pass' }
+  | { readonly kind: 'answer'; readonly response: WireResponse }
+  | { readonly kind: 'run'; readonly execution: E };
+
+/** The guard's shape, over its request and execution types. */
+export interface TracedGuard<R extends { readonly method: string; readonly route: string }, E extends TracedExecution> {
+  guards(method: string): boolean;
+  readonly maxBodyBytes: number;
+  decide(request: R): Promise<TracedDecision<E>>;
+}
 
 /** The `/metrics` outcome of an answer the guard gave without running the handler. */
 function answered(response: WireResponse): RequestOutcome {
@@ -37,18 +56,18 @@ function close(span: TelemetrySpan, outcome: RequestOutcome, status: number): vo
  * return traceGuard(guard, tracingOf(options.telemetry));
  * ```
  */
-export function traceGuard(guard: Guard, tracing: Tracing | undefined): Guard {
+export function traceGuard<R extends { readonly method: string; readonly route: string }, E extends TracedExecution>(guard: TracedGuard<R, E>, tracing: Tracing | undefined): TracedGuard<R, E> {
   if (tracing === undefined) return guard;
   return {
     guards: (method) => guard.guards(method),
     maxBodyBytes: guard.maxBodyBytes,
-    async decide(request: GuardedRequest): Promise<Decision> {
+    async decide(request) {
       if (!guard.guards(request.method)) return guard.decide(request);
       const method = request.method.toUpperCase();
       const span = startSpan(tracing, 'oncely.request', SpanKind.Internal, { 'oncely.endpoint': `${method} ${request.route}`, 'http.request.method': method });
       // A span that records nothing (no SDK, or not sampled) needs no wrapping of the decision.
       if (!span.isRecording()) return guard.decide(request);
-      let decision: Decision;
+      let decision: TracedDecision<E>;
       try {
         decision = await within(tracing, span, () => guard.decide(request));
       } catch (error) {
@@ -69,8 +88,8 @@ export function traceGuard(guard: Guard, tracing: Tracing | undefined): Guard {
       return {
         kind: 'run',
         execution: {
-          context: execution.context,
-          async complete(response) {
+          ...execution,
+          async complete(response: WireResponse) {
             try {
               const sent = await execution.complete(response);
               // A 409 here is a lease lost while the handler ran (another request took the key over).
@@ -82,7 +101,7 @@ export function traceGuard(guard: Guard, tracing: Tracing | undefined): Guard {
               throw error;
             }
           },
-          async abort(error) {
+          async abort(error: unknown) {
             failSpan(span, error);
             span.setAttribute('oncely.outcome', 'transient');
             span.end();
