@@ -15,6 +15,7 @@ export type { Operation, SendOptions } from './client/operation-handle.js';
 export type { OperationSnapshot, OperationStatus, SettledOptions } from './client/follow.js';
 export { DEFAULT_RETRY, type ClientHooks, type ClientOptions, type ResolvedRetryOptions, type RetryOptions } from './client/options.js';
 export type { RequestOptions } from './client/request.js';
+export type { SpanAttributeValue, SpanAttributes, TelemetryApi, TelemetryContext, TelemetryOptions, TelemetrySpan, TelemetryTracer } from './telemetry/types.js';
 export type {
   AttemptEvent,
   OperationResult,

@@ -20,6 +20,7 @@ import { createGuard, type Execution, type GuardContext, type GuardOptions, type
 import { handlerHeaders, type HeaderValues } from './wire.js';
 
 export { isFinalStatus, type GuardContext, type GuardOptions, type WireResponse } from './guard.js';
+export type { SpanAttributeValue, SpanAttributes, TelemetryApi, TelemetryContext, TelemetryOptions, TelemetrySpan, TelemetryTracer } from '../telemetry/types.js';
 
 // The global namespace every Express `Request` extends (as passport's `req.user`): it needs no
 // module resolution from this package to @types/express-serve-static-core.

@@ -31,6 +31,9 @@ import type { KeyRow, KeyStore, Lease, Tx } from '../server/store/types.js';
 import { fingerprintOf } from './body-fingerprint.js';
 import { plainAttempt, transactionAttempt, type Attempt } from './attempt.js';
 import type { WireResponse } from './wire.js';
+import { traceGuard } from '../server/telemetry-guard.js';
+import { tracingOf } from '../telemetry/spans.js';
+import type { TelemetryOptions } from '../telemetry/types.js';
 
 export { isFinalStatus, type WireResponse } from './wire.js';
 
@@ -79,6 +82,8 @@ export interface GuardOptions {
   readonly onError?: (error: unknown, ref: { readonly clientId: string; readonly key: string }) => void;
   /** SHA-256 for the request fingerprint. @default defaultDigest() */
   readonly digest?: FingerprintDigest;
+  /** OpenTelemetry spans per guarded request (see docs/observability.md); none when omitted. */
+  readonly telemetry?: TelemetryOptions;
 }
 
 /** A request's body as the framework has it. */
@@ -244,7 +249,7 @@ export function createGuard(options: GuardOptions): Guard {
     return execution(lease, echo);
   }
 
-  return {
+  return traceGuard({
     guards: (method) => methods.has(method.toUpperCase()),
     maxBodyBytes,
     async decide(request) {
@@ -270,5 +275,5 @@ export function createGuard(options: GuardOptions): Guard {
         return answer(unavailable(echo));
       }
     },
-  };
+  }, tracingOf(options.telemetry));
 }

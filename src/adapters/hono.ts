@@ -18,6 +18,7 @@ import { readCappedBody } from '../server/read-body.js';
 import { createGuard, type GuardContext, type GuardOptions, type GuardedBody, type WireResponse } from './guard.js';
 
 export { isFinalStatus, type GuardContext, type GuardOptions, type WireResponse } from './guard.js';
+export type { SpanAttributeValue, SpanAttributes, TelemetryApi, TelemetryContext, TelemetryOptions, TelemetrySpan, TelemetryTracer } from '../telemetry/types.js';
 
 /** The variable the middleware sets: `c.get('oncely')`. */
 export interface OncelyVariables {

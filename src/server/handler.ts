@@ -29,6 +29,8 @@ import { createReplayCache, type CachedKey, type ReplayCache, type ReplayCacheOp
 import { commitsOf, type FoldedAdmitResult } from './commits.js';
 import type { KeyRow, KeyStore, Lease, StoredResponse } from './store/types.js';
 import type { IdempotentOperation } from './types.js';
+import { serverTelemetry, tracedPhase, type RequestTrace, type StepsTrace } from './telemetry.js';
+import type { TelemetryOptions } from '../telemetry/types.js';
 
 /** Options of {@link createIdempotencyHandler}. */
 export interface IdempotencyHandlerOptions {
@@ -88,6 +90,8 @@ export interface IdempotencyHandlerOptions {
    * @default { maxBytes: 8 MiB, maxAgeMs: 60000 }
    */
   readonly replayCache?: ReplayCacheOptions | false;
+  /** OpenTelemetry spans per request, phase and external call (see docs/observability.md); none when omitted. */
+  readonly telemetry?: TelemetryOptions;
 }
 
 /** What {@link IdempotencyHandler.resume} did with a row. */
@@ -149,6 +153,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     operations.set(endpoint, operation);
   }
   const { store, metrics } = config;
+  const telemetry = serverTelemetry(options.telemetry);
   const commits = commitsOf(store);
   const keys = createInFlight(store, config.leaseMs);
   const cache: ReplayCache | undefined = options.replayCache === false ? undefined : createReplayCache(options.replayCache);
@@ -176,6 +181,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     row: KeyRow,
     input: unknown,
     how: { readonly onTransient: 'release' | 'park'; readonly admittedAt?: string | undefined; readonly admittedNext?: string | undefined },
+    trace?: StepsTrace,
   ): Promise<StepsOutcome> => {
     const end = keys.begin(lease.clientId, lease.key);
     // Spelled out, not spread from `config`: this literal is built for every executed request.
@@ -195,6 +201,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       backoff: config.backoff,
       admittedAt: how.admittedAt,
       admittedNext: how.admittedNext,
+      trace,
     }).finally(end);
   };
 
@@ -205,6 +212,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     echo: Record<string, string>,
     /** The request's `Prefer` header; `false` once it has waited (a request waits once). */
     prefer: string | null | false,
+    trace?: RequestTrace,
   ): Promise<[RequestOutcome, Response]> {
     // A first local step commits with the admission: one transaction fewer per first execution.
     const first = firstLocalPhase(operation, {
@@ -218,7 +226,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     let result: FoldedAdmitResult;
     try {
       const { clientId, key, requestHash, endpoint, requestBody } = admission;
-      result = await commits.admit({ clientId, key, requestHash, endpoint, requestBody, leaseMs: config.leaseMs, ttlMs: config.ttlMs }, first);
+      result = await tracedPhase(trace, 'admit', () => commits.admit({ clientId, key, requestHash, endpoint, requestBody, leaseMs: config.leaseMs, ttlMs: config.ttlMs }, first));
     } catch (error) {
       if (!first?.threw(error)) throw error;
       // The step failed, so nothing was stored, not even the key: as when a step fails after its
@@ -230,7 +238,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       const { first: ran } = result;
       const admittedNext = ran?.next ? first?.commit.next?.recoveryPoint : undefined;
       const admittedAt = ran ? (result.row.recoveryPoint ?? undefined) : undefined;
-      const outcome = await execute(operation, result.lease, result.row, input, { onTransient: 'release', admittedAt, admittedNext });
+      const outcome = await execute(operation, result.lease, result.row, input, { onTransient: 'release', admittedAt, admittedNext }, trace);
       return executed(outcome, result.row, admission, echo);
     }
     const row = result.row;
@@ -245,17 +253,19 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       const budget = prefer === false ? 0 : waitBudget(config.inFlightWaitMs, prefer, row.leaseRemainingMs);
       if (budget === 0) return inFlight(keys.retryAfterMs(row), echo);
       // Then decided afresh: a replay if it finished, a takeover if its owner died, else 409.
+      trace?.waited();
       await keys.wait(row.clientId, row.key, budget);
-      return admitted(operation, input, admission, echo, false);
+      return admitted(operation, input, admission, echo, false, trace);
     }
     const lease = await store.takeOver(row.clientId, row.key, config.leaseMs);
     // Lost the race to another taker, who has just begun.
     if (!lease) return inFlight(1000, echo);
     metrics.add('lease_takeovers');
+    trace?.tookOver();
     // Reload under our lease: the previous owner may have committed more phases since `admit` read it.
     const current = await store.load(row.clientId, row.key);
     if (!current) return ['transient', problem(ProblemType.UpstreamUnavailable, 'the key vanished during takeover', { ...echo, 'retry-after': '1' })];
-    return executed(await execute(operation, lease, current, input, { onTransient: 'release' }), current, admission, echo);
+    return executed(await execute(operation, lease, current, input, { onTransient: 'release' }, trace), current, admission, echo);
   }
 
   function executed(outcome: StepsOutcome, row: KeyRow, admission: Admission, echo: Record<string, string>): [RequestOutcome, Response] {
@@ -263,7 +273,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     return respond(outcome, echo);
   }
 
-  async function handleKeyed(request: Request, url: URL, operation: IdempotentOperation<unknown>): Promise<[RequestOutcome, Response]> {
+  async function handleKeyed(request: Request, url: URL, operation: IdempotentOperation<unknown>, trace?: RequestTrace): Promise<[RequestOutcome, Response]> {
     const parsedKey = parseKeyHeader(request.headers.get('idempotency-key'));
     const echo: Record<string, string> = parsedKey.ok ? { 'idempotency-key': parsedKey.key } : {};
     const clientId = await config.authenticate(request);
@@ -298,7 +308,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     // Exactly what `admitted` answers for a finished row, fingerprint first.
     if (known) return known.requestHash === requestHash ? replayFromCache(known) : mismatch(known.endpoint, echo);
     try {
-      return await admitted(operation, parsed.input, admission, echo, request.headers.get('prefer'));
+      return await admitted(operation, parsed.input, admission, echo, request.headers.get('prefer'), trace);
     } catch (error) {
       // Fail closed: without the store there is no record, so nothing may run. The cause is
       // reported: a 503 says "the same request may succeed later", and someone should know why.
@@ -313,14 +323,16 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       const url = new URL(request.url);
       const operation = operations.get(`${request.method.toUpperCase()} ${url.pathname}`);
       if (!operation) return undefined;
+      const trace = telemetry?.request(`${request.method.toUpperCase()} ${url.pathname}`);
       let answer: [RequestOutcome, Response];
       try {
-        answer = await handleKeyed(request, url, operation);
+        answer = await handleKeyed(request, url, operation, trace);
       } catch {
         // `authenticate` threw or the body stream broke: nothing was admitted, a retry is safe.
         answer = ['transient', problem(ProblemType.UpstreamUnavailable, 'the request could not be processed; retry with the same key', { 'retry-after': '1' })];
       }
       metrics.request(answer[0]);
+      trace?.end(answer[0], answer[1].status);
       return answer[1];
     },
     async resume(row) {
@@ -337,7 +349,9 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       }
       const current = await store.load(row.clientId, row.key);
       if (!current) return 'lost';
-      const outcome = await execute(operation, lease, current, parsed.input, { onTransient: 'park' });
+      const recovery = telemetry?.recovery(row.endpoint);
+      const outcome = await execute(operation, lease, current, parsed.input, { onTransient: 'park' }, recovery);
+      recovery?.end(outcome.kind);
       return outcome.kind;
     },
   };

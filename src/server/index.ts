@@ -22,6 +22,7 @@ export type { FinalResponse } from './store/types.js';
 export { createIdempotencyHandler, type IdempotencyHandler, type IdempotencyHandlerOptions, type RecoveryOutcome } from './handler.js';
 export { defaultDigest, webCryptoDigest, type FingerprintDigest } from '../fingerprint.js';
 export type { PhaseHooks } from './phases.js';
+export type { SpanAttributeValue, SpanAttributes, TelemetryApi, TelemetryContext, TelemetryOptions, TelemetrySpan, TelemetryTracer } from '../telemetry/types.js';
 export { externalKey } from './derived-key.js';
 export { MAX_JSON_DEPTH, jsonTextProblem, numberLiteral } from './json-text.js';
 export { PROBLEM_BASE, ProblemType, problem, problemBody, type ProblemBody } from './problems.js';

@@ -44,6 +44,7 @@ import type { ServerMetrics } from './metrics.js';
 import { LeaseLostError } from './store/lease-lost.js';
 import type { KeyStore, Lease, StoredResponse } from './store/types.js';
 import type { ExternalOutcome, IdempotentOperation, StepContext } from './types.js';
+import { tracedCall, tracedPhase, type StepsTrace } from './telemetry.js';
 
 /** Called after every commit; the reference app's crash faults kill the process here. */
 export interface PhaseHooks {
@@ -108,6 +109,8 @@ export interface RunStepsInput<Input> {
   readonly admittedAt?: string | undefined;
   /** The `EXTn_SENT` the admission committed with {@link RunStepsInput.admittedAt} (as the row's point, in its place), if it did: that call is made with no probe first. */
   readonly admittedNext?: string | undefined;
+  /** Spans for each commit and external call, when the handler traces. */
+  readonly trace?: StepsTrace | undefined;
 }
 
 /** Index of the first step still to run, and whether that step is an external call found at `sent`. */
@@ -148,6 +151,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
   const report = (error: unknown): void => reportError(run.hooks, error, ref);
   const committed = async (next: string): Promise<void> => {
     point = next;
+    run.trace?.committed(next);
     await run.hooks.afterCommit?.(next, ref);
   };
   // An outcome mark (EXTn_DONE) waits to go with the next commit, committed before it
@@ -164,7 +168,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
   // the call has not been made, so no probe.
   let sentCommitted = false;
   const finish = async (response: StoredResponse): Promise<StepsOutcome> => {
-    const done = await commits.finish(lease, response, undefined, takeMark());
+    const done = await tracedPhase(run.trace, 'finished', () => commits.finish(lease, response, undefined, takeMark()));
     if (!done.ok) throw new LeaseLostError();
     await committed('finished');
     return { kind: 'finished', response };
@@ -190,10 +194,12 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
       const step = operation.steps[index]!;
       if (step.kind === 'local') {
         const next = handOver ? sentOf(operation.steps[index + 1], leaseMs) : undefined;
-        const phase = await commits.commitPhase<Readonly<Record<string, unknown>> | void>(
-          lease,
-          { recoveryPoint: step.point, leaseMs, dataFrom: (produced) => produced ?? undefined, durable: false, prior: takeMark(), next },
-          (tx) => step.run(ctx(), tx),
+        const phase = await tracedPhase(run.trace, step.point, () =>
+          commits.commitPhase<Readonly<Record<string, unknown>> | void>(
+            lease,
+            { recoveryPoint: step.point, leaseMs, dataFrom: (produced) => produced ?? undefined, durable: false, prior: takeMark(), next },
+            (tx) => step.run(ctx(), tx),
+          ),
         );
         if (!phase.ok) throw new LeaseLostError();
         data = merged(data, phase.value);
@@ -207,7 +213,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
       const kn = externalKey(run.namespace, lease.clientId, lease.key, step.system);
       if (!atSent && !sentCommitted) {
         // Durable: the call follows, and a resumed attempt must find EXTn_SENT to probe before calling again.
-        const sent = await commits.commitPhase(lease, { recoveryPoint: step.sent, leaseMs, durable: true, prior: takeMark() });
+        const sent = await tracedPhase(run.trace, step.sent, () => commits.commitPhase(lease, { recoveryPoint: step.sent, leaseMs, durable: true, prior: takeMark() }));
         if (!sent.ok) throw new LeaseLostError();
         await committed(step.sent);
       }
@@ -219,10 +225,10 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
         if (atSent) {
           // EXTn_SENT is ambiguous by construction: the dead attempt may or may not have reached
           // the system. Ask it by Kn first; only "absent" makes a second call (with the same Kn) safe.
-          const probed = await step.probe(ctx(), kn);
-          outcome = probed.outcome === 'absent' ? await step.call(ctx(), kn) : probed;
+          const probed = await tracedCall(run.trace, step.system, true, () => step.probe(ctx(), kn));
+          outcome = probed.outcome === 'absent' ? await tracedCall(run.trace, step.system, false, () => step.call(ctx(), kn)) : probed;
         } else {
-          outcome = await step.call(ctx(), kn);
+          outcome = await tracedCall(run.trace, step.system, false, () => step.call(ctx(), kn));
         }
       } catch (error) {
         report(error);
@@ -247,7 +253,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
           return await giveUp(outcome.retryAfterMs ?? 1000);
       }
     }
-    const final = await commits.finish<StoredResponse>(lease, (response) => response!, (tx) => operation.final.run(ctx(), tx), takeMark());
+    const final = await tracedPhase(run.trace, 'finished', () => commits.finish<StoredResponse>(lease, (response) => response!, (tx) => operation.final.run(ctx(), tx), takeMark()));
     if (!final.ok) throw new LeaseLostError();
     await committed('finished');
     return { kind: 'finished', response: final.value! };
