@@ -30,6 +30,7 @@ import { ExpiredOperationError, JournalError, RequestRefusedError, type OncelyEr
 import { recordDamage } from '../journal/integrity.js';
 import { OperationState, isExpired, type NewOperation, type OperationRecord, type StoredResult } from '../journal/types.js';
 import { sendAttempt, type AttemptReport, type ResponseReport } from './attempt.js';
+import { tracedAttempt } from './telemetry.js';
 import type { OperationSnapshot } from './follow.js';
 import { checkHeaders } from './request.js';
 import type { ResolvedOptions } from './options.js';
@@ -199,15 +200,17 @@ export async function runChain(
       sent += 1;
       track({ state: 'sending', elsewhere: false });
       hooks.onAttempt?.({ ...ref, attempt: sent });
-      report = await sendAttempt({
-        method: record.method,
-        url: record.url,
-        headers,
-        body: record.body,
-        timeoutMs: options.timeoutMs,
-        signal,
-        fetch: options.fetch,
-      });
+      report = await tracedAttempt(options.traceAttempt, record.method, record.url, sent, () =>
+        sendAttempt({
+          method: record.method,
+          url: record.url,
+          headers,
+          body: record.body,
+          timeoutMs: options.timeoutMs,
+          signal,
+          fetch: options.fetch,
+        }),
+      );
       outcome = report.outcome;
       attempts += 1;
     } else {

@@ -11,6 +11,8 @@ import { DEFAULT_NAMESPACE } from '../keys.js';
 import { defaultDigest, type FingerprintDigest } from '../fingerprint.js';
 import type { AttemptEvent, RetryEvent, SettledEvent, UnansweredEvent } from './results.js';
 import { nonNegative, normalizeRetryOptions, type ResolvedRetryOptions, type RetryOptions } from './retry-options.js';
+import { attemptTracer, type AttemptTracer } from './telemetry.js';
+import type { TelemetryOptions } from '../telemetry/types.js';
 
 export { DEFAULT_RETRY, normalizeRetryOptions, type ResolvedRetryOptions, type RetryOptions } from './retry-options.js';
 
@@ -167,6 +169,8 @@ export interface ClientOptions extends ClientHooks {
    * @default globalThis.fetch
    */
   readonly fetch?: (request: Request) => Promise<Response>;
+  /** An OpenTelemetry span per attempt (see docs/observability.md); none when omitted. */
+  readonly telemetry?: TelemetryOptions;
 }
 
 /**
@@ -199,6 +203,7 @@ export interface ResolvedOptions {
   readonly hooks: ClientHooks;
   /** SHA-256 for fingerprints: `defaultDigest()` (node:crypto where the platform offers it, else WebCrypto). */
   readonly digest: FingerprintDigest;
+  readonly traceAttempt: AttemptTracer | undefined;
 }
 
 /** `allowCredentialsInQuery` resolved: `true`, or the opted-in names in lower case. */
@@ -290,5 +295,6 @@ export function normalizeOptions(
     fetch: options.fetch,
     hooks,
     digest,
+    traceAttempt: attemptTracer(options.telemetry),
   };
 }

@@ -105,6 +105,8 @@ export interface KeyedRequest {
   readonly prefer: string | null;
   /** The headers every answer echoes (`idempotency-key`). */
   readonly echo: Readonly<Record<string, string>>;
+  /** Told when the request starts waiting for its key's owner (a trace marks it). */
+  readonly waited?: (() => void) | undefined;
 }
 
 /** The result of one admission attempt: the store's, or an answer the front end already has (its first step failed). */
@@ -150,6 +152,7 @@ export async function admitRequest<R extends AdmitResult>(
         return { kind: 'answer', answer: inFlight(policy.retryAfterMs(row), request.echo) };
       case Branch.Wait:
         // Then decided afresh: a replay if it finished, a takeover if its owner died, else 409.
+        request.waited?.();
         await policy.keys.wait(row.clientId, row.key, classified.ms);
         inFlightWaitMs = 0;
         continue;

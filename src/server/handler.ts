@@ -31,6 +31,7 @@ import { InvalidOptionError } from './errors/invalid-option-error.js';
 import { integerOption, resolveServerOptions, type ServerOptions } from './options.js';
 import type { AdmitResult, KeyRow, KeyStore, Lease } from './store/types.js';
 import type { IdempotentOperation } from './types.js';
+import { serverTelemetry, tracedPhase, type RequestTrace, type StepsTrace } from './telemetry.js';
 
 /** Options of {@link createIdempotencyHandler}; the lease, TTL, wait, body cap, cache and digest are {@link ServerOptions}. */
 export interface IdempotencyHandlerOptions extends ServerOptions {
@@ -117,6 +118,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     operations.set(endpoint, operation);
   }
   const { store, metrics } = config;
+  const telemetry = serverTelemetry(options.telemetry);
   const keys = createInFlight(store, config.leaseMs);
   const cache: ReplayCache | undefined = config.replayCache === false ? undefined : createReplayCache(config.replayCache);
   const policy: AdmissionPolicy = {
@@ -136,17 +138,13 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     row: KeyRow,
     input: unknown,
     how: { readonly onTransient: 'release' | 'park'; readonly admitted?: readonly string[] | undefined },
+    trace?: StepsTrace,
   ): Promise<StepsOutcome> => {
     const end = keys.begin(lease.clientId, lease.key);
     // Spelled out, not spread from `config`: this literal is built for every executed request.
     return runSteps({
-      store,
-      operation,
-      lease,
-      input,
-      recoveryPoint: row.recoveryPoint,
-      data: row.data,
-      attempts: row.attempts,
+      store, operation, lease, input,
+      recoveryPoint: row.recoveryPoint, data: row.data, attempts: row.attempts,
       namespace: config.namespace,
       leaseMs: config.leaseMs,
       hooks: config.hooks,
@@ -154,11 +152,12 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       onTransient: how.onTransient,
       backoff: config.backoff,
       admitted: how.admitted,
+      trace,
     }).finally(end);
   };
 
   /** The store's admission of `admission`, with the operation's first local step when it has one. */
-  async function admitWithFirstStep(operation: IdempotentOperation<unknown>, input: unknown, admission: Admission, echo: Record<string, string>) {
+  async function admitWithFirstStep(operation: IdempotentOperation<unknown>, input: unknown, admission: Admission, echo: Record<string, string>, trace?: RequestTrace) {
     // A first local step commits with the admission: one transaction fewer per first execution.
     const first = firstLocalPhase(operation, {
       clientId: admission.clientId,
@@ -170,7 +169,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     });
     try {
       const { clientId, key, requestHash, endpoint, requestBody } = admission;
-      const result = await store.admit({ clientId, key, requestHash, endpoint, requestBody, leaseMs: config.leaseMs, ttlMs: config.ttlMs }, first);
+      const result = await tracedPhase(trace, 'admit', () => store.admit({ clientId, key, requestHash, endpoint, requestBody, leaseMs: config.leaseMs, ttlMs: config.ttlMs }, first));
       return { result, first };
     } catch (error) {
       if (!first?.threw(error)) throw error;
@@ -181,11 +180,11 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     }
   }
 
-  async function admitted(operation: IdempotentOperation<unknown>, input: unknown, admission: Admission, echo: Record<string, string>, prefer: string | null): Promise<Answer> {
+  async function admitted(operation: IdempotentOperation<unknown>, input: unknown, admission: Admission, echo: Record<string, string>, prefer: string | null, trace?: RequestTrace): Promise<Answer> {
     let first: ReturnType<typeof firstLocalPhase>;
-    const request = { clientId: admission.clientId, key: admission.key, requestHash: admission.requestHash, identity: admission.identity, prefer, echo };
+    const request = { clientId: admission.clientId, key: admission.key, requestHash: admission.requestHash, identity: admission.identity, prefer, echo, waited: trace ? () => trace.waited() : undefined };
     const decided = await admitRequest<AdmitResult>(policy, request, async () => {
-      const attempt = await admitWithFirstStep(operation, input, admission, echo);
+      const attempt = await admitWithFirstStep(operation, input, admission, echo, trace);
       first = attempt.first;
       return attempt.result;
     });
@@ -195,14 +194,15 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       case 'owned': {
         const { row, lease, first: ran } = decided.admitted;
         const admitted = ran ? first?.points : undefined;
-        return executed(await execute(operation, lease, row, input, { onTransient: 'release', admitted }), row, admission, echo);
+        return executed(await execute(operation, lease, row, input, { onTransient: 'release', admitted }, trace), row, admission, echo);
       }
       case 'taken-over': {
         metrics.add('lease_takeovers');
+        trace?.tookOver();
         // Reload under our lease: the previous owner may have committed more phases since `admit` read it.
         const current = await store.load(decided.row.clientId, decided.row.key);
         if (!current) return problemAnswer('transient', ProblemType.UpstreamUnavailable, 'the key vanished during takeover', { ...echo, 'retry-after': '1' });
-        return executed(await execute(operation, decided.lease, current, input, { onTransient: 'release' }), current, admission, echo);
+        return executed(await execute(operation, decided.lease, current, input, { onTransient: 'release' }, trace), current, admission, echo);
       }
     }
   }
@@ -212,7 +212,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     return respond(outcome, echo);
   }
 
-  async function handleKeyed(request: Request, url: URL, operation: IdempotentOperation<unknown>): Promise<Answer> {
+  async function handleKeyed(request: Request, url: URL, operation: IdempotentOperation<unknown>, trace?: RequestTrace): Promise<Answer> {
     const parsedKey = parseKeyHeader(request.headers.get('idempotency-key'));
     const echo: Record<string, string> = parsedKey.ok ? { 'idempotency-key': parsedKey.key } : {};
     const clientId = await config.authenticate(request);
@@ -247,7 +247,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     // Exactly what admission answers for a finished row, fingerprint first.
     if (known) return fromCache(known, requestHash, echo);
     try {
-      return await admitted(operation, parsed.input, admission, echo, request.headers.get('prefer'));
+      return await admitted(operation, parsed.input, admission, echo, request.headers.get('prefer'), trace);
     } catch (error) {
       // Fail closed: without the store there is no record, so nothing may run. The cause is
       // reported: a 503 says "the same request may succeed later", and someone should know why.
@@ -262,14 +262,16 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       const url = new URL(request.url);
       const operation = operations.get(`${request.method.toUpperCase()} ${url.pathname}`);
       if (!operation) return undefined;
+      const trace = telemetry?.request(`${request.method.toUpperCase()} ${url.pathname}`);
       let answer: Answer;
       try {
-        answer = await handleKeyed(request, url, operation);
+        answer = await handleKeyed(request, url, operation, trace);
       } catch {
         // `authenticate` threw or the body stream broke: nothing was admitted, a retry is safe.
         answer = problemAnswer('transient', ProblemType.UpstreamUnavailable, 'the request could not be processed; retry with the same key', { 'retry-after': '1' });
       }
       metrics.request(answer.outcome);
+      trace?.end(answer.outcome, answer.status);
       return toResponse(answer);
     },
     async resume(row) {
@@ -286,7 +288,9 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       }
       const current = await store.load(row.clientId, row.key);
       if (!current) return 'lost';
-      const outcome = await execute(operation, lease, current, parsed.input, { onTransient: 'park' });
+      const recovery = telemetry?.recovery(row.endpoint);
+      const outcome = await execute(operation, lease, current, parsed.input, { onTransient: 'park' }, recovery);
+      recovery?.end(outcome.kind);
       return outcome.kind;
     },
   };

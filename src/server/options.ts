@@ -20,6 +20,7 @@
 import { defaultDigest, type FingerprintDigest } from '../fingerprint.js';
 import { InvalidOptionError } from './errors/invalid-option-error.js';
 import type { ReplayCacheOptions } from './replay-cache.js';
+import type { TelemetryOptions } from '../telemetry/types.js';
 
 /** Options shared by the handler, the middleware and the reference app. */
 export interface ServerOptions {
@@ -63,6 +64,12 @@ export interface ServerOptions {
    * @default defaultDigest()
    */
   readonly digest?: FingerprintDigest | undefined;
+  /**
+   * OpenTelemetry spans per request (and, in the handler, per phase and external call), with the
+   * key's outcome, never bodies, keys or credentials: pass your `@opentelemetry/api` (see
+   * docs/observability.md). None when omitted, at no cost.
+   */
+  readonly telemetry?: TelemetryOptions | undefined;
 }
 
 /** {@link ServerOptions} with every default filled in and every value checked. */

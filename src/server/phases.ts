@@ -37,6 +37,7 @@ import { LeaseLostError } from './store/lease-lost.js';
 import { resumePosition, sentOf } from './phase-plan.js';
 import type { KeyStore, Lease, PointWrite, StoredResponse } from './store/types.js';
 import type { ExternalOutcome, IdempotentOperation, StepContext } from './types.js';
+import { tracedCall, tracedPhase, type StepsTrace } from './telemetry.js';
 
 /** Called after every commit; the reference app's crash faults kill the process here. */
 export interface PhaseHooks {
@@ -100,6 +101,8 @@ export interface RunStepsInput<Input> {
    * is this attempt's own, so that call is made with no probe first.
    */
   readonly admitted?: readonly string[] | undefined;
+  /** Spans for each commit and external call, when the handler traces. */
+  readonly trace?: StepsTrace | undefined;
 }
 
 /**
@@ -128,6 +131,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
   const report = (error: unknown): void => reportError(run.hooks, error, ref);
   const committed = async (next: string): Promise<void> => {
     point = next;
+    run.trace?.committed(next);
     await run.hooks.afterCommit?.(next, ref);
   };
   // An outcome mark (EXTn_DONE) waits to go with the next commit, as its `before`.
@@ -148,7 +152,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
     }
   };
   const finish = async (response: StoredResponse): Promise<StepsOutcome> => {
-    const done = await withMark((before) => store.finish(lease, response, undefined, before));
+    const done = await tracedPhase(run.trace, 'finished', () => withMark((before) => store.finish(lease, response, undefined, before)));
     if (!done.ok) throw new LeaseLostError();
     await committed('finished');
     return { kind: 'finished', response };
@@ -171,8 +175,10 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
       const step = operation.steps[index]!;
       if (step.kind === 'local') {
         const next = handOver ? sentOf(operation.steps[index + 1]) : undefined;
-        const phase = await withMark((before) =>
-          store.commitPhase<Readonly<Record<string, unknown>> | void>(lease, { recoveryPoint: step.point, leaseMs, dataFrom: (produced) => produced ?? undefined, before, after: next }, (tx) => step.run(ctx(), tx)),
+        const phase = await tracedPhase(run.trace, step.point, () =>
+          withMark((before) =>
+            store.commitPhase<Readonly<Record<string, unknown>> | void>(lease, { recoveryPoint: step.point, leaseMs, dataFrom: (produced) => produced ?? undefined, before, after: next }, (tx) => step.run(ctx(), tx)),
+          ),
         );
         if (!phase.ok) throw new LeaseLostError();
         data = merged(data, phase.value);
@@ -186,7 +192,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
       const kn = externalKey(run.namespace, lease.clientId, lease.key, step.system);
       if (!atSent && !sentCommitted) {
         // Durable: the call follows, and a resumed attempt must find EXTn_SENT to probe before calling again.
-        const sent = await withMark((before) => store.commitPhase(lease, { recoveryPoint: step.sent, leaseMs, before }));
+        const sent = await tracedPhase(run.trace, step.sent, () => withMark((before) => store.commitPhase(lease, { recoveryPoint: step.sent, leaseMs, before })));
         if (!sent.ok) throw new LeaseLostError();
         await committed(step.sent);
       }
@@ -198,10 +204,10 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
         if (atSent) {
           // EXTn_SENT is ambiguous by construction: the dead attempt may or may not have reached
           // the system. Ask it by Kn first; only "absent" makes a second call (with the same Kn) safe.
-          const probed = await step.probe(ctx(), kn);
-          outcome = probed.outcome === 'absent' ? await step.call(ctx(), kn) : probed;
+          const probed = await tracedCall(run.trace, step.system, true, () => step.probe(ctx(), kn));
+          outcome = probed.outcome === 'absent' ? await tracedCall(run.trace, step.system, false, () => step.call(ctx(), kn)) : probed;
         } else {
-          outcome = await step.call(ctx(), kn);
+          outcome = await tracedCall(run.trace, step.system, false, () => step.call(ctx(), kn));
         }
       } catch (error) {
         report(error);
@@ -231,7 +237,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
           return await giveUp(outcome.retryAfterMs ?? 1000);
       }
     }
-    const final = await withMark((before) => store.finish<StoredResponse>(lease, (response) => response!, (tx) => operation.final.run(ctx(), tx), before));
+    const final = await tracedPhase(run.trace, 'finished', () => withMark((before) => store.finish<StoredResponse>(lease, (response) => response!, (tx) => operation.final.run(ctx(), tx), before)));
     if (!final.ok) throw new LeaseLostError();
     await committed('finished');
     return { kind: 'finished', response: final.value! };

@@ -4,29 +4,28 @@
  * entry sources. Only the given files' diagnostics are returned, each as `file:line message`
  * relative to `base`.
  */
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-/** Where each public entry's source is: `oncely` is the Node entry, or the browser one for browser code. */
+/**
+ * Where each public entry's source is, read from package.json's `exports` (its `types` file under
+ * dist/, as src/): every entry the package publishes, and only those. `oncely` is the Node entry,
+ * or the browser one for browser code.
+ */
 export function entryPaths(browser: boolean): Record<string, string[]> {
-  const entry = (file: string): string[] => [join(ROOT, 'src', file)];
-  return {
-    oncely: entry(browser ? 'browser.ts' : 'node.ts'),
-    'oncely/node': entry('node.ts'),
-    'oncely/browser': entry('browser.ts'),
-    'oncely/journal': entry('journal.ts'),
-    'oncely/service-worker': entry('service-worker/index.ts'),
-    'oncely/react': entry('react/index.ts'),
-    'oncely/server': entry('server/index.ts'),
-    'oncely/server/sqlite': entry('server/sqlite.ts'),
-    'oncely/server/postgres': entry('server/postgres.ts'),
-    'oncely/hono': entry('server/middleware/hono.ts'),
-    'oncely/express': entry('server/middleware/express.ts'),
-    'oncely/fastify': entry('server/middleware/fastify.ts'),
-  };
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, Record<string, unknown>> };
+  const source = (types: string): string[] => [join(ROOT, types.replace(/^\.\/dist\//, 'src/').replace(/\.d\.ts$/, '.ts'))];
+  const paths: Record<string, string[]> = {};
+  for (const [subpath, target] of Object.entries(pkg.exports)) {
+    if (subpath === '.' || subpath.endsWith('.json')) continue;
+    if (typeof target.types === 'string') paths[`oncely${subpath.slice(1)}`] = source(target.types);
+  }
+  paths.oncely = browser ? paths['oncely/browser']! : paths['oncely/node']!;
+  return paths;
 }
 
 /** The compiler options of a user's strict project, with the entries mapped. */

@@ -42,6 +42,8 @@ import { fingerprintOf } from './body-fingerprint.js';
 import { LeasedRun } from './leased-run.js';
 import { PlainExecution } from './plain-execution.js';
 import { TransactionExecution } from './transaction-execution.js';
+import { traceGuard } from './telemetry-guard.js';
+import { tracingOf } from '../../telemetry/spans.js';
 import type { Lease } from '../store/types.js';
 import type { Decision, Guard, GuardOptions, GuardedRequest } from './types.js';
 
@@ -114,7 +116,7 @@ export function createGuard(options: GuardOptions): Guard {
     }
   }
 
-  return {
+  const guard: Guard = {
     guards: (method) => methods.has(method.toUpperCase()),
     maxBodyBytes,
     async decide(request) {
@@ -141,4 +143,5 @@ export function createGuard(options: GuardOptions): Guard {
       }
     },
   };
+  return traceGuard(guard, tracingOf(options.telemetry));
 }
