@@ -80,14 +80,23 @@ function bodyOf(req: Request, maxBytes: number): GuardedBody | (() => Promise<Gu
   };
 }
 
-/** The headers on `res` now, as set (a repeated header stays an array). */
-const snapshot = (res: ServerResponse): HeaderValues => ({ ...(res.getHeaders() as HeaderValues) });
-
 /** Makes `headers` the response's headers, and `status` its status. */
 function reset(res: ServerResponse, status: number, headers: HeaderValues): void {
   for (const name of res.getHeaderNames()) res.removeHeader(name);
   res.statusCode = status;
   for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+}
+
+/**
+ * Puts back the status and headers the handler ended with (`held`, a copy from `getHeaders()`),
+ * touching only what changed since (an error handler after a throw): one pass, and usually no
+ * `setHeader` at all, where {@link reset} removes and sets every header again.
+ */
+function restore(res: ServerResponse, status: number, held: HeaderValues): void {
+  res.statusCode = status;
+  const now = res.getHeaders() as HeaderValues;
+  for (const name in now) if (!(name in held)) res.removeHeader(name);
+  for (const name in held) if (now[name] !== held[name]) res.setHeader(name, held[name]!);
 }
 
 /** Sends a guard's answer over the headers earlier middleware set (`before`). */
@@ -101,6 +110,14 @@ function send(res: ServerResponse, wire: WireResponse, before: HeaderValues): vo
 type Chunk = string | Uint8Array;
 type Callback = (error?: Error | null) => void;
 
+/** A written chunk as bytes, without copying one that already is (as Node's own `write` keeps it). */
+const bytesOf = (chunk: Chunk, encoding: BufferEncoding | undefined): Buffer =>
+  typeof chunk === 'string'
+    ? Buffer.from(chunk, encoding ?? 'utf8')
+    : Buffer.isBuffer(chunk)
+      ? chunk
+      : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+
 /**
  * Holds back what the handler writes; when it ends the response, hands it to the guard and sends
  * what the guard answers: exactly what the handler ended with once stored, or the guard's answer
@@ -113,7 +130,7 @@ function capture(res: ServerResponse, execution: Execution, before: HeaderValues
   let ended = false;
   const keep = (chunk: Chunk | undefined, encoding?: BufferEncoding): void => {
     if (ended || chunk === undefined || chunk === null) return;
-    chunks.push(typeof chunk === 'string' ? Buffer.from(chunk, encoding ?? 'utf8') : Buffer.from(chunk));
+    chunks.push(bytesOf(chunk, encoding));
   };
   const later = (callback: Callback | undefined): void => {
     if (callback) queueMicrotask(() => callback());
@@ -139,19 +156,26 @@ function capture(res: ServerResponse, execution: Execution, before: HeaderValues
     }
     if (typeof chunk !== 'function') keep(chunk, typeof encoding === 'string' ? encoding : undefined);
     ended = true;
-    const body = Buffer.concat(chunks);
+    // `res.json`/`res.send` end with one Buffer and no write before: that Buffer is the body.
+    const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
     const status = res.statusCode;
-    const headers = snapshot(res);
+    const headers = res.getHeaders() as HeaderValues;
     const handled: WireResponse = { status, headers: handlerHeaders(headers, before), body };
     execution
       .complete(handled)
       .then((answer) => {
-        Object.assign(res, { writeHead, write, end });
         if (res.headersSent) return; // the socket went away meanwhile: nothing left to send to
         if (answer.status === status && answer.body === body) {
-          reset(res, status, { ...headers, 'idempotency-key': execution.context.key });
-          res.end(body, done);
-        } else send(res, answer, before);
+          // Sent as the handler ended it. `write` and `end` stay held (a later call changes
+          // nothing); Node's `end` sends the head through `writeHead`, so that one goes back.
+          restore(res, status, headers);
+          res.setHeader('idempotency-key', execution.context.key);
+          res.writeHead = writeHead;
+          (end as (this: ServerResponse, chunk: Buffer, callback?: Callback) => ServerResponse).call(res, body, done);
+        } else {
+          Object.assign(res, { writeHead, write, end });
+          send(res, answer, before);
+        }
       })
       .catch(onFailure);
     return res;
@@ -180,7 +204,7 @@ export function idempotent(options: ExpressIdempotentOptions): RequestHandler {
   const guard = createGuard(options);
   async function guarded(req: Request, res: Response, next: NextFunction): Promise<void> {
     if (!guard.guards(req.method)) return next();
-    const before = snapshot(res);
+    const before = res.getHeaders() as HeaderValues; // a copy
     const clientId = (await options.clientId(req)) ?? null;
     const route = req.route as { path?: unknown } | undefined;
     const decision = await guard.decide({

@@ -44,6 +44,7 @@ async function serve(route: express.RequestHandler): Promise<string> {
   app.post('/orders', idempotent({ store, clientId: () => 'acme' }), route);
   // Express's own error handling: a handler that throws after answering reaches it.
   app.use((_error: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+    res.setHeader('x-error', 'boom');
     res.status(500).json({ error: 'boom' });
   });
   const server = app.listen(0, '127.0.0.1');
@@ -79,9 +80,9 @@ describe('express response capture', () => {
       throw new Error('after the answer');
     });
     const first = await post(url, 'k-1');
-    expect([first.status, first.text]).toEqual([201, '{"id":"ord_1"}']);
+    expect([first.status, first.text, first.headers.get('content-length'), first.headers.get('x-error')]).toEqual([201, '{"id":"ord_1"}', '14', null]);
     const replay = await post(url, 'k-1');
-    expect([replay.status, replay.text]).toEqual([201, '{"id":"ord_1"}']);
+    expect([replay.status, replay.text, replay.headers.get('x-error')]).toEqual([201, '{"id":"ord_1"}', null]);
   });
 
   it('keeps headers earlier middleware set on guard answers, and does not replay them from the first request', async () => {
@@ -107,5 +108,56 @@ describe('express response capture', () => {
     const replay = await post(url, 'k-1');
     expect([replay.status, replay.text, replay.headers.get('idempotency-replay')]).toEqual([204, '', 'true']);
     expect(replay.headers.get('content-length')).toBeNull();
+  });
+
+  it('sends and replays a single end(Buffer) as it is, with the handler\'s headers', async () => {
+    const url = await serve((_req, res) => {
+      res.status(201).setHeader('content-type', 'application/octet-stream');
+      res.setHeader('x-order', 'ord_1');
+      res.end(Buffer.from('ord_1 paid'));
+    });
+    const first = await post(url, 'k-1');
+    const replay = await post(url, 'k-1');
+    for (const answer of [first, replay]) {
+      expect([answer.status, answer.text, answer.headers.get('x-order'), answer.headers.get('content-type')]).toEqual([201, 'ord_1 paid', 'ord_1', 'application/octet-stream']);
+      expect(answer.headers.get('idempotency-key')).toBe('k-1');
+    }
+    expect([first.headers.get('idempotency-replay'), replay.headers.get('idempotency-replay')]).toEqual([null, 'true']);
+  });
+
+  it('joins streamed writes of strings in any encoding, Buffers and Uint8Arrays, in order; write callbacks run', async () => {
+    let written = 0;
+    const url = await serve((_req, res) => {
+      res.status(201).setHeader('content-type', 'text/plain; charset=utf-8');
+      res.write('caf\u00e9 ', () => (written += 1));
+      res.write('6f7264', 'hex');
+      res.write(Buffer.from('_1 '));
+      res.write(new Uint8Array([0x70, 0x61, 0x69, 0x64]).subarray(1), () => (written += 1));
+      res.write('IA==', 'base64');
+      res.end('\u00fc', 'latin1');
+    });
+    const first = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'k-1' }, body: '{"item":"book"}' });
+    const bytes = Buffer.from(await first.arrayBuffer());
+    const replay = await post(url, 'k-1');
+    expect([first.status, bytes.toString('hex')]).toEqual([201, Buffer.concat([Buffer.from('caf\u00e9 ord_1 aid '), Buffer.from([0xfc])]).toString('hex')]);
+    // The latin1 'ü' is the byte 0xfc, not UTF-8: delivered once, and its replay says it was not stored.
+    expect([replay.status, replay.headers.get('content-type')]).toEqual([201, 'application/problem+json']);
+    expect(written).toBe(2);
+  });
+
+  it('replays streamed UTF-8 writes byte for byte, a header set between writes included', async () => {
+    const url = await serve((_req, res) => {
+      res.status(201);
+      res.write('{"id":');
+      res.setHeader('content-type', 'application/json');
+      res.write(Buffer.from('"ord_1","note":"\u20ac'));
+      res.end('"}', 'utf8');
+    });
+    const first = await post(url, 'k-1');
+    const replay = await post(url, 'k-1');
+    for (const answer of [first, replay]) {
+      expect([answer.status, answer.text, answer.headers.get('content-type')]).toEqual([201, '{"id":"ord_1","note":"\u20ac"}', 'application/json']);
+    }
+    expect(replay.headers.get('idempotency-replay')).toBe('true');
   });
 });
