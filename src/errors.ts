@@ -66,6 +66,7 @@ const NAMES: ReadonlySet<string> = new Set([
   'ResponseTooLargeError',
   'LeaseExpiredError',
   'MiddlewareOrderError',
+  'DatabaseSetupError',
 ]);
 const CODES: ReadonlySet<string> = new Set(Object.values(ErrorCode));
 

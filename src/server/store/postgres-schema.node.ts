@@ -18,6 +18,7 @@
  */
 import { endChannel } from './postgres-listen.node.js';
 import type { Runner } from './postgres-transport.node.js';
+import { DatabaseSetupError } from '../errors/database-setup-error.js';
 
 /**
  * The schema version this code writes; each entry of {@link MIGRATIONS} moves one step up. Version
@@ -186,7 +187,8 @@ export async function migrate(runner: Runner, schema: string, appDdl: string | u
     const { rows: isolation } = await query<{ level: string }>(`SELECT current_setting('default_transaction_isolation') AS level`, []);
     const level = isolation[0]?.level ?? 'read committed';
     if (level !== 'read committed') {
-      throw new Error(
+      throw new DatabaseSetupError(
+        'default_transaction_isolation',
         `postgresKeyStore: the store's statements need READ COMMITTED, and this pool's sessions default to ${level}: ` +
           `create the pool with options: '-c default_transaction_isolation=read\\\\ committed' (the store's own pool does), or, behind a pooler that drops ` +
           `startup options (PgBouncer's ignore_startup_parameters = options), set it on the database: ALTER DATABASE … SET default_transaction_isolation = 'read committed'`,
@@ -199,7 +201,8 @@ export async function migrate(runner: Runner, schema: string, appDdl: string | u
       [schema],
     );
     if (layout[0]?.partitioned) {
-      throw new Error(
+      throw new DatabaseSetupError(
+        'schema',
         `postgresKeyStore: schema ${schema} holds the partitioned key table of a development build of oncely 0.1.0; ` +
           `this build keeps keys in a plain table. Drop the schema's oncely_* objects (no release ever wrote them) or use another schema.`,
       );

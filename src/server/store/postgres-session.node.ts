@@ -19,6 +19,7 @@
  * @module
  */
 import type pg from 'pg';
+import { DatabaseSetupError } from '../errors/database-setup-error.js';
 import { InvalidOptionError } from '../errors/invalid-option-error.js';
 
 /**
@@ -82,4 +83,27 @@ export function sessionProbe(pool: pg.Pool, forced: boolean | undefined): Sessio
     prepared: () => forced ?? (direct && !pooled),
     pooled: () => pooled,
   };
+}
+
+/**
+ * The error to throw for `error` when it is a pooler refusing the startup parameters the store's
+ * own pool sends (strict PgBouncer: "unsupported startup parameter: options"); `undefined` for any
+ * other error.
+ *
+ * @example
+ * ```ts
+ * await migrate(runner, schema).catch((error: unknown) => { throw poolerRefusal(error) ?? error; });
+ * ```
+ */
+export function poolerRefusal(error: unknown): DatabaseSetupError | undefined {
+  const message = error instanceof Error ? error.message : String(error);
+  const parameter = /unsupported startup parameter:\s*(\S+)/i.exec(message)?.[1];
+  if (parameter === undefined) return undefined;
+  return new DatabaseSetupError(
+    'ignore_startup_parameters',
+    `postgresKeyStore: the pooler in front of PostgreSQL refused the startup parameter ${JSON.stringify(parameter)} (${message}). ` +
+      `The store sets what it needs per transaction, so let the pooler ignore it: PgBouncer's ignore_startup_parameters = extra_float_digits,options ` +
+      `(and set the database's default_transaction_isolation to 'read committed' if it is not).`,
+    { cause: error },
+  );
 }

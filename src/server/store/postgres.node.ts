@@ -28,6 +28,7 @@ import { createPgRunner } from './postgres-runner.node.js';
 import type { Runner, Statement } from './postgres-transport.node.js';
 import { schemaFromPool, schemaFromUrl } from './postgres-url.node.js';
 import { migrate } from './postgres-schema.node.js';
+import { poolerRefusal } from './postgres-session.node.js';
 import { toAdmitResult, toRow, type Admitted, type RawRow } from './postgres-rows.node.js';
 import { postgresSql } from './postgres-sql.node.js';
 import type { AdmitInput, AdmitResult, AppSchema, Fenced, FirstPhase, KeyStore, Lease, Tx } from './types.js';
@@ -213,7 +214,10 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
   const store: KeyStore = {
     dialect: 'postgres',
 
-    migrate: (app?: AppSchema) => migrate(runner, schema, app?.postgres),
+    migrate: (app?: AppSchema) =>
+      migrate(runner, schema, app?.postgres).catch((error: unknown) => {
+        throw poolerRefusal(error) ?? error;
+      }),
 
     admit,
 
