@@ -92,7 +92,9 @@ export function sessionProbe(pool: pg.Pool, forced: boolean | undefined): Sessio
  *
  * @example
  * ```ts
- * await migrate(runner, schema).catch((error: unknown) => { throw poolerRefusal(error) ?? error; });
+ * await store.migrate().catch((error: unknown) => {
+ *   throw poolerRefusal(error) ?? error;
+ * });
  * ```
  */
 export function poolerRefusal(error: unknown): DatabaseSetupError | undefined {
