@@ -28,6 +28,7 @@ import type { KeyStore } from '../server/store/types.js';
 import { schemaFromUrl } from '../server/store/postgres-url.node.js';
 import { sqliteKeyStore } from '../server/store/sqlite.node.js';
 import { SERVER_DEFAULTS } from '../server/options.js';
+import { describeWakeUps, logReplication, redacted } from './serve-postgres.js';
 import { type CommandSpec, type OptionSpec, parseCommandArgs, readDuration, readInteger, reportParseFailure, usageError } from './args.js';
 
 const spec = {
@@ -60,7 +61,6 @@ const spec = {
 
 const isPostgres = (db: string): boolean => /^postgres(ql)?:\/\//.test(db);
 /** A connection URL fit for a log line: its credentials masked. */
-const redacted = (url: string): string => url.replace(/\/\/[^@/]*@/, '//***@');
 
 /**
  * The database `--db` names: a PostgreSQL URL as given, or an SQLite file made absolute against
@@ -274,21 +274,6 @@ export async function serve(argv: readonly string[]): Promise<number> {
   });
   log.info({ event: 'stopped', unfinished });
   return 0;
-}
-
-/** Logs how the primary replicates: a warning when a failover could lose acknowledged keys. */
-async function logReplication(db: string, log: Pick<Pino.Logger, 'info' | 'warn'>): Promise<void> {
-  const { checkReplication } = await import('../server/store/postgres-replication.node.js');
-  const report = await checkReplication({ connectionString: db }).catch((error: unknown) => error as Error);
-  if (report instanceof Error) log.warn({ event: 'replication', err: report }, `PostgreSQL: could not check replication (${report.message})`);
-  else if (report.warning) log.warn({ event: 'replication', state: report.state }, report.warning);
-  else log.info({ event: 'replication', state: report.state }, `PostgreSQL replication: ${report.state}`);
-}
-
-/** How a duplicate waiting here hears its original end on another instance (PostgreSQL). */
-function describeWakeUps(listenUrl: string | undefined): string {
-  if (listenUrl !== undefined) return `wake-ups: LISTEN on a direct connection to ${redacted(listenUrl)}`;
-  return 'wake-ups: LISTEN through --db when it reaches PostgreSQL directly, else polling (≤ 500 ms; behind a pooler give --pg-listen-url)';
 }
 
 /** `scheme://host[:port]` and nothing more, as a browser sends it in `Origin`. */
