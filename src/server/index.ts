@@ -1,6 +1,6 @@
 /**
  * The server library (`oncely/server`): the idempotency state machine of PROTOCOL.md over a
- * pluggable {@link KeyStore}. Runtime-neutral (web `Request`/`Response`, no Node built-ins): the
+ * pluggable key store. Runtime-neutral (web `Request`/`Response`, no Node built-ins): the
  * stores are entries of their own, `oncely/server/sqlite` and `oncely/server/postgres`.
  *
  * Where things live in `src/server/`:
@@ -14,10 +14,17 @@
  * - `in-flight.ts`, `replay-cache.ts`, `worker.ts`: waiting for an owner, the finished-key cache,
  *   the recovery worker and reaper.
  *
+ * This entry exports what a server author calls: the handler, the steps (and `Tx`, which local
+ * steps run statements on), the recovery worker and reaper, the counters. The KeyStore contract,
+ * for a store of your own, is `oncely/server/store`; the middleware's errors are on the
+ * middleware entries. Other names stay importable from their module inside the repository only.
+ *
  * @module
  */
-export { KeyState, WatchEvent } from './store/types.js';
-export type { AdmitInput, AdmitResult, AppSchema, Fenced, FirstPhase, KeyRow, KeyStore, Lease, PhaseCommit, PointWrite, StoredResponse, Tx } from './store/types.js';
+export { createIdempotencyHandler, type IdempotencyHandler, type IdempotencyHandlerOptions, type RecoveryOutcome } from './handler.js';
+export type { ServerOptions } from './options.js';
+export type { ReplayCacheOptions } from './replay-cache.js';
+export type { PhaseHooks } from './phases.js';
 export type {
   ExternalOutcome,
   ExternalStep,
@@ -29,26 +36,7 @@ export type {
   Step,
   StepContext,
 } from './types.js';
-export type { FinalResponse } from './store/types.js';
-export { SERVER_DEFAULTS, type ServerOptions } from './options.js';
-export { InvalidOptionError } from './errors/invalid-option-error.js';
-export { ResponseTooLargeError } from './errors/response-too-large-error.js';
-export { LeaseExpiredError } from './errors/lease-expired-error.js';
-export { MiddlewareOrderError } from './errors/middleware-order-error.js';
-export { isOncelyError, OncelyError, ErrorCode } from '../errors.js';
-export { createIdempotencyHandler, type IdempotencyHandler, type IdempotencyHandlerOptions, type RecoveryOutcome } from './handler.js';
-export { defaultDigest, webCryptoDigest, type FingerprintDigest } from '../fingerprint.js';
-export type { PhaseHooks } from './phases.js';
-export { externalKey } from './derived-key.js';
-export { MAX_JSON_DEPTH, jsonTextProblem, numberLiteral } from './json-text.js';
-export { PROBLEM_BASE, ProblemType, problem, problemBody, type ProblemBody } from './problems.js';
-export { RequestOutcome, ServerEvent, createServerMetrics, type ServerMetrics } from './metrics.js';
-export { createReplayCache, type CachedKey, type ReplayCache, type ReplayCacheOptions } from './replay-cache.js';
-export {
-  createReaper,
-  createRecoveryWorker,
-  type BackgroundLoop,
-  type ReaperOptions,
-  type RecoveryPass,
-  type RecoveryWorkerOptions,
-} from './worker.js';
+export type { Tx } from './store/types.js';
+export { numberLiteral } from './json-text.js';
+export { createReaper, createRecoveryWorker, type BackgroundLoop, type ReaperOptions, type RecoveryWorkerOptions } from './worker.js';
+export { createServerMetrics, type ServerMetrics } from './metrics.js';

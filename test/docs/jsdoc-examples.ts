@@ -116,7 +116,7 @@ const TYPED: Readonly<Record<string, string>> = {
   client: "import('oncely/node').Client",
   op: "import('oncely/node').Operation",
   journal: "import('oncely/journal').Journal",
-  store: "import('oncely/server').KeyStore",
+  store: "import('oncely/server/store').KeyStore",
   handler: "import('oncely/server').IdempotencyHandler",
   baseUrl: 'string',
   url: 'string',

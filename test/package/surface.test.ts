@@ -1,10 +1,12 @@
 /**
- * The client entries a user imports stay small enough to hold in one's head: each exports at
- * most 25 names (runtime values and types together), and a name exported by several client
- * entries is the same thing in each (`ResumeOutcome` once meant two things). A journal
- * implementer's names live in `oncely/journal`, not on the entries a caller imports.
+ * The entries a user imports stay small enough to hold in one's head: each exports at most 25
+ * names (runtime values and types together), and a name exported by several entries is the same
+ * thing in each (`ResumeOutcome` once meant two things). A journal implementer's names live in
+ * `oncely/journal`, a key store implementer's in `oncely/server/store`, not on the entries a
+ * caller or a server author imports.
  * Counted from the sources with the TypeScript checker, as `tsc` sees each entry's exports.
  */
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
@@ -13,7 +15,7 @@ import { describe, expect, it } from 'vitest';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const MAX_NAMES = 25;
 
-/** The client entries: package.json subpath → source file. (The server entries are not here yet.) */
+/** The client entries: package.json subpath → source file. */
 const ENTRIES: Record<string, string> = {
   oncely: 'src/browser.ts',
   'oncely/browser': 'src/browser.ts',
@@ -23,7 +25,21 @@ const ENTRIES: Record<string, string> = {
   'oncely/journal': 'src/journal.ts',
 };
 
-const files = [...new Set(Object.values(ENTRIES))].map((file) => join(ROOT, file));
+/** The server entries: package.json subpath → source file. */
+const SERVER_ENTRIES: Record<string, string> = {
+  'oncely/server': 'src/server/index.ts',
+  'oncely/server/store': 'src/server/store.ts',
+  'oncely/server/sqlite': 'src/server/sqlite.ts',
+  'oncely/server/postgres': 'src/server/postgres.ts',
+  'oncely/express': 'src/server/middleware/express.ts',
+  'oncely/hono': 'src/server/middleware/hono.ts',
+  'oncely/fastify': 'src/server/middleware/fastify.ts',
+};
+
+/** The KeyStore contract: what a store of one's own implements, read and writes (not `Tx`: local steps run on it too). */
+const KEY_STORE_CONTRACT = ['KeyStore', 'AdmitInput', 'AdmitResult', 'AppSchema', 'Fenced', 'FinalResponse', 'FirstPhase', 'KeyRow', 'KeyState', 'Lease', 'PhaseCommit', 'PointWrite', 'StoredResponse', 'WatchEvent'];
+
+const files = [...new Set([...Object.values(ENTRIES), ...Object.values(SERVER_ENTRIES)])].map((file) => join(ROOT, file));
 const program = ts.createProgram(files, { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, strict: true, jsx: ts.JsxEmit.ReactJSX, noEmit: true, skipLibCheck: true });
 const checker = program.getTypeChecker();
 
@@ -64,5 +80,52 @@ describe('the client entries', () => {
       for (const name of ['Journal', 'OperationRecord', 'NewOperation', 'OperationPatch', 'StoredResult']) expect(names.has(name), `${entry} exports ${name}`).toBe(false);
     }
     expect([...exportsOf('src/journal.ts').keys()]).toEqual(expect.arrayContaining(['Journal', 'OperationRecord', 'NewOperation', 'OperationPatch', 'StoredResult']));
+  });
+});
+
+
+describe('the server entries', () => {
+  it('are the package\'s server subpaths, every one of them', () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, { types?: string }> };
+    const server = Object.entries(pkg.exports)
+      .filter(([, target]) => typeof target === 'object' && target.types?.startsWith('./dist/server/'))
+      .map(([subpath]) => `oncely${subpath.slice(1)}`);
+    expect(server.sort()).toEqual(Object.keys(SERVER_ENTRIES).sort());
+  });
+
+  it.each(Object.entries(SERVER_ENTRIES))(`%s exports at most ${MAX_NAMES} names`, (_entry, file) => {
+    const names = [...exportsOf(file).keys()].sort();
+    expect(names.length, names.join(', ')).toBeGreaterThan(0);
+    expect(names.length, names.join(', ')).toBeLessThanOrEqual(MAX_NAMES);
+  });
+
+  it('give one name one meaning: a name several entries (client or server) export is the same declaration in each', () => {
+    const seen = new Map<string, { entry: string; symbol: ts.Symbol }>();
+    const clashes: string[] = [];
+    for (const [entry, file] of [...Object.entries(SERVER_ENTRIES), ...Object.entries(ENTRIES)]) {
+      for (const [name, symbol] of exportsOf(file)) {
+        const earlier = seen.get(name);
+        // idempotent (and its options) is the one name each framework entry defines for its framework; createClient as above.
+        if (earlier && earlier.symbol !== symbol && name !== 'idempotent' && name !== 'createClient') clashes.push(`${name}: ${earlier.entry} and ${entry}`);
+        if (!earlier) seen.set(name, { entry, symbol });
+      }
+    }
+    expect(clashes).toEqual([]);
+  });
+
+  it('keep the key store implementer\'s interface off the server author\'s entries, on oncely/server/store', () => {
+    for (const entry of Object.keys(SERVER_ENTRIES).filter((e) => e !== 'oncely/server/store')) {
+      const names = exportsOf(SERVER_ENTRIES[entry] as string);
+      for (const name of KEY_STORE_CONTRACT) expect(names.has(name), `${entry} exports ${name}`).toBe(false);
+    }
+    expect([...exportsOf('src/server/store.ts').keys()]).toEqual(expect.arrayContaining([...KEY_STORE_CONTRACT, 'Tx']));
+  });
+
+  it('keep the reference server\'s internals off every entry', () => {
+    const internal = ['createReplayCache', 'ReplayCache', 'CachedKey', 'problem', 'problemBody', 'ProblemBody', 'ProblemType', 'PROBLEM_BASE', 'MAX_JSON_DEPTH', 'jsonTextProblem', 'isFinalStatus', 'WireResponse'];
+    for (const [entry, file] of [...Object.entries(SERVER_ENTRIES), ...Object.entries(ENTRIES)]) {
+      const names = exportsOf(file);
+      for (const name of internal) expect(names.has(name), `${entry} exports ${name}`).toBe(false);
+    }
   });
 });

@@ -10,7 +10,8 @@
  */
 import { createIdempotencyHandler, createRecoveryWorker } from '../../src/server/index.js';
 import { sqliteKeyStore } from '../../src/server/sqlite.js';
-import type { ExternalStep, IdempotentOperation, KeyStore, Tx } from '../../src/server/index.js';
+import type { ExternalStep, IdempotentOperation, Tx } from '../../src/server/index.js';
+import type { KeyStore } from '../../src/server/store.js';
 import { referenceKeyStore } from '../support/reference-store.js';
 
 const [mode = '', path = '', point = ''] = process.argv.slice(2);

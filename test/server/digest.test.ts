@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { canonicalJson, canonicalisesJson, fingerprint, fingerprintInput, fingerprintInputParsed, type FingerprintBody, type FingerprintOptions } from '../../src/fingerprint.js';
 import { createReferenceApp } from '../../src/reference/app.js';
 import { readCappedBody } from '../../src/server/read-body.js';
-import { defaultDigest, webCryptoDigest } from '../../src/server/index.js';
+import { defaultDigest, webCryptoDigest } from '../../src/server/store.js';
 import { sqliteKeyStore } from '../../src/server/sqlite.js';
 import { nodeDigest } from '../../src/digest.node.js';
 import { createTestApp } from './fixtures.js';

@@ -3,9 +3,11 @@
  * → final (ledger), over a real SQLite KeyStore. The external systems keep their own counters,
  * honour their derived keys and can be told to time out, refuse or be unavailable.
  */
-import { createIdempotencyHandler, problemBody, ProblemType } from '../../src/server/index.js';
+import { createIdempotencyHandler } from '../../src/server/index.js';
+import { problemBody, ProblemType } from '../../src/server/problems.js';
 import { sqliteKeyStore } from '../../src/server/sqlite.js';
-import type { IdempotencyHandlerOptions, IdempotentOperation, KeyStore, ProbeOutcome } from '../../src/server/index.js';
+import type { IdempotencyHandlerOptions, IdempotentOperation, ProbeOutcome } from '../../src/server/index.js';
+import type { KeyStore } from '../../src/server/store.js';
 import type { ExternalOutcome, StepContext } from '../../src/server/types.js';
 
 /** How the next call to a fake external system behaves. */

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { createIdempotencyHandler, type KeyStore } from '../../src/server/index.js';
+import { createIdempotencyHandler } from '../../src/server/index.js';
+import type { KeyStore } from '../../src/server/store.js';
 import { sqliteKeyStore } from '../../src/server/sqlite.js';
 import { createTestApp, paymentOperation, type TestApp } from './fixtures.js';
 

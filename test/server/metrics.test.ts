@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { createServerMetrics, problem, ProblemType } from '../../src/server/index.js';
+import { createServerMetrics } from '../../src/server/index.js';
+import { problem, ProblemType } from '../../src/server/problems.js';
 
 describe('createServerMetrics', () => {
   it('renders every request outcome and event counter as Prometheus text', () => {

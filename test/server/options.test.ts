@@ -7,9 +7,11 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { isOncelyError } from '../../src/errors.js';
 import { createReferenceApp } from '../../src/reference/app.js';
-import { InvalidOptionError, ResponseTooLargeError, SERVER_DEFAULTS, createIdempotencyHandler } from '../../src/server/index.js';
+import { InvalidOptionError } from '../../src/server/errors/invalid-option-error.js';
+import { ResponseTooLargeError } from '../../src/server/errors/response-too-large-error.js';
+import { createIdempotencyHandler } from '../../src/server/index.js';
 import { createGuard } from '../../src/server/middleware/guard.js';
-import { resolveServerOptions } from '../../src/server/options.js';
+import { resolveServerOptions, SERVER_DEFAULTS } from '../../src/server/options.js';
 import { sqliteKeyStore } from '../../src/server/store/sqlite.node.js';
 import { paymentOperation } from './fixtures.js';
 

@@ -1,7 +1,9 @@
 import { v5 as uuidv5 } from 'uuid';
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULT_NAMESPACE } from '../../src/keys.js';
-import { InvalidOptionError, createIdempotencyHandler, externalKey } from '../../src/server/index.js';
+import { externalKey } from '../../src/server/derived-key.js';
+import { InvalidOptionError } from '../../src/server/errors/invalid-option-error.js';
+import { createIdempotencyHandler } from '../../src/server/index.js';
 import { sqliteKeyStore } from '../../src/server/sqlite.js';
 import { createTestApp, paymentOperation, type TestApp } from './fixtures.js';
 

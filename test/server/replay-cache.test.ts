@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { fingerprint } from '../../src/fingerprint.js';
-import { createIdempotencyHandler, createReplayCache, type CachedKey, type IdempotentOperation, type KeyStore } from '../../src/server/index.js';
+import { createIdempotencyHandler, type IdempotentOperation } from '../../src/server/index.js';
+import { createReplayCache, type CachedKey } from '../../src/server/replay-cache.js';
+import type { KeyStore } from '../../src/server/store.js';
 import { sqliteKeyStore } from '../../src/server/sqlite.js';
 import { nodeDigest } from '../../src/digest.node.js';
 import { createTestApp } from './fixtures.js';

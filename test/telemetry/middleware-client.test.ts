@@ -8,7 +8,7 @@ import { idempotent } from '../../src/server/middleware/hono.js';
 import { createClient } from '../../src/client/create-client.js';
 import { memoryJournal } from '../../src/journal/memory.js';
 import { sqliteKeyStore } from '../../src/server/sqlite.js';
-import type { KeyStore } from '../../src/server/index.js';
+import type { KeyStore } from '../../src/server/store.js';
 import { createTestApp, type TestApp } from '../server/fixtures.js';
 import { recorder } from './exporter.js';
 

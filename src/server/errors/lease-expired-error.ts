@@ -13,8 +13,7 @@ import type { Lease } from '../store/types.js';
  *
  * @example
  * ```ts
- * import { idempotent } from 'oncely/express';
- * import { LeaseExpiredError } from 'oncely/server';
+ * import { idempotent, LeaseExpiredError } from 'oncely/express';
  * const onError = (error: unknown) => {
  *   if (error instanceof LeaseExpiredError) console.warn(`raise leaseMs: ${error.message}`);
  * };

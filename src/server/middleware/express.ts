@@ -19,7 +19,8 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import { createGuard, type Execution, type GuardContext, type GuardOptions, type GuardedBody, type WireResponse } from './guard.js';
 import { handlerHeaders, type HeaderValues } from './wire.js';
 
-export { isFinalStatus, type GuardContext, type GuardOptions, type WireResponse } from './guard.js';
+export type { GuardContext, GuardOptions } from './guard.js';
+export { LeaseExpiredError } from '../errors/lease-expired-error.js';
 
 // The global namespace every Express `Request` extends (as passport's `req.user`): it needs no
 // module resolution from this package to @types/express-serve-static-core.

@@ -19,7 +19,8 @@ import type { FastifyReply, FastifyRequest, RouteShorthandOptions, onSendHookHan
 import { createGuard, type Execution, type GuardContext, type GuardOptions, type WireResponse } from './guard.js';
 import { handlerHeaders, type HeaderValues } from './wire.js';
 
-export { isFinalStatus, type GuardContext, type GuardOptions, type WireResponse } from './guard.js';
+export type { GuardContext, GuardOptions } from './guard.js';
+export { LeaseExpiredError } from '../errors/lease-expired-error.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

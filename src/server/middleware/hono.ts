@@ -18,7 +18,8 @@ import { readCappedBody } from '../read-body.js';
 import { createGuard, type GuardContext, type GuardOptions, type GuardedBody, type WireResponse } from './guard.js';
 import { MiddlewareOrderError } from '../errors/middleware-order-error.js';
 
-export { isFinalStatus, type GuardContext, type GuardOptions, type WireResponse } from './guard.js';
+export type { GuardContext, GuardOptions } from './guard.js';
+export { LeaseExpiredError } from '../errors/lease-expired-error.js';
 
 /** The variable the middleware sets: `c.get('oncely')`. */
 export interface OncelyVariables {

@@ -3,7 +3,8 @@
  * stores a fixed response: what the fingerprint and key properties need from a server, and
  * nothing that could refuse a body for reasons of its own.
  */
-import { createIdempotencyHandler, type KeyStore } from '../../../src/server/index.js';
+import { createIdempotencyHandler } from '../../../src/server/index.js';
+import type { KeyStore } from '../../../src/server/store.js';
 
 export const ECHO_PATH = '/v1/echo';
 export const ECHO_TOKEN = 'Bearer test_acme';

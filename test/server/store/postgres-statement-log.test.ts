@@ -12,7 +12,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createIdempotencyHandler, createRecoveryWorker } from '../../../src/server/index.js';
 import { postgresKeyStore } from '../../../src/server/postgres.js';
-import type { IdempotentOperation, KeyStore } from '../../../src/server/index.js';
+import type { IdempotentOperation } from '../../../src/server/index.js';
+import type { KeyStore } from '../../../src/server/store.js';
 import type { PgliteLike, PgliteQueryable } from '../../../src/server/store/postgres-pglite.node.js';
 import { resolvePgUrl } from '../../support/pg.js';
 
