@@ -40,13 +40,21 @@ const spec = {
     port: { type: 'string', value: 'N', help: 'TCP port; 0 picks a free one (default 8787)' },
     host: { type: 'string', value: 'HOST', help: 'interface to bind (default 127.0.0.1)' },
     db: { type: 'string', value: 'PATH|URL', help: 'SQLite file, or postgres://… (default oncely-server.db)' },
-    'pg-schema': { type: 'string', value: 'NAME', help: 'PostgreSQL schema for the key and app tables (default: the search_path in the URL options, else public)' },
-    'pg-listen-url': { type: 'string', value: 'URL', help: "PostgreSQL's own address for LISTEN when --db goes through a pooler (default: --db when direct, else waits poll)" },
-    'pg-prepared-statements': { type: 'string', value: 'on|off', help: 'named prepared statements (default: on when --db reaches PostgreSQL directly, off behind a pooler)' },
+    'pg-schema': { type: 'string', value: 'NAME', help: 'schema for the key and app tables (default: the search_path in the URL options, else public)' },
+    'pg-listen-url': {
+      type: 'string',
+      value: 'URL',
+      help: "PostgreSQL's own URL for LISTEN when --db goes through a pooler (default: --db; behind a pooler, waits poll)",
+    },
+    'pg-prepared-statements': { type: 'string', value: 'on|off', help: 'named prepared statements (default: on when --db is direct, off behind a pooler)' },
     clients: { type: 'string', value: 'FILE', help: 'JSON {"<token>": "<client_id>"} (default: demo callers)' },
     'key-ttl': { type: 'string', value: 'DURATION', help: 'how long finished keys are kept (default 24h)' },
     lease: { type: 'string', value: 'DURATION', help: `owner lease between phase commits, below --key-ttl (default ${SERVER_DEFAULTS.leaseMs / 1000}s)` },
-    'in-flight-wait': { type: 'string', value: 'DURATION', help: `how long a duplicate waits for the original before 409; 0 answers at once (default ${SERVER_DEFAULTS.inFlightWaitMs / 1000}s)` },
+    'in-flight-wait': {
+      type: 'string',
+      value: 'DURATION',
+      help: `how long a duplicate waits for the original before 409; 0 answers at once (default ${SERVER_DEFAULTS.inFlightWaitMs / 1000}s)`,
+    },
     faults: { type: 'string', value: 'SPEC', help: 'fault injection, e.g. crash-after:EXT2_SENT:0.2 (default $ONCELY_FAULTS)' },
     static: { type: 'string', value: 'DIR', help: 'serve static files from DIR on the same origin' },
     cors: { type: 'string', value: 'ORIGIN', multiple: true, help: 'allow browser callers from ORIGIN (repeatable), e.g. https://shop.example' },
@@ -161,7 +169,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
 
   const db = resolveDb(values.db ?? 'oncely-server.db');
   const prepared = values['pg-prepared-statements'];
-  if (prepared !== undefined && prepared !== 'on' && prepared !== 'off') return fail(`--pg-prepared-statements takes on or off, got ${JSON.stringify(prepared)}`);
+  if (prepared !== undefined && prepared !== 'on' && prepared !== 'off')
+    return fail(`--pg-prepared-statements takes on or off, got ${JSON.stringify(prepared)}`);
   const listenUrl = values['pg-listen-url'];
   if (listenUrl !== undefined && !isPostgres(listenUrl)) return fail(`--pg-listen-url takes a postgres:// URL, got ${JSON.stringify(redacted(listenUrl))}`);
   const pgFlags: PgFlags = { schema: values['pg-schema'], listenUrl, prepared: prepared === undefined ? undefined : prepared === 'on' };
@@ -169,10 +178,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   let peers: { readonly listen: typeof listen; readonly pino: typeof Pino };
   try {
     assertPeers('`oncely serve`', ['@hono/node-server', 'pino', isPostgres(db) ? 'pg' : 'better-sqlite3']);
-    const [hono, logger] = await Promise.all([
-      importPeer<{ serve: typeof listen }>('@hono/node-server'),
-      importPeer<{ pino: typeof Pino }>('pino'),
-    ]);
+    const [hono, logger] = await Promise.all([importPeer<{ serve: typeof listen }>('@hono/node-server'), importPeer<{ pino: typeof Pino }>('pino')]);
     peers = { listen: hono.serve, pino: logger.pino };
   } catch (error) {
     if (!isOncelyError(error)) throw error;

@@ -11,8 +11,7 @@ import { DEFAULT_NAMESPACE } from '../keys.js';
 import { defaultDigest, type FingerprintDigest } from '../fingerprint.js';
 import type { AttemptEvent, RetryEvent, SettledEvent, UnansweredEvent } from './results.js';
 import { nonNegative, normalizeRetryOptions, type ResolvedRetryOptions, type RetryOptions } from './retry-options.js';
-import { attemptTracer, type AttemptTracer } from './telemetry.js';
-import type { TelemetryOptions } from '../telemetry/types.js';
+import { attemptTracer, type AttemptTracer, type TelemetryOptions } from './telemetry.js';
 
 export { DEFAULT_RETRY, normalizeRetryOptions, type ResolvedRetryOptions, type RetryOptions } from './retry-options.js';
 
@@ -261,7 +260,8 @@ export function normalizeOptions(
   }
   const secret = (options.journalHeaders ?? []).find((name) => NEVER_JOURNALED_HEADERS.has(name.toLowerCase()) || isCredentialName(name));
   if (secret !== undefined) {
-    throw new OncelyError(ErrorCode.Config, `createClient: journalHeaders may not name ${JSON.stringify(secret)}: credentials are never written to the journal`);
+    const refusal = `createClient: journalHeaders may not name ${JSON.stringify(secret)}: credentials are never written to the journal`;
+    throw new OncelyError(ErrorCode.Config, refusal);
   }
   const given = options.headers ?? {};
   const headers = async (): Promise<Record<string, string>> => {

@@ -8,6 +8,8 @@
  */
 import { failSpan, startSpan, tracingOf } from '../telemetry/spans.js';
 import { SpanKind, STATUS_ERROR, type TelemetryOptions } from '../telemetry/types.js';
+
+export type { TelemetryOptions } from '../telemetry/types.js';
 import type { AttemptReport } from './attempt.js';
 
 /** Starts the span of one attempt; the returned function ends it with what the attempt produced. */
@@ -60,7 +62,13 @@ export function attemptTracer(options: TelemetryOptions | undefined): AttemptTra
  * const report = await tracedAttempt(options.traceAttempt, 'POST', url, 2, () => sendAttempt(request));
  * ```
  */
-export function tracedAttempt(tracer: AttemptTracer | undefined, method: string, url: string, attempt: number, send: () => Promise<AttemptReport>): Promise<AttemptReport> {
+export function tracedAttempt(
+  tracer: AttemptTracer | undefined,
+  method: string,
+  url: string,
+  attempt: number,
+  send: () => Promise<AttemptReport>,
+): Promise<AttemptReport> {
   return tracer === undefined ? send() : traceOne(tracer(method, url, attempt), send);
 }
 

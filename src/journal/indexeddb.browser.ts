@@ -16,7 +16,8 @@
  */
 import { JournalError } from '../errors.js';
 import { META_KEY, OPERATIONS, SCHEMA, journalStore, readRow, rowKey, type Meta, type Row } from './indexeddb-store.browser.js';
-import { OperationState, newRecord, replacesRefused, type DamagedRecord, type Journal, type NewOperation, type OperationRecord, type PutOutcome } from './types.js';
+import { OperationState, newRecord, replacesRefused } from './types.js';
+import type { DamagedRecord, Journal, NewOperation, OperationRecord, PutOutcome } from './types.js';
 import { webLockClaims, type LockRequester } from './web-locks.js';
 
 /**

@@ -21,60 +21,20 @@ import { createInFlight } from './in-flight.js';
 import { parseInput, type Admission } from './parse-input.js';
 import { admitRequest, fromCache, rememberFinished, type AdmissionPolicy } from './admission.js';
 import { problemAnswer, replay, respond, storeUnavailable, toResponse, type Answer } from './answers.js';
-import { createServerMetrics, type ServerMetrics } from './metrics.js';
+import { createServerMetrics } from './metrics.js';
 import { firstLocalPhase } from './phase-plan.js';
-import { reportError, runSteps, type PhaseHooks, type StepsOutcome } from './phases.js';
+import { reportError, runSteps, type StepsOutcome } from './phases.js';
 import { ProblemType } from './problems.js';
 import { readCappedBody } from './read-body.js';
 import { createReplayCache, type ReplayCache } from './replay-cache.js';
 import { InvalidOptionError } from './errors/invalid-option-error.js';
-import { integerOption, resolveServerOptions, type ServerOptions } from './options.js';
+import { integerOption, resolveServerOptions } from './options.js';
 import type { AdmitResult, KeyRow, KeyStore, Lease } from './store/types.js';
 import type { IdempotentOperation } from './types.js';
+import type { IdempotencyHandler, IdempotencyHandlerOptions } from './handler-types.js';
 import { serverTelemetry, tracedPhase, type RequestTrace, type StepsTrace } from './telemetry.js';
 
-/** Options of {@link createIdempotencyHandler}; the lease, TTL, wait, body cap, cache and digest are {@link ServerOptions}. */
-export interface IdempotencyHandlerOptions extends ServerOptions {
-  /** Where keys, leases and recovery points live (and the app's own tables). */
-  readonly store: KeyStore;
-  /** The operations made idempotent, matched by exact method and path. */
-  readonly operations: ReadonlyArray<IdempotentOperation<unknown>>;
-  /** Maps a request to its caller's client id, or `null` (answered `401`). Any string: identifiers built from it are length-prefixed. */
-  readonly authenticate: (request: Request) => string | null | Promise<string | null>;
-  /**
-   * UUID namespace of the derived keys `Kn` sent to external systems.
-   * @default DEFAULT_NAMESPACE
-   */
-  readonly namespace?: string | undefined;
-  /** Hooks called as phases commit (fault injection). */
-  readonly hooks?: PhaseHooks | undefined;
-  /** Counters to update; a fresh set when omitted. */
-  readonly metrics?: ServerMetrics | undefined;
-  /**
-   * Backoff of a parked row (outcome unknown): `min(maxMs, baseMs · 2^attempts)`.
-   * @default { baseMs: 1000, maxMs: 60000 }
-   */
-  readonly parkBackoff?: { readonly baseMs: number; readonly maxMs: number } | undefined;
-}
-
-/** What {@link IdempotencyHandler.resume} did with a row. */
-export type RecoveryOutcome = 'finished' | 'pending' | 'transient' | 'lost' | 'busy' | 'unresumable';
-
-/**
- * The handler built by {@link createIdempotencyHandler}.
- *
- * @example
- * ```ts
- * const fetch = async (request: Request) => (await handler.handle(request)) ?? new Response(null, { status: 404 });
- * ```
- */
-export interface IdempotencyHandler {
-  /** Answers a request, or resolves to `undefined` when no operation matches its method and path. */
-  handle(request: Request): Promise<Response | undefined>;
-  /** Takes over a started row whose lease is gone and runs it from its recovery point (the recovery worker's entry). */
-  resume(row: KeyRow): Promise<RecoveryOutcome>;
-  readonly metrics: ServerMetrics;
-}
+export type { IdempotencyHandler, IdempotencyHandlerOptions, RecoveryOutcome } from './handler-types.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -143,8 +103,13 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     const end = keys.begin(lease.clientId, lease.key);
     // Spelled out, not spread from `config`: this literal is built for every executed request.
     return runSteps({
-      store, operation, lease, input,
-      recoveryPoint: row.recoveryPoint, data: row.data, attempts: row.attempts,
+      store,
+      operation,
+      lease,
+      input,
+      recoveryPoint: row.recoveryPoint,
+      data: row.data,
+      attempts: row.attempts,
       namespace: config.namespace,
       leaseMs: config.leaseMs,
       hooks: config.hooks,
@@ -157,7 +122,13 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
   };
 
   /** The store's admission of `admission`, with the operation's first local step when it has one. */
-  async function admitWithFirstStep(operation: IdempotentOperation<unknown>, input: unknown, admission: Admission, echo: Record<string, string>, trace?: RequestTrace) {
+  async function admitWithFirstStep(
+    operation: IdempotentOperation<unknown>,
+    input: unknown,
+    admission: Admission,
+    echo: Record<string, string>,
+    trace?: RequestTrace,
+  ) {
     // A first local step commits with the admission: one transaction fewer per first execution.
     const first = firstLocalPhase(operation, {
       clientId: admission.clientId,
@@ -169,7 +140,9 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     });
     try {
       const { clientId, key, requestHash, endpoint, requestBody } = admission;
-      const result = await tracedPhase(trace, 'admit', () => store.admit({ clientId, key, requestHash, endpoint, requestBody, leaseMs: config.leaseMs, ttlMs: config.ttlMs }, first));
+      const result = await tracedPhase(trace, 'admit', () =>
+        store.admit({ clientId, key, requestHash, endpoint, requestBody, leaseMs: config.leaseMs, ttlMs: config.ttlMs }, first),
+      );
       return { result, first };
     } catch (error) {
       if (!first?.threw(error)) throw error;
@@ -180,9 +153,24 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     }
   }
 
-  async function admitted(operation: IdempotentOperation<unknown>, input: unknown, admission: Admission, echo: Record<string, string>, prefer: string | null, trace?: RequestTrace): Promise<Answer> {
+  async function admitted(
+    operation: IdempotentOperation<unknown>,
+    input: unknown,
+    admission: Admission,
+    echo: Record<string, string>,
+    prefer: string | null,
+    trace?: RequestTrace,
+  ): Promise<Answer> {
     let first: ReturnType<typeof firstLocalPhase>;
-    const request = { clientId: admission.clientId, key: admission.key, requestHash: admission.requestHash, identity: admission.identity, prefer, echo, waited: trace ? () => trace.waited() : undefined };
+    const request = {
+      clientId: admission.clientId,
+      key: admission.key,
+      requestHash: admission.requestHash,
+      identity: admission.identity,
+      prefer,
+      echo,
+      waited: trace ? () => trace.waited() : undefined,
+    };
     const decided = await admitRequest<AdmitResult>(policy, request, async () => {
       const attempt = await admitWithFirstStep(operation, input, admission, echo, trace);
       first = attempt.first;
@@ -268,7 +256,9 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
         answer = await handleKeyed(request, url, operation, trace);
       } catch {
         // `authenticate` threw or the body stream broke: nothing was admitted, a retry is safe.
-        answer = problemAnswer('transient', ProblemType.UpstreamUnavailable, 'the request could not be processed; retry with the same key', { 'retry-after': '1' });
+        answer = problemAnswer('transient', ProblemType.UpstreamUnavailable, 'the request could not be processed; retry with the same key', {
+          'retry-after': '1',
+        });
       }
       metrics.request(answer.outcome);
       trace?.end(answer.outcome, answer.status);
