@@ -33,14 +33,7 @@ export default defineConfig({
             provider: playwright({
               launchOptions: {
                 executablePath: process.env.ONCELY_CHROMIUM ?? '/usr/bin/chromium',
-                args: [
-                  '--no-sandbox',
-                  '--disable-gpu',
-                  '--disable-background-networking',
-                  '--disable-component-update',
-                  '--disable-sync',
-                  '--no-first-run',
-                ],
+                args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
               },
             }),
             instances: [{ browser: 'chromium' }],

@@ -56,7 +56,11 @@ const statementProto = Object.getPrototypeOf(probe.prepare('SELECT 1')) as { run
 probe.close();
 const run = statementProto.run;
 statementProto.run = function (this: { source: string; reader: boolean; database: { inTransaction: boolean } }, ...args: unknown[]) {
-  if (/^\s*COMMIT\b/i.test(this.source) || (!this.reader && !this.database.inTransaction && !/^\s*(BEGIN|ROLLBACK|SAVEPOINT|RELEASE|PRAGMA)\b/i.test(this.source))) stats.commits += 1;
+  if (
+    /^\s*COMMIT\b/i.test(this.source) ||
+    (!this.reader && !this.database.inTransaction && !/^\s*(BEGIN|ROLLBACK|SAVEPOINT|RELEASE|PRAGMA)\b/i.test(this.source))
+  )
+    stats.commits += 1;
   return run.apply(this, args);
 };
 
@@ -189,7 +193,9 @@ function snapshot(): object {
     loopDelayMeanMs: delay.mean / 1e6,
     loopDelayP99Ms: delay.percentile(99) / 1e6,
     stagesUs: Object.fromEntries(STAGES.map((s) => [s, per(stats.stageNs[s])])),
-    store: Object.fromEntries(Object.entries(stats.store).map(([k, v]) => [k, { perRequest: v.calls / n, waitUs: Number(v.waitNs) / 1000 / Math.max(1, v.calls) }])),
+    store: Object.fromEntries(
+      Object.entries(stats.store).map(([k, v]) => [k, { perRequest: v.calls / n, waitUs: Number(v.waitNs) / 1000 / Math.max(1, v.calls) }]),
+    ),
     commitsPerRequest: stats.commits / n,
   };
 }

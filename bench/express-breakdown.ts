@@ -62,7 +62,15 @@ const call = async <T>(path: string): Promise<T> => (await (await fetch(`${contr
 const urls = await call<Record<Arm, string>>('/arms');
 const body = payBody('breakdown');
 const load = (arm: Arm, durationSec: number): Promise<LoadResult> =>
-  runLoad({ url: `${urls[arm]}/pay`, method: 'POST', body, keyMode: 'fresh', headers: { authorization: 'Bearer bench' }, connections: CONNECTIONS, durationSec });
+  runLoad({
+    url: `${urls[arm]}/pay`,
+    method: 'POST',
+    body,
+    keyMode: 'fresh',
+    headers: { authorization: 'Bearer bench' },
+    connections: CONNECTIONS,
+    durationSec,
+  });
 
 for (const arm of ARMS) await load(arm, 1); // warm-up: JIT, prepared statements, the first pages
 const runs: Record<Arm, Array<{ load: LoadResult; stats: Stats }>> = { unguarded: [], oncely: [], 'oncely-tx': [] };
@@ -122,7 +130,8 @@ console.log(line(['---', ...ARMS.map(() => '---:'), '---:', '---:']));
 for (const [label, pick, digits] of rows) {
   console.log(line([label, ...ARMS.map((arm) => f(med(arm, pick), digits)), f(perRound('oncely', pick), digits), f(perRound('oncely-tx', pick), digits)]));
 }
-const ratio = (arm: Arm): number => (runs.unguarded.length && runs[arm].length ? median(runs[arm].map((r, i) => r.load.rps / runs.unguarded[i]!.load.rps)) : Number.NaN);
+const ratio = (arm: Arm): number =>
+  runs.unguarded.length && runs[arm].length ? median(runs[arm].map((r, i) => r.load.rps / runs.unguarded[i]!.load.rps)) : Number.NaN;
 console.log(`\nreq/s ÷ unguarded, per round, median: oncely ${ratio('oncely').toFixed(2)}×, oncely-tx ${ratio('oncely-tx').toFixed(2)}×`);
 const bad = ARMS.flatMap((arm) => runs[arm].map((r) => r.load.errors + r.load.non2xx)).reduce((a, b) => a + b, 0);
 if (bad) console.log(`WARNING: ${bad} errors or non-2xx answers`);
@@ -130,5 +139,8 @@ if (bad) console.log(`WARNING: ${bad} errors or non-2xx answers`);
 if (profDir) {
   // The main thread's profile: CPU.<date>.<time>.<pid>.<thread 0>.<seq>.cpuprofile (workers have their own).
   const file = readdirSync(profDir).find((n) => n.includes(`.${child.pid}.0.`) && n.endsWith('.cpuprofile'));
-  if (file) console.log(`\nCPU profile ${join(profDir, file)} (${ARMS.join(', ')}; main thread), self time by package:\n${summarizeProfile(JSON.parse(readFileSync(join(profDir, file), 'utf8')))}`);
+  if (file)
+    console.log(
+      `\nCPU profile ${join(profDir, file)} (${ARMS.join(', ')}; main thread), self time by package:\n${summarizeProfile(JSON.parse(readFileSync(join(profDir, file), 'utf8')))}`,
+    );
 }

@@ -27,7 +27,10 @@ const rounds = Number(process.argv[3] ?? 5);
 
 if (process.env.ONCELY_BENCH_BUNDLED !== '1') {
   const argv = await bundled('bench/express-middleware-cpu.ts');
-  const run = spawnSync(argv[0]!, [...argv.slice(1), String(requests), String(rounds)], { stdio: 'inherit', env: { ...process.env, ONCELY_BENCH_BUNDLED: '1' } });
+  const run = spawnSync(argv[0]!, [...argv.slice(1), String(requests), String(rounds)], {
+    stdio: 'inherit',
+    env: { ...process.env, ONCELY_BENCH_BUNDLED: '1' },
+  });
   process.exit(run.status ?? 1);
 }
 
@@ -35,13 +38,20 @@ if (process.env.ONCELY_BENCH_BUNDLED !== '1') {
 const answering = {
   dialect: 'sqlite',
   migrate: async () => {},
-  admit: async (input: { clientId: string; key: string }) => ({ owned: true, lease: { clientId: input.clientId, key: input.key, token: 't' }, row: { state: 'started' } }),
+  admit: async (input: { clientId: string; key: string }) => ({
+    owned: true,
+    lease: { clientId: input.clientId, key: input.key, token: 't' },
+    row: { state: 'started' },
+  }),
   finish: async () => ({ ok: true, value: undefined }),
   release: async () => true,
   close: async () => {},
 };
 const store = new Proxy(answering, {
-  get: (target, name) => (name in target ? target[name as keyof typeof target] : () => Promise.reject(new Error(`express-middleware-cpu: the answering store has no ${String(name)}`))),
+  get: (target, name) =>
+    name in target
+      ? target[name as keyof typeof target]
+      : () => Promise.reject(new Error(`express-middleware-cpu: the answering store has no ${String(name)}`)),
 }) as unknown as KeyStore;
 
 const handler: express.RequestHandler = (req, res) => {
@@ -70,7 +80,9 @@ function one(path: string): Promise<void> {
       statuses.set(`${path} ${res.statusCode}`, (statuses.get(`${path} ${res.statusCode}`) ?? 0) + 1);
       resolve();
     });
-    (app as unknown as { handle: (req: unknown, res: unknown, next: (error?: unknown) => void) => void }).handle(req, res, (error) => reject(error ?? new Error(`${path}: no route answered`)));
+    (app as unknown as { handle: (req: unknown, res: unknown, next: (error?: unknown) => void) => void }).handle(req, res, (error) =>
+      reject(error ?? new Error(`${path}: no route answered`)),
+    );
   });
 }
 

@@ -108,7 +108,15 @@ function listen(fetch: (request: Request) => Promise<Response>): Promise<{ url: 
 }
 const servers = { webcrypto: await listen((r) => before.fetch(r)), node: await listen((r) => after.fetch(r)), trivial: await listen(trivial) };
 const load = (url: string) => async () => {
-  const result = await runLoad({ url: `${url}/v1/payments`, method: 'POST', headers: HEADERS, body: BODY, keyMode: 'fixed', connections: CONNECTIONS, durationSec: LOAD_SECONDS });
+  const result = await runLoad({
+    url: `${url}/v1/payments`,
+    method: 'POST',
+    headers: HEADERS,
+    body: BODY,
+    keyMode: 'fixed',
+    connections: CONNECTIONS,
+    durationSec: LOAD_SECONDS,
+  });
   if (result.errors > 0 || result.non2xx > 0) throw new Error(`load run failed: ${JSON.stringify(result.statuses)}, ${result.errors} errors`);
   return result.rps;
 };
@@ -135,7 +143,17 @@ const figures: Figure[] = [
   figure('replay.http.before.vs-trivial', 'replay over HTTP before / trivial', '×', ratios(http.webcrypto, http.trivial), { op: '>=', value: 0.5 }),
   figure('replay.http.after.vs-trivial', 'replay over HTTP after / trivial', '×', ratios(http.node, http.trivial), { op: '>=', value: 0.5 }),
 ];
-const environment = { node: process.version, cpus: cpus().length, loadavg: loadavg().map((v) => Math.round(v * 10) / 10), rounds: ROUNDS, fpOps: FP_OPS, replays: REPLAYS, concurrency: CONCURRENCY, connections: CONNECTIONS, loadSeconds: LOAD_SECONDS };
+const environment = {
+  node: process.version,
+  cpus: cpus().length,
+  loadavg: loadavg().map((v) => Math.round(v * 10) / 10),
+  rounds: ROUNDS,
+  fpOps: FP_OPS,
+  replays: REPLAYS,
+  concurrency: CONCURRENCY,
+  connections: CONNECTIONS,
+  loadSeconds: LOAD_SECONDS,
+};
 console.log(`fingerprint bench — ${ROUNDS} alternated rounds, node ${process.version}, load average ${environment.loadavg.join(' ')}`);
 for (const f of figures) {
   const goal = f.goal ? `  goal ${f.goal.op} ${f.goal.value}: ${f.pass ? 'pass' : 'FAIL'}` : '';

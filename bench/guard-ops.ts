@@ -42,7 +42,11 @@ async function firstExecution(key: string): Promise<void> {
   const tx = decision.execution.context.tx;
   if (tx) await tx.run(CHARGE_SQL, chargeParams(payment));
   const body = Buffer.from(JSON.stringify(payment));
-  const answer = await decision.execution.complete({ status: 201, headers: { 'content-type': 'application/json; charset=utf-8', 'content-length': String(body.length), etag: 'W/"7b-x"' }, body });
+  const answer = await decision.execution.complete({
+    status: 201,
+    headers: { 'content-type': 'application/json; charset=utf-8', 'content-length': String(body.length), etag: 'W/"7b-x"' },
+    body,
+  });
   if (answer.status !== 201) throw new Error(`${key}: ${answer.status}`);
 }
 

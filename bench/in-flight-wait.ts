@@ -120,7 +120,10 @@ try {
   await a.app.close(0);
   const slowA = await open(3000);
   console.log('store queries while duplicates wait on another instance (originals slow:ext2:3000):');
-  for (const [label, instance] of [['notified', b], ['polling', p]] as const) {
+  for (const [label, instance] of [
+    ['notified', b],
+    ['polling', p],
+  ] as const) {
     for (const oneKey of [false, true]) for (const n of [1, 10, 100]) await queries(slowA.app, instance, label, n, oneKey, run);
   }
   await slowA.app.close(0);

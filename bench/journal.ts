@@ -174,7 +174,11 @@ for (const row of rows) {
     `${row.variant.padEnd(16)} ${cells.join(' ')} ${String(row.opsPerSecond).padStart(9)} ${row.medianCpuUsPerOp.toFixed(1).padStart(10)} ${String(row.cpuBoundOpsPerSecond).padStart(10)}`,
   );
 }
-console.log(`load average while measuring: ${loadavg().map((v) => v.toFixed(2)).join(' ')} on ${cpus().length} cores`);
+console.log(
+  `load average while measuring: ${loadavg()
+    .map((v) => v.toFixed(2))
+    .join(' ')} on ${cpus().length} cores`,
+);
 for (const basis of ['wall', 'cpu'] as const) {
   const { batchedOpsPerSecond: batchedTarget, processUsPerOp: processTarget } = targets[basis];
   console.log(

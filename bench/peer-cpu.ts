@@ -80,7 +80,15 @@ const threads0 = threadCpuMs();
 const cpu0 = cpuMs();
 const db0 = onPostgres ? databaseCpuMs() : 0;
 const t0 = Date.now();
-const result = await runLoad({ url: `${url}/pay`, method: 'POST', body: payBody('peer-cpu'), keyMode: 'fresh', headers: { authorization: 'Bearer bench' }, connections: 10, durationSec: seconds });
+const result = await runLoad({
+  url: `${url}/pay`,
+  method: 'POST',
+  body: payBody('peer-cpu'),
+  keyMode: 'fresh',
+  headers: { authorization: 'Bearer bench' },
+  connections: 10,
+  durationSec: seconds,
+});
 const cpu = cpuMs() - cpu0;
 const db = onPostgres ? databaseCpuMs() - db0 : 0;
 const wall = Date.now() - t0;

@@ -85,7 +85,11 @@ async function measure(n: number, prefix: string): Promise<{ commits: number; ro
   counting = true;
   for (let i = 0; i < n; i += 1) {
     const response = await handler.handle(
-      new Request('http://oncely.test/v1/pay', { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': `${prefix}-${i}` }, body: '{}' }),
+      new Request('http://oncely.test/v1/pay', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': `${prefix}-${i}` },
+        body: '{}',
+      }),
     );
     if (response?.status !== 201) throw new Error(`${prefix}-${i}: ${response?.status}`);
   }

@@ -75,7 +75,12 @@ try {
     }
     await db.query(`VACUUM ANALYZE ${t}`);
     const size = async (sql: string, params: unknown[] = []): Promise<number> => Number((await db.query<{ n: string }>(sql, params)).rows[0]!.n);
-    const indexes = (await db.query<{ name: string; bytes: string }>(`SELECT indexrelid::regclass::text AS name, pg_relation_size(indexrelid) AS bytes FROM pg_index WHERE indrelid = $1::regclass`, [t])).rows;
+    const indexes = (
+      await db.query<{ name: string; bytes: string }>(
+        `SELECT indexrelid::regclass::text AS name, pg_relation_size(indexrelid) AS bytes FROM pg_index WHERE indrelid = $1::regclass`,
+        [t],
+      )
+    ).rows;
     const tableBytes = await size('SELECT pg_table_size($1::regclass) AS n', [t]);
     const totalBytes = await size('SELECT pg_total_relation_size($1::regclass) AS n', [t]);
     const sizing: Sizing = {
@@ -100,7 +105,9 @@ console.log('| keys | heap | table (+TOAST) | primary key | unfinished (partial)
 console.log('|---|---|---|---|---|---|---|---|');
 for (const s of results) {
   const index = (name: string): string => mb(s.indexBytes[name] ?? 0);
-  console.log(`| ${s.rows.toLocaleString('en')} | ${mb(s.heapBytes)} | ${mb(s.tableBytes)} | ${index('oncely_keys_pkey')} | ${index('oncely_keys_unfinished')} | ${index('oncely_keys_expiry')} | ${mb(s.totalBytes)} | ${s.bytesPerKey} |`);
+  console.log(
+    `| ${s.rows.toLocaleString('en')} | ${mb(s.heapBytes)} | ${mb(s.tableBytes)} | ${index('oncely_keys_pkey')} | ${index('oncely_keys_unfinished')} | ${index('oncely_keys_expiry')} | ${mb(s.totalBytes)} | ${s.bytesPerKey} |`,
+  );
 }
 mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
 writeFileSync(join(ROOT, 'bench/results/pg-sizing.json'), `${JSON.stringify({ at: new Date().toISOString(), postgres: 15, results }, null, 2)}\n`);

@@ -65,7 +65,10 @@ const query = pg.Client.prototype.query as (...a: unknown[]) => unknown;
 pg.Client.prototype.query = function (this: pg.Client & { [IN_TX]?: boolean }, ...args: unknown[]) {
   const first = args[0] as string | { text?: string } | undefined;
   const text = typeof first === 'string' ? first : (first?.text ?? '');
-  for (const statement of text.split(';').map((t) => t.trim().toUpperCase()).filter(Boolean)) {
+  for (const statement of text
+    .split(';')
+    .map((t) => t.trim().toUpperCase())
+    .filter(Boolean)) {
     if (statement.startsWith('BEGIN') || statement.startsWith('START TRANSACTION')) this[IN_TX] = true;
     else if (statement.startsWith('COMMIT') || statement.startsWith('END')) {
       this[IN_TX] = false;
@@ -113,7 +116,12 @@ async function firstExecution(key: string): Promise<void> {
   const admitted = await store.admit(
     { clientId: 'bench', key, requestHash: 'a'.repeat(64), endpoint: 'POST /pay', requestBody: body, leaseMs: LEASE, ttlMs: 86_400_000 },
     {
-      phase: { recoveryPoint: 'H1_DONE', leaseMs: LEASE, dataFrom: (produced: { payment: PaymentResult } | undefined) => produced, after: { recoveryPoint: 'EXT1_SENT' } },
+      phase: {
+        recoveryPoint: 'H1_DONE',
+        leaseMs: LEASE,
+        dataFrom: (produced: { payment: PaymentResult } | undefined) => produced,
+        after: { recoveryPoint: 'EXT1_SENT' },
+      },
       work: async (tx: Tx) => {
         const payment = newPayment({ amount: 1250, currency: 'EUR', reference: 'postgres-cpu' });
         await tx.run(CHARGE_SQL, chargeParams(payment));
@@ -153,7 +161,10 @@ try {
     const wall = performance.now() - t0;
     const wal = await walBytes(lsn0, await walLsn());
     const done = next - from;
-    if (round === 0) console.log('| per first execution | Node CPU µs | of which system | PostgreSQL CPU µs | WAL bytes | round trips | commits | wall µs |\n|---|---:|---:|---:|---:|---:|---:|---:|');
+    if (round === 0)
+      console.log(
+        '| per first execution | Node CPU µs | of which system | PostgreSQL CPU µs | WAL bytes | round trips | commits | wall µs |\n|---|---:|---:|---:|---:|---:|---:|---:|',
+      );
     console.log(
       `| round ${round + 1} (${done} operations) | ${((cpu.user + cpu.system) / done).toFixed(0)} | ${(cpu.system / done).toFixed(0)} | ${((1000 * db) / done).toFixed(0)} | ` +
         `${(wal / done).toFixed(0)} | ${(trips / done).toFixed(2)} | ${(committed / done).toFixed(2)} | ${((1000 * wall) / done).toFixed(0)} |`,

@@ -92,7 +92,14 @@ for (const schema of [emptySchema, seededSchema]) {
   await store.close();
 }
 const seedStarted = Date.now();
-const response = JSON.stringify({ id: 'pay_seed', status: 'succeeded', amount: 1250, currency: 'EUR', reference: 'seed', created_at: '2026-12-02T00:00:00.000Z' });
+const response = JSON.stringify({
+  id: 'pay_seed',
+  status: 'succeeded',
+  amount: 1250,
+  currency: 'EUR',
+  reference: 'seed',
+  created_at: '2026-12-02T00:00:00.000Z',
+});
 await admin.query(
   `INSERT INTO ${seededSchema}.oncely_keys (client_id, key, request_hash, endpoint, request_body, state, recovery_point, data,
      response_status, response_headers, response_body, created_at, expires_at)
@@ -176,9 +183,27 @@ const rows: string[] = [];
 for (const name of Object.keys(measurements)) {
   const runs = loads[name] ?? [];
   const expected = '201';
-  const unexpected = runs.reduce((n, run) => n + run.errors + Object.entries(run.statuses).filter(([s]) => s !== expected).reduce((m, [, c]) => m + c, 0), 0);
-  const rps = figure(`postgres.${name}.rps`, `${LABELS[name]} req/s`, 'req/s', runs.map((run) => run.rps));
-  const p99 = figure(`postgres.${name}.p99`, `${LABELS[name]} p99`, 'ms', runs.map((run) => run.p99));
+  const unexpected = runs.reduce(
+    (n, run) =>
+      n +
+      run.errors +
+      Object.entries(run.statuses)
+        .filter(([s]) => s !== expected)
+        .reduce((m, [, c]) => m + c, 0),
+    0,
+  );
+  const rps = figure(
+    `postgres.${name}.rps`,
+    `${LABELS[name]} req/s`,
+    'req/s',
+    runs.map((run) => run.rps),
+  );
+  const p99 = figure(
+    `postgres.${name}.p99`,
+    `${LABELS[name]} p99`,
+    'ms',
+    runs.map((run) => run.p99),
+  );
   figures.push(rps, p99);
   rows.push(`| ${LABELS[name]} | ${Math.round(rps.median)} | ${Math.round(rps.min)}–${Math.round(rps.max)} | ${p99.median} | ${unexpected} |`);
 }
@@ -186,7 +211,10 @@ const scale = figure(
   'postgres.scale.seeded_vs_empty',
   `first execution with ${stored.toLocaleString('en')} keys ÷ empty`,
   '×',
-  ratios((loads['scale.seeded'] ?? []).map((r) => r.rps), (loads['scale.empty'] ?? []).map((r) => r.rps)),
+  ratios(
+    (loads['scale.seeded'] ?? []).map((r) => r.rps),
+    (loads['scale.empty'] ?? []).map((r) => r.rps),
+  ),
   { op: '>=', value: 0.9 },
 );
 figures.push(scale);

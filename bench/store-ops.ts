@@ -42,7 +42,12 @@ async function firstExecution(key: string): Promise<void> {
   const admitted = await store.admit(
     { clientId: 'bench', key, requestHash: 'a'.repeat(64), endpoint: 'POST /pay', requestBody: body, leaseMs: LEASE, ttlMs: 86_400_000 },
     {
-      phase: { recoveryPoint: 'H1_DONE', leaseMs: LEASE, dataFrom: (produced: { payment: PaymentResult } | undefined) => produced, after: { recoveryPoint: 'EXT1_SENT' } },
+      phase: {
+        recoveryPoint: 'H1_DONE',
+        leaseMs: LEASE,
+        dataFrom: (produced: { payment: PaymentResult } | undefined) => produced,
+        after: { recoveryPoint: 'EXT1_SENT' },
+      },
       work: async (tx: Tx) => {
         const payment = newPayment({ amount: 1250, currency: 'EUR', reference: 'store-ops' });
         await tx.run(CHARGE_SQL, chargeParams(payment));

@@ -61,7 +61,8 @@ const payment: IdempotentOperation<PaymentInput> = {
   ],
   final: {
     kind: 'final',
-    run: (ctx): Promise<StoredResponse> => Promise.resolve({ status: 201, headers: { 'content-type': 'application/json' }, body: JSON.stringify(ctx.data['payment']) }),
+    run: (ctx): Promise<StoredResponse> =>
+      Promise.resolve({ status: 201, headers: { 'content-type': 'application/json' }, body: JSON.stringify(ctx.data['payment']) }),
   },
 };
 
@@ -75,12 +76,19 @@ interface Variant {
 
 const exporter = new InMemorySpanExporter();
 const sdk = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
-const batched = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter, { maxQueueSize: 65_536, maxExportBatchSize: 512, scheduledDelayMillis: 200 })] });
+const batched = new BasicTracerProvider({
+  spanProcessors: [new BatchSpanProcessor(exporter, { maxQueueSize: 65_536, maxExportBatchSize: 512, scheduledDelayMillis: 200 })],
+});
 
 async function variant(name: string, telemetry: TelemetryOptions | undefined): Promise<Variant> {
   const store = sqliteKeyStore({ path: join(dir, `${name}.db`) });
   await store.migrate({ sqlite: `${EXECUTIONS_DDL};`, postgres: `${EXECUTIONS_DDL};` });
-  const handler = createIdempotencyHandler({ store, operations: [payment as IdempotentOperation<unknown>], authenticate: () => 'bench', ...(telemetry ? { telemetry } : {}) });
+  const handler = createIdempotencyHandler({
+    store,
+    operations: [payment as IdempotentOperation<unknown>],
+    authenticate: () => 'bench',
+    ...(telemetry ? { telemetry } : {}),
+  });
   return { name, store, handler, wall: [], cpu: [] };
 }
 
@@ -88,7 +96,11 @@ let sequence = 0;
 const body = JSON.stringify({ amount: 1250, currency: 'EUR', reference: 'inv-7' });
 async function one(handler: IdempotencyHandler): Promise<void> {
   sequence += 1;
-  const request = new Request('http://bench.local/pay', { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': `k-${sequence}` }, body });
+  const request = new Request('http://bench.local/pay', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': `k-${sequence}` },
+    body,
+  });
   const response = await handler.handle(request);
   if (response?.status !== 201) throw new Error(`expected 201, got ${response?.status}`);
 }
@@ -139,7 +151,9 @@ console.log('variant  wall µs/req  cpu µs/req  wall ÷ off (median of rounds) 
 for (const v of variants) {
   const wallRatio = median(v.wall.map((w, i) => w / off!.wall[i]!));
   const cpuRatio = median(v.cpu.map((c, i) => c / off!.cpu[i]!));
-  console.log(`${v.name.padEnd(8)} ${median(v.wall).toFixed(1).padStart(11)} ${median(v.cpu).toFixed(1).padStart(11)} ${wallRatio.toFixed(3).padStart(30)} ${cpuRatio.toFixed(3).padStart(10)}`);
+  console.log(
+    `${v.name.padEnd(8)} ${median(v.wall).toFixed(1).padStart(11)} ${median(v.cpu).toFixed(1).padStart(11)} ${wallRatio.toFixed(3).padStart(30)} ${cpuRatio.toFixed(3).padStart(10)}`,
+  );
 }
 for (const v of variants) await v.store.close();
 rmSync(dir, { recursive: true, force: true });

@@ -40,8 +40,7 @@ const dryRows = Number(values['dry-rows']);
 
 async function writeCsv(path: string, count: number): Promise<void> {
   const out = createWriteStream(path);
-  const write = (text: string): Promise<void> =>
-    new Promise((resolve) => (out.write(text) ? resolve() : out.once('drain', () => resolve())));
+  const write = (text: string): Promise<void> => new Promise((resolve) => (out.write(text) ? resolve() : out.once('drain', () => resolve())));
   await write('client_ref,operation,value_date,amount,currency,reference\n');
   let chunk = '';
   for (let i = 0; i < count; i += 1) {
@@ -102,12 +101,30 @@ try {
     for (const concurrency of rows > 0 ? concurrencies : []) {
       const report = join(dir, `report-${concurrency}.json`);
       const run = await measured([
-        'upload', file, '--url', `${server.url}/v1/payments`, '--token', 'test_acme',
-        '--journal', join(dir, `journal-${concurrency}.db`), '--concurrency', String(concurrency),
-        '--namespace', uuidv4(), '--report', report,
+        'upload',
+        file,
+        '--url',
+        `${server.url}/v1/payments`,
+        '--token',
+        'test_acme',
+        '--journal',
+        join(dir, `journal-${concurrency}.db`),
+        '--concurrency',
+        String(concurrency),
+        '--namespace',
+        uuidv4(),
+        '--report',
+        report,
       ]);
       const parsed = JSON.parse(readFileSync(report, 'utf8')) as { executed: number; rowsPerSecond: number };
-      results.push({ run: `upload c=${concurrency}`, rows, executed: parsed.executed, 'rows/s': parsed.rowsPerSecond, 'peak RSS MB': run.peakMb, exit: String(run.code) });
+      results.push({
+        run: `upload c=${concurrency}`,
+        rows,
+        executed: parsed.executed,
+        'rows/s': parsed.rowsPerSecond,
+        'peak RSS MB': run.peakMb,
+        exit: String(run.code),
+      });
     }
   } finally {
     server.stop();
@@ -116,7 +133,14 @@ try {
     const big = join(dir, 'dry.csv');
     await writeCsv(big, dryRows);
     const run = await measured(['upload', big, '--dry-run']);
-    results.push({ run: 'dry-run', rows: dryRows, executed: 0, 'rows/s': Math.round((dryRows * 1000) / run.wallMs), 'peak RSS MB': run.peakMb, exit: String(run.code) });
+    results.push({
+      run: 'dry-run',
+      rows: dryRows,
+      executed: 0,
+      'rows/s': Math.round((dryRows * 1000) / run.wallMs),
+      'peak RSS MB': run.peakMb,
+      exit: String(run.code),
+    });
   }
   console.table(results);
 } finally {

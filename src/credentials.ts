@@ -64,7 +64,9 @@ export function isCredentialValue(value: string): boolean {
  * @internal
  */
 export const JOURNALED_RESPONSE_HEADERS: ReadonlySet<string> = new Set(
-  'content-type content-language content-location location etag last-modified date retry-after idempotency-key idempotency-replay idempotent-replayed request-id x-request-id'.split(' '),
+  'content-type content-language content-location location etag last-modified date retry-after idempotency-key idempotency-replay idempotent-replayed request-id x-request-id'.split(
+    ' ',
+  ),
 );
 
 /**

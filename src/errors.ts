@@ -84,7 +84,6 @@ export function isOncelyError(value: unknown): value is OncelyError;
 export function isOncelyError(value: unknown, code?: ErrorCode): boolean {
   const foreignCode = value instanceof Error ? (value as Error & { code?: unknown }).code : undefined;
   const looksLike =
-    value instanceof OncelyError ||
-    (value instanceof Error && NAMES.has(value.name) && typeof foreignCode === 'string' && CODES.has(foreignCode));
+    value instanceof OncelyError || (value instanceof Error && NAMES.has(value.name) && typeof foreignCode === 'string' && CODES.has(foreignCode));
   return looksLike && (code === undefined || (value as OncelyError).code === code);
 }

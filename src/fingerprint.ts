@@ -225,11 +225,6 @@ function concat(head: Uint8Array, tail: Uint8Array): Uint8Array<ArrayBuffer> {
  * a === b; // true: key order and whitespace do not matter
  * ```
  */
-export async function fingerprint(
-  method: string,
-  path: string,
-  body?: FingerprintBody,
-  options: FingerprintOptions = {},
-): Promise<string> {
+export async function fingerprint(method: string, path: string, body?: FingerprintBody, options: FingerprintOptions = {}): Promise<string> {
   return webCryptoDigest(fingerprintInput(method, path, body, options));
 }

@@ -27,7 +27,9 @@ const installCommand = (names: readonly PeerName[]): string => `npm install ${na
 
 /** The error a missing peer turns into. */
 export function missingPeer(name: PeerName, cause: unknown): OncelyError {
-  return new OncelyError(ErrorCode.Config, `${name} is not installed; it is needed for ${PEERS[name].neededBy}. Install it: ${installCommand([name])}`, { cause });
+  return new OncelyError(ErrorCode.Config, `${name} is not installed; it is needed for ${PEERS[name].neededBy}. Install it: ${installCommand([name])}`, {
+    cause,
+  });
 }
 
 const isMissing = (error: unknown, name: string): boolean => {

@@ -72,9 +72,7 @@ describe('fingerprint', () => {
 
   it('hashes bytes and the same text identically', async () => {
     const bytes = new TextEncoder().encode(PAYMENT);
-    expect(await fingerprint('POST', '/v1/payments', bytes, { contentType: 'application/json' })).toBe(
-      await fingerprint('POST', '/v1/payments', PAYMENT),
-    );
+    expect(await fingerprint('POST', '/v1/payments', bytes, { contentType: 'application/json' })).toBe(await fingerprint('POST', '/v1/payments', PAYMENT));
   });
 
   it('hashes invalid UTF-8 bytes raw instead of failing', async () => {

@@ -24,7 +24,12 @@ import type * as Sqlite from '../../src/journal/sqlite.node.js';
 import type * as Keys from '../../src/keys.js';
 
 const { values: args } = parseArgs({
-  options: { rounds: { type: 'string', default: '9' }, ops: { type: 'string', default: '2000' }, only: { type: 'string' }, src: { type: 'string', default: 'src' } },
+  options: {
+    rounds: { type: 'string', default: '9' },
+    ops: { type: 'string', default: '2000' },
+    only: { type: 'string' },
+    src: { type: 'string', default: 'src' },
+  },
 });
 // `--src ../other/src` measures another tree's client (for an A/B, run both in turn).
 const from = async <T>(file: string): Promise<T> => (await import(pathToFileURL(joinPath(resolve(args.src), file)).href)) as T;
@@ -73,5 +78,7 @@ console.log(`client CPU per operation, no network, µs (${rounds} rounds × ${op
 for (const name of names) {
   const s = summarize(cpu[name]!);
   const extra = summarize(cpu[name]!.map((value, i) => value - cpu['raw']![i]!));
-  console.log(`${name.padEnd(14)} ${s.min.toFixed(1).padStart(7)} ${s.median.toFixed(1).padStart(7)} ${s.max.toFixed(1).padStart(7)}   − raw: ${extra.median.toFixed(1)}`);
+  console.log(
+    `${name.padEnd(14)} ${s.min.toFixed(1).padStart(7)} ${s.median.toFixed(1).padStart(7)} ${s.max.toFixed(1).padStart(7)}   − raw: ${extra.median.toFixed(1)}`,
+  );
 }

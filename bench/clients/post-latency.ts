@@ -149,13 +149,17 @@ console.log(`post() latency, ${rounds} rounds × ${ops} ops per arm, interleaved
 for (const name of names) {
   const s = summarize(perRound[name]!);
   const ratio = summarize(perRound[name]!.map((value, i) => value / perRound['raw']![i]!));
-  console.log(`${name.padEnd(8)} ${fmt(s.min)} ${fmt(s.median)} ${fmt(s.max)}   ÷ raw: ${ratio.min.toFixed(3)} / ${ratio.median.toFixed(3)} / ${ratio.max.toFixed(3)}`);
+  console.log(
+    `${name.padEnd(8)} ${fmt(s.min)} ${fmt(s.median)} ${fmt(s.max)}   ÷ raw: ${ratio.min.toFixed(3)} / ${ratio.median.toFixed(3)} / ${ratio.max.toFixed(3)}`,
+  );
 }
 console.log('client process CPU per operation, ms (mean of a round; min / median / max over rounds); this counts the work, not the waiting:');
 for (const name of names) {
   const s = summarize(cpuRounds[name]!);
   const extra = summarize(cpuRounds[name]!.map((value, i) => value - cpuRounds['raw']![i]!));
-  console.log(`${name.padEnd(8)} ${fmt(s.min)} ${fmt(s.median)} ${fmt(s.max)}   − raw: ${extra.min.toFixed(3)} / ${extra.median.toFixed(3)} / ${extra.max.toFixed(3)}`);
+  console.log(
+    `${name.padEnd(8)} ${fmt(s.min)} ${fmt(s.median)} ${fmt(s.max)}   − raw: ${extra.min.toFixed(3)} / ${extra.median.toFixed(3)} / ${extra.max.toFixed(3)}`,
+  );
 }
 if (perRound['base']) {
   const ab = summarize(perRound['head']!.map((value, i) => value / perRound['base']![i]!));

@@ -112,8 +112,7 @@ if (spec.strategy === 'oncely') {
       json: body(i),
       headers: spec.strategy === 'naive' ? {} : { 'idempotency-key': key },
       hooks: {
-        beforeRetry:
-          spec.strategy === 'fresh-key' ? [({ request }) => void request.headers.set('idempotency-key', newKey())] : [],
+        beforeRetry: spec.strategy === 'fresh-key' ? [({ request }) => void request.headers.set('idempotency-key', newKey())] : [],
       },
     });
     settle(i);

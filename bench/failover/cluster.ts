@@ -37,7 +37,10 @@ export function findPgBin(): string | undefined {
   const root = '/usr/lib/postgresql';
   if (!existsSync(root)) return undefined;
   const versions = readdirSync(root).sort((a, b) => Number(a) - Number(b));
-  return versions.map((v) => join(root, v, 'bin')).filter((bin) => existsSync(join(bin, 'initdb'))).at(-1);
+  return versions
+    .map((v) => join(root, v, 'bin'))
+    .filter((bin) => existsSync(join(bin, 'initdb')))
+    .at(-1);
 }
 
 export function freePort(): Promise<number> {
@@ -118,7 +121,9 @@ async function waitForStreaming(pair: PgPair): Promise<void> {
   await client.connect();
   try {
     for (let tries = 0; tries < 300; tries += 1) {
-      const { rows } = await client.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_stat_replication WHERE state = 'streaming' AND (sync_state = 'sync' OR current_setting('synchronous_standby_names') = '')");
+      const { rows } = await client.query<{ n: number }>(
+        "SELECT count(*)::int AS n FROM pg_stat_replication WHERE state = 'streaming' AND (sync_state = 'sync' OR current_setting('synchronous_standby_names') = '')",
+      );
       if (rows[0]!.n > 0) return;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }

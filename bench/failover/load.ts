@@ -87,7 +87,22 @@ async function trial(mode: 'sync' | 'async', round: number): Promise<Trial> {
     const replicationAtStart = (await checkReplication({ connectionString: pair.url })).state;
     for (let i = 0; i < 2; i += 1) {
       servers.push(
-        await startServer([...TSX, join(ROOT, 'src/cli/main.ts'), 'serve', '--port', '0', '--db', pair.url, '--pg-schema', SCHEMA, '--quiet', '--lease', '2s', '--recovery-interval', '200ms']),
+        await startServer([
+          ...TSX,
+          join(ROOT, 'src/cli/main.ts'),
+          'serve',
+          '--port',
+          '0',
+          '--db',
+          pair.url,
+          '--pg-schema',
+          SCHEMA,
+          '--quiet',
+          '--lease',
+          '2s',
+          '--recovery-interval',
+          '200ms',
+        ]),
       );
     }
     let attempts = 0;
@@ -183,10 +198,27 @@ async function trial(mode: 'sync' | 'async', round: number): Promise<Trial> {
     }
     const duplicateEffects = [...answered.values()].filter((ids) => ids.size > 1).length;
     const duplicateRows = Number(
-      (await admin.query<{ n: string }>(`SELECT count(*) AS n FROM (SELECT idempotency_key FROM ${SCHEMA}.payments GROUP BY idempotency_key HAVING count(*) > 1) d`)).rows[0]!.n,
+      (
+        await admin.query<{ n: string }>(
+          `SELECT count(*) AS n FROM (SELECT idempotency_key FROM ${SCHEMA}.payments GROUP BY idempotency_key HAVING count(*) > 1) d`,
+        )
+      ).rows[0]!.n,
     );
     await admin.end();
-    return { mode, replicationAtStart, payments: PAYMENTS, acknowledged, unfinished, lostKeys, duplicateEffects, duplicateRows, servingAgainMs, afterPromotionMs, attempts, status503 };
+    return {
+      mode,
+      replicationAtStart,
+      payments: PAYMENTS,
+      acknowledged,
+      unfinished,
+      lostKeys,
+      duplicateEffects,
+      duplicateRows,
+      servingAgainMs,
+      afterPromotionMs,
+      attempts,
+      status503,
+    };
   } finally {
     await Promise.all(servers.map((server) => server.stop()));
     pair.destroy();
@@ -203,10 +235,14 @@ for (let round = 1; round <= Number(values.trials); round += 1) {
   }
 }
 const ms = (value: number | undefined): string => (value === undefined ? '–' : `${Math.round(value)} ms`);
-console.log('| mode | replication at start | payments | acknowledged | lost keys | duplicate effects | duplicate rows | unfinished | 503s | first 201 after kill | after promotion |');
+console.log(
+  '| mode | replication at start | payments | acknowledged | lost keys | duplicate effects | duplicate rows | unfinished | 503s | first 201 after kill | after promotion |',
+);
 console.log('|---|---|---|---|---|---|---|---|---|---|---|');
 for (const t of trials) {
-  console.log(`| ${t.mode} | ${t.replicationAtStart} | ${t.payments} | ${t.acknowledged} | ${t.lostKeys} | ${t.duplicateEffects} | ${t.duplicateRows} | ${t.unfinished} | ${t.status503} | ${ms(t.servingAgainMs)} | ${ms(t.afterPromotionMs)} |`);
+  console.log(
+    `| ${t.mode} | ${t.replicationAtStart} | ${t.payments} | ${t.acknowledged} | ${t.lostKeys} | ${t.duplicateEffects} | ${t.duplicateRows} | ${t.unfinished} | ${t.status503} | ${ms(t.servingAgainMs)} | ${ms(t.afterPromotionMs)} |`,
+  );
 }
 mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
 writeFileSync(

@@ -9,7 +9,10 @@
 
 /** The parts of a `.cpuprofile` read here. */
 export interface CpuProfile {
-  readonly nodes: ReadonlyArray<{ readonly id: number; readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number } }>;
+  readonly nodes: ReadonlyArray<{
+    readonly id: number;
+    readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number };
+  }>;
   readonly samples: readonly number[];
   readonly timeDeltas: readonly number[];
 }

@@ -62,24 +62,21 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const headers: IncomingHttpHeaders = { ...req.headers, host: upstream.host };
-      const out = httpRequest(
-        { host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers, agent },
-        (upstreamRes) => {
-          const body: Buffer[] = [];
-          upstreamRes.on('data', (c: Buffer) => body.push(c));
-          upstreamRes.on('end', () => {
-            forwarded += 1;
-            // Decide only once the server has answered: the effect is certainly done.
-            if (random() < options.dropRate) {
-              dropped += 1;
-              req.socket.destroy();
-              return;
-            }
-            res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.headers);
-            res.end(Buffer.concat(body));
-          });
-        },
-      );
+      const out = httpRequest({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers, agent }, (upstreamRes) => {
+        const body: Buffer[] = [];
+        upstreamRes.on('data', (c: Buffer) => body.push(c));
+        upstreamRes.on('end', () => {
+          forwarded += 1;
+          // Decide only once the server has answered: the effect is certainly done.
+          if (random() < options.dropRate) {
+            dropped += 1;
+            req.socket.destroy();
+            return;
+          }
+          res.writeHead(upstreamRes.statusCode ?? 502, upstreamRes.headers);
+          res.end(Buffer.concat(body));
+        });
+      });
       out.on('error', () => req.socket.destroy());
       out.end(Buffer.concat(chunks));
     });

@@ -64,7 +64,13 @@ function tablesOf(report: BenchReport): ResultTable[] {
 function goals(figures: readonly Figure[]): string {
   const rows = figures
     .filter((f) => f.goal)
-    .map((f) => [f.label, `${fmt(f.median, f.unit)} ${f.unit}`, `${fmt(f.min, f.unit)} – ${fmt(f.max, f.unit)}`, `${f.goal!.op} ${f.goal!.value}`, f.pass ? 'met' : '**missed**']);
+    .map((f) => [
+      f.label,
+      `${fmt(f.median, f.unit)} ${f.unit}`,
+      `${fmt(f.min, f.unit)} – ${fmt(f.max, f.unit)}`,
+      `${f.goal!.op} ${f.goal!.value}`,
+      f.pass ? 'met' : '**missed**',
+    ]);
   return table(['figure', 'median', 'min – max', 'goal', ''], rows);
 }
 
@@ -74,7 +80,9 @@ function external(report: BenchReport): string {
     // A benchmark that printed a table instead of JSON is shown as the text it printed.
     const output = typeof value === 'object' && value !== null && 'output' in value ? (value as { output: unknown }).output : undefined;
     const [lang, text] = typeof output === 'string' ? ['text', output] : ['json', JSON.stringify(value, null, 1) ?? 'null'];
-    parts.push(`<details><summary><code>bench/${name}.ts</code></summary>\n\n\`\`\`${lang}\n${text.length > 4000 ? `${text.slice(0, 4000)}\n…` : text}\n\`\`\`\n</details>`);
+    parts.push(
+      `<details><summary><code>bench/${name}.ts</code></summary>\n\n\`\`\`${lang}\n${text.length > 4000 ? `${text.slice(0, 4000)}\n…` : text}\n\`\`\`\n</details>`,
+    );
   }
   return parts.join('\n\n');
 }
@@ -110,8 +118,17 @@ export function renderMarkdown(report: BenchReport, options: { readonly summary?
     lines.push('Every figure with its min and max, and the other benchmarks of the run: [bench/results/latest.md](bench/results/latest.md).', '');
     return lines.join('\n').replace(/^### /gm, '#### ');
   }
-  lines.push('### All figures', '', table(['figure', 'median', 'min', 'max', 'unit', 'n'], figures.map((f) => [f.label, fmt(f.median, f.unit), fmt(f.min, f.unit), fmt(f.max, f.unit), f.unit, f.n])), '');
-  if (failed.length) lines.push('### Suites that failed in this run', '', ...failed.map(([name, s]) => `- \`${name}\`: ${'error' in s ? s.error.split('\n')[0] : ''}`), '');
+  lines.push(
+    '### All figures',
+    '',
+    table(
+      ['figure', 'median', 'min', 'max', 'unit', 'n'],
+      figures.map((f) => [f.label, fmt(f.median, f.unit), fmt(f.min, f.unit), fmt(f.max, f.unit), f.unit, f.n]),
+    ),
+    '',
+  );
+  if (failed.length)
+    lines.push('### Suites that failed in this run', '', ...failed.map(([name, s]) => `- \`${name}\`: ${'error' in s ? s.error.split('\n')[0] : ''}`), '');
   if (Object.keys(report.external).length) lines.push('### Other benchmarks in this run', '', external(report), '');
   return lines.join('\n');
 }

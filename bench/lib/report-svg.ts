@@ -49,7 +49,10 @@ function panel(p: Panel, top: number): { svg: string; height: number } {
   const out: string[] = [`<text x="16" y="${top + 18}" class="title">${esc(p.title)}</text>`];
   p.series.forEach(([name, color], i) => {
     const lx = LABEL_W + i * 200;
-    out.push(`<rect x="${lx}" y="${top + 28}" width="10" height="10" fill="${COLORS[color % COLORS.length]}"/>`, `<text x="${lx + 14}" y="${top + 37}" class="small">${esc(name)}</text>`);
+    out.push(
+      `<rect x="${lx}" y="${top + 28}" width="10" height="10" fill="${COLORS[color % COLORS.length]}"/>`,
+      `<text x="${lx + 14}" y="${top + 37}" class="small">${esc(name)}</text>`,
+    );
   });
   let y = top + 50;
   for (const row of p.rows) {
@@ -75,7 +78,10 @@ function panel(p: Panel, top: number): { svg: string; height: number } {
   }
   if (p.marker) {
     const mx = x(p.marker.value).toFixed(1);
-    out.push(`<line x1="${mx}" y1="${top + 44}" x2="${mx}" y2="${y}" class="marker"/>`, `<text x="${mx}" y="${y + 12}" class="small" text-anchor="middle">${esc(p.marker.label)}</text>`);
+    out.push(
+      `<line x1="${mx}" y1="${top + 44}" x2="${mx}" y2="${y}" class="marker"/>`,
+      `<text x="${mx}" y="${y + 12}" class="small" text-anchor="middle">${esc(p.marker.label)}</text>`,
+    );
   }
   return { svg: out.join('\n'), height: y - top + 28 };
 }
@@ -97,20 +103,47 @@ export function renderSvg(report: BenchReport): string {
   const clientRows: Row[] = [];
   for (const f of figures.filter((f) => f.id.startsWith('clients.') && f.id.endsWith('.duplicates'))) {
     const killed = find(figures, f.id.replace(/\.duplicates$/, '.duplicates_killed'));
-    clientRows.push({ label: f.label.split(':')[0] ?? f.id, bars: [{ value: f.median, series: 0 }, { value: killed?.median ?? Number.NaN, series: 1 }] });
+    clientRows.push({
+      label: f.label.split(':')[0] ?? f.id,
+      bars: [
+        { value: f.median, series: 0 },
+        { value: killed?.median ?? Number.NaN, series: 1 },
+      ],
+    });
   }
   if (clientRows.length) {
-    panels.push({ title: 'Duplicate effects per 1 000 operations (lower is better)', series: [['responses dropped', 0], ['dropped + client SIGKILLed', 1]], rows: clientRows, format: (v) => String(Math.round(v)) });
+    panels.push({
+      title: 'Duplicate effects per 1 000 operations (lower is better)',
+      series: [
+        ['responses dropped', 0],
+        ['dropped + client SIGKILLed', 1],
+      ],
+      rows: clientRows,
+      format: (v) => String(Math.round(v)),
+    });
   }
 
   const peerRows: Row[] = [];
   for (const f of figures.filter((f) => /^peers\.[^.]+\.first\.rps$/.test(f.id))) {
     const replay = find(figures, f.id.replace('.first.', '.replay.'));
-    const bar = (g: Figure | undefined, series: number): Bar => ({ value: g?.median ?? Number.NaN, min: g?.min ?? Number.NaN, max: g?.max ?? Number.NaN, series });
+    const bar = (g: Figure | undefined, series: number): Bar => ({
+      value: g?.median ?? Number.NaN,
+      min: g?.min ?? Number.NaN,
+      max: g?.max ?? Number.NaN,
+      series,
+    });
     peerRows.push({ label: f.label.split(':')[0] ?? f.id, bars: [bar(f, 0), bar(replay, 1)] });
   }
   if (peerRows.length) {
-    panels.push({ title: 'Server peers: req/s, median with min–max (higher is better)', series: [['first execution', 0], ['replay', 1]], rows: peerRows, format: (v) => `${Math.round(v)}/s` });
+    panels.push({
+      title: 'Server peers: req/s, median with min–max (higher is better)',
+      series: [
+        ['first execution', 0],
+        ['replay', 1],
+      ],
+      rows: peerRows,
+      format: (v) => `${Math.round(v)}/s`,
+    });
   }
 
   for (const op of ['>=', '<='] as const) {
@@ -125,7 +158,10 @@ export function renderSvg(report: BenchReport): string {
     panels.push({
       title:
         op === '>=' ? 'oncely ratios with a floor (higher is better; black tick = goal)' : 'oncely ratios with a ceiling (lower is better; black tick = goal)',
-      series: [['goal met', 2], ['goal missed', 3]],
+      series: [
+        ['goal met', 2],
+        ['goal missed', 3],
+      ],
       rows: goalRows,
       format: (v) => `${v.toFixed(2)}×`,
       marker: { value: 1, label: '1×' },

@@ -58,10 +58,7 @@ export function ratios(a: readonly number[], b: readonly number[]): number[] {
  * summarize(ratios(r.oncely, r.raw));
  * ```
  */
-export async function alternate<K extends string, T>(
-  rounds: number,
-  measurements: Readonly<Record<K, () => Promise<T>>>,
-): Promise<Record<K, T[]>> {
+export async function alternate<K extends string, T>(rounds: number, measurements: Readonly<Record<K, () => Promise<T>>>): Promise<Record<K, T[]>> {
   const names = Object.keys(measurements) as K[];
   const out = Object.fromEntries(names.map((n) => [n, [] as T[]])) as Record<K, T[]>;
   for (let round = 0; round < rounds; round += 1) {

@@ -197,9 +197,7 @@ export async function powertools(ctx: PeerContext, validatePayload = true): Prom
     ...(validatePayload ? { payloadValidationJmesPath: 'body' } : {}),
     expiresAfterSeconds: 24 * 3600,
   });
-  config.registerLambdaContext({ getRemainingTimeInMillis: () => ctx.inProgressMs } as Parameters<
-    IdempotencyConfig['registerLambdaContext']
-  >[0]);
+  config.registerLambdaContext({ getRemainingTimeInMillis: () => ctx.inProgressMs } as Parameters<IdempotencyConfig['registerLambdaContext']>[0]);
   const pay = makeIdempotent(
     async (event: { key: string; body: PaymentInput; down: boolean }) => {
       // A throw is how a Powertools handler fails: the record is deleted, the key freed.

@@ -8,7 +8,19 @@
  */
 import { randomUUID } from 'node:crypto';
 import { pointOf } from '../../src/server/store/core.js';
-import type { AdmitInput, AdmitResult, FinalResponse, FirstPhase, KeyRow, KeyStore, Lease, PhaseCommit, PointWrite, StoredResponse, Tx } from '../../src/server/store/types.js';
+import type {
+  AdmitInput,
+  AdmitResult,
+  FinalResponse,
+  FirstPhase,
+  KeyRow,
+  KeyStore,
+  Lease,
+  PhaseCommit,
+  PointWrite,
+  StoredResponse,
+  Tx,
+} from '../../src/server/store/types.js';
 
 /**
  * The Map-backed store; each call resolves on the next turn of the event loop, as a group commit
@@ -41,7 +53,21 @@ export function noStore(): KeyStore {
       if (existing) return { owned: false, row: existing };
       const token = randomUUID();
       const at = Date.now();
-      const row: KeyRow = { clientId: input.clientId, key: input.key, requestHash: input.requestHash, endpoint: input.endpoint, requestBody: input.requestBody, state: 'started', recoveryPoint: null, data: {}, response: null, leaseRemainingMs: input.leaseMs, attempts: 0, createdAt: at, expiresAt: at + input.ttlMs };
+      const row: KeyRow = {
+        clientId: input.clientId,
+        key: input.key,
+        requestHash: input.requestHash,
+        endpoint: input.endpoint,
+        requestBody: input.requestBody,
+        state: 'started',
+        recoveryPoint: null,
+        data: {},
+        response: null,
+        leaseRemainingMs: input.leaseMs,
+        attempts: 0,
+        createdAt: at,
+        expiresAt: at + input.ttlMs,
+      };
       const lease = { clientId: input.clientId, key: input.key, token };
       if (!first) {
         rows.set(id(input.clientId, input.key), { ...row, token });
@@ -66,7 +92,13 @@ export function noStore(): KeyStore {
       if (!row) return { ok: false as const };
       const value = work ? await work(tx) : undefined;
       const stored: StoredResponse = typeof response === 'function' ? response(value) : response;
-      rows.set(id(lease.clientId, lease.key), { ...(before ? { ...merge(row, before), token: row.token } : row), state: 'finished', response: stored, leaseRemainingMs: null, token: null });
+      rows.set(id(lease.clientId, lease.key), {
+        ...(before ? { ...merge(row, before), token: row.token } : row),
+        state: 'finished',
+        response: stored,
+        leaseRemainingMs: null,
+        token: null,
+      });
       return { ok: true as const, value };
     },
     load: async (clientId, key) => rows.get(id(clientId, key)),

@@ -14,7 +14,18 @@ import { sqliteKeyStore } from '../../src/server/store/sqlite.node.js';
 import type { KeyStore, StoredResponse } from '../../src/server/store/types.js';
 import type { IdempotentOperation } from '../../src/server/types.js';
 import { noStore } from './nostore.js';
-import { CHARGE_SQL, COUNT_SQL, EXECUTIONS_DDL, chargeParams, newPayment, parsePayment, receiptWork, toCount, type PaymentInput, type WorkOptions } from './payment.js';
+import {
+  CHARGE_SQL,
+  COUNT_SQL,
+  EXECUTIONS_DDL,
+  chargeParams,
+  newPayment,
+  parsePayment,
+  receiptWork,
+  toCount,
+  type PaymentInput,
+  type WorkOptions,
+} from './payment.js';
 
 /** Options of {@link createOncelyPeer}. */
 export interface OncelyPeerOptions {

@@ -45,14 +45,10 @@ const LOST = new Error('recipe: lease lost');
 /** The fetch app of the recipe over `db`. */
 function recipeApp(db: RecipeDb, work: WorkOptions): (request: Request) => Promise<Response> {
   const point = (run: Run, token: string, key: string, recoveryPoint: string, data?: string) =>
-    run('UPDATE recipe_keys SET recovery_point = $1, data = COALESCE($2, data), locked_at = $3 WHERE client_id = $4 AND key = $5 AND lease_token = $6 RETURNING key', [
-      recoveryPoint,
-      data ?? null,
-      Date.now(),
-      'bench',
-      key,
-      token,
-    ]).then((rows) => {
+    run(
+      'UPDATE recipe_keys SET recovery_point = $1, data = COALESCE($2, data), locked_at = $3 WHERE client_id = $4 AND key = $5 AND lease_token = $6 RETURNING key',
+      [recoveryPoint, data ?? null, Date.now(), 'bench', key, token],
+    ).then((rows) => {
       if (rows.length !== 1) throw LOST;
     });
   return async (request) => {
@@ -77,7 +73,10 @@ function recipeApp(db: RecipeDb, work: WorkOptions): (request: Request) => Promi
       ['bench', key, hash, token, Date.now()],
     );
     if (inserted.length === 0) {
-      const [row] = await db.one('SELECT request_hash, state, response_status, response_body FROM recipe_keys WHERE client_id = $1 AND key = $2', ['bench', key]);
+      const [row] = await db.one('SELECT request_hash, state, response_status, response_body FROM recipe_keys WHERE client_id = $1 AND key = $2', [
+        'bench',
+        key,
+      ]);
       if (row?.['request_hash'] !== hash) return Response.json({ error: 'key reused with another body' }, { status: 422 });
       if (row['state'] === 'finished') {
         return new Response(String(row['response_body']), {

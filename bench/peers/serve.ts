@@ -98,7 +98,11 @@ async function expressPeer(ctx: PeerContext): Promise<express.Express> {
     case 'unguarded-express-pg': {
       const wait = process.env['BENCH_IN_FLIGHT_WAIT_MS'];
       const oncely = { transaction: peer === 'oncely-express-pg-tx', leaseMs, ...(wait === undefined ? {} : { inFlightWaitMs: Number(wait) }) };
-      return expressPg(ctx, { url: env('BENCH_ONCELY_DB', ''), schema: env('BENCH_PG_SCHEMA', 'bench'), oncely: peer === 'unguarded-express-pg' ? null : oncely });
+      return expressPg(ctx, {
+        url: env('BENCH_ONCELY_DB', ''),
+        schema: env('BENCH_PG_SCHEMA', 'bench'),
+        oncely: peer === 'unguarded-express-pg' ? null : oncely,
+      });
     }
     case 'node-idempotency-memory':
     case 'node-idempotency-redis':

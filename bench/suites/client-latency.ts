@@ -86,7 +86,12 @@ emit({
   figures: [
     figure('client.raw.latency', 'raw ky POST (no journal): median latency per operation', 'ms', runs.raw),
     figure('client.oncely.latency', 'oncely post() with the SQLite journal: median latency per operation', 'ms', runs.oncely),
-    figure('client.overhead', 'oncely post() − raw ky POST, per operation', 'ms', runs.oncely.map((o, i) => o - (runs.raw[i] ?? Number.NaN))),
+    figure(
+      'client.overhead',
+      'oncely post() − raw ky POST, per operation',
+      'ms',
+      runs.oncely.map((o, i) => o - (runs.raw[i] ?? Number.NaN)),
+    ),
     figure('client.ratio', 'oncely post() ÷ raw ky POST latency', '×', ratios(runs.oncely, runs.raw), { op: '<=', value: 1.3 }),
   ],
   tables: [],

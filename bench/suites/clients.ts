@@ -113,7 +113,8 @@ async function run(strategy: Strategy, kills: number, seed: number): Promise<Run
     );
     const log = join(dir, 'worker.log');
     if (existsSync(log)) console.error(`clients: ${strategy} worker errors (${log}):\n${readFileSync(log, 'utf8').slice(-1500)}`);
-    const counted = strategy === 'naive' ? await executions(server.url).then((e) => ({ effects: e.executions, distinct: e.distinct })) : await ledger(server.url);
+    const counted =
+      strategy === 'naive' ? await executions(server.url).then((e) => ({ effects: e.executions, distinct: e.distinct })) : await ledger(server.url);
     return {
       effects: counted.effects,
       duplicates: counted.effects - counted.distinct,
@@ -158,7 +159,9 @@ for (const { name, label } of chosen) {
   const killed = results.get(`${name}.drops+kills`)!;
   figures.push(
     figure(`clients.${name}.duplicates`, `${label}: duplicate effects per 1 000 (responses dropped)`, 'per 1 000', [perThousand(calm.duplicates)]),
-    figure(`clients.${name}.duplicates_killed`, `${label}: duplicate effects per 1 000 (dropped + ${KILLS} client kills)`, 'per 1 000', [perThousand(killed.duplicates)]),
+    figure(`clients.${name}.duplicates_killed`, `${label}: duplicate effects per 1 000 (dropped + ${KILLS} client kills)`, 'per 1 000', [
+      perThousand(killed.duplicates),
+    ]),
   );
   rows.push([label, perThousand(calm.duplicates), perThousand(calm.lost), perThousand(killed.duplicates), perThousand(killed.lost)]);
 }

@@ -53,7 +53,15 @@ const servers = {
 };
 const body = payBody('scale');
 const loadOf = (url: string) => () =>
-  runLoad({ url: `${url}/pay`, method: 'POST', body, keyMode: 'fresh', headers: { authorization: 'Bearer bench' }, connections: CONNECTIONS, durationSec: LOAD_SECONDS });
+  runLoad({
+    url: `${url}/pay`,
+    method: 'POST',
+    body,
+    keyMode: 'fresh',
+    headers: { authorization: 'Bearer bench' },
+    connections: CONNECTIONS,
+    durationSec: LOAD_SECONDS,
+  });
 // At least five rounds: the two servers' rates are close, and three 2-s rounds on a shared
 // 2-core machine gave medians from 0.80 to 1.18 for the same code.
 const loads = await alternate(Math.max(ROUNDS, 5), { empty: loadOf(servers.empty.url), seeded: loadOf(servers.seeded.url) });
@@ -66,7 +74,12 @@ const label = `${(stored / 1e6).toLocaleString('en')} M`;
 const figures = [
   figure('scale.empty.rps', 'oncely on SQLite, empty key table: first execution req/s', 'req/s', rps(loads.empty)),
   figure('scale.seeded.rps', `oncely on SQLite, ${label} stored keys: first execution req/s`, 'req/s', rps(loads.seeded)),
-  figure('scale.seeded.p99', `oncely on SQLite, ${label} stored keys: first execution p99`, 'ms', loads.seeded.map((r) => r.p99)),
+  figure(
+    'scale.seeded.p99',
+    `oncely on SQLite, ${label} stored keys: first execution p99`,
+    'ms',
+    loads.seeded.map((r) => r.p99),
+  ),
   figure('scale.ratio', `throughput with ${label} stored keys ÷ empty table`, '×', ratios(rps(loads.seeded), rps(loads.empty)), { op: '>=', value: 0.9 }),
 ];
 emit({ suite: 'scale', figures, tables: [], details: { keys: stored, seedMs, loads } });

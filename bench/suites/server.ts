@@ -65,8 +65,10 @@ const start = async (name: string, peer: PeerName, pgBacked: boolean): Promise<S
 const cleanups: Array<() => Promise<void>> = [];
 
 const measurements: Record<string, () => Promise<LoadResult>> = {};
-const load = (spec: Omit<LoadSpec, 'connections' | 'durationSec' | 'method'>): (() => Promise<LoadResult>) => () =>
-  runLoad({ ...spec, method: 'POST', connections: CONNECTIONS, durationSec: LOAD_SECONDS });
+const load =
+  (spec: Omit<LoadSpec, 'connections' | 'durationSec' | 'method'>): (() => Promise<LoadResult>) =>
+  () =>
+    runLoad({ ...spec, method: 'POST', connections: CONNECTIONS, durationSec: LOAD_SECONDS });
 
 for (const store of withPg ? (['sqlite', 'postgres'] as const) : (['sqlite'] as const)) {
   const server = await start(`oncely-${store}`, `oncely-${store}`, store === 'postgres');
@@ -121,11 +123,29 @@ for (const name of Object.keys(measurements)) {
         : name.startsWith('recipe-')
           ? `the article's recipe by hand on ${name === 'recipe-sqlite' ? 'SQLite' : 'PostgreSQL'} (one transaction per step)`
           : 'same payment work, no idempotency layer';
-  const r = figure(`server.${name}.rps`, `${label} req/s`, 'req/s', runs.map((x) => x.rps));
-  const p = figure(`server.${name}.p99`, `${label} p99`, 'ms', runs.map((x) => x.p99));
+  const r = figure(
+    `server.${name}.rps`,
+    `${label} req/s`,
+    'req/s',
+    runs.map((x) => x.rps),
+  );
+  const p = figure(
+    `server.${name}.p99`,
+    `${label} p99`,
+    'ms',
+    runs.map((x) => x.p99),
+  );
   figures.push(r, p);
   const expected = mode === '409' ? '409' : name === 'trivial' ? '200' : mode === 'replay' ? '201' : '201';
-  const unexpected = runs.reduce((n, x) => n + x.errors + Object.entries(x.statuses).filter(([s]) => s !== expected).reduce((m, [, c]) => m + c, 0), 0);
+  const unexpected = runs.reduce(
+    (n, x) =>
+      n +
+      x.errors +
+      Object.entries(x.statuses)
+        .filter(([s]) => s !== expected)
+        .reduce((m, [, c]) => m + c, 0),
+    0,
+  );
   rows.push([label, Math.round(r.median), Math.round(r.min), Math.round(r.max), p.median, unexpected]);
 }
 for (const store of withPg ? ['sqlite', 'postgres'] : ['sqlite']) {
@@ -133,19 +153,40 @@ for (const store of withPg ? ['sqlite', 'postgres'] : ['sqlite']) {
   // The goal compares like with like: the same app on the same database, with and without oncely.
   const baseline = store === 'sqlite' ? 'unguarded' : 'unguarded-postgres';
   figures.push(
-    figure(`server.${store}.first_vs_recipe`, `oncely on ${nice} first execution ÷ the article's recipe by hand on ${nice}`, '×', ratios(rps(`${store}.first`), rps(`recipe-${store}`)), {
-      op: '>=',
-      value: 1.5,
-    }),
+    figure(
+      `server.${store}.first_vs_recipe`,
+      `oncely on ${nice} first execution ÷ the article's recipe by hand on ${nice}`,
+      '×',
+      ratios(rps(`${store}.first`), rps(`recipe-${store}`)),
+      {
+        op: '>=',
+        value: 1.5,
+      },
+    ),
     // Reported, not a goal: the unguarded app gives no guarantee (it commits once; oncely three times).
-    figure(`server.${store}.first_vs_unguarded`, `oncely on ${nice} first execution ÷ the same app on ${nice} unguarded`, '×', ratios(rps(`${store}.first`), rps(baseline)),
-      store === 'postgres' ? { op: '>=', value: 0.33 } : undefined),
-    figure(`server.${store}.replay_vs_trivial`, `oncely on ${nice} replay ÷ trivial handler`, '×', ratios(rps(`${store}.replay`), rps('trivial')), { op: '>=', value: 0.5 }),
+    figure(
+      `server.${store}.first_vs_unguarded`,
+      `oncely on ${nice} first execution ÷ the same app on ${nice} unguarded`,
+      '×',
+      ratios(rps(`${store}.first`), rps(baseline)),
+      store === 'postgres' ? { op: '>=', value: 0.33 } : undefined,
+    ),
+    figure(`server.${store}.replay_vs_trivial`, `oncely on ${nice} replay ÷ trivial handler`, '×', ratios(rps(`${store}.replay`), rps('trivial')), {
+      op: '>=',
+      value: 0.5,
+    }),
   );
 }
 if (withPg) {
   // Shown, not judged: what moving the key store to a database server costs against the embedded app.
-  figures.push(figure('server.postgres.first_vs_unguarded_sqlite', 'oncely on PostgreSQL first execution ÷ the unguarded app on SQLite', '×', ratios(rps('postgres.first'), rps('unguarded'))));
+  figures.push(
+    figure(
+      'server.postgres.first_vs_unguarded_sqlite',
+      'oncely on PostgreSQL first execution ÷ the unguarded app on SQLite',
+      '×',
+      ratios(rps('postgres.first'), rps('unguarded')),
+    ),
+  );
 }
 
 const table: ResultTable = {

@@ -39,7 +39,11 @@ export interface CommandSpec<Options extends Readonly<Record<string, OptionSpec>
 
 /** The values of a command's options: strings or booleans, absent when not given. */
 export type OptionValues<Options extends Readonly<Record<string, OptionSpec>>> = {
-  readonly [Name in keyof Options]?: Options[Name]['type'] extends 'boolean' ? boolean : Options[Name] extends { readonly multiple: true } ? readonly string[] : string;
+  readonly [Name in keyof Options]?: Options[Name]['type'] extends 'boolean'
+    ? boolean
+    : Options[Name] extends { readonly multiple: true }
+      ? readonly string[]
+      : string;
 };
 
 /** The outcome of {@link parseCommandArgs}. */
@@ -184,13 +188,7 @@ export function tokenProblem(token: string): string | undefined {
  * readInteger('concurrency', 'x', 8, 1, 1024); // { ok: false, problem: '--concurrency must be ...' }
  * ```
  */
-export function readInteger(
-  name: string,
-  raw: string | undefined,
-  fallback: number,
-  min: number,
-  max: number = Number.MAX_SAFE_INTEGER,
-): ReadResult<number> {
+export function readInteger(name: string, raw: string | undefined, fallback: number, min: number, max: number = Number.MAX_SAFE_INTEGER): ReadResult<number> {
   if (raw === undefined) return { ok: true, value: fallback };
   const value = /^-?\d+$/.test(raw.trim()) ? Number(raw) : Number.NaN;
   if (!Number.isSafeInteger(value) || value < min || value > max) {

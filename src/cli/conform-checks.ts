@@ -10,7 +10,20 @@
  */
 import { fill, header, reorderedText, respacedText, type Answer } from './conform-http.js';
 import { KEY_CHECKS } from './conform-key-checks.js';
-import { brief, fail, identity, isMarkedReplay, isSuccess, markerNote, notAccepted, pass, replayDifferences, Verdict, type Check, type Finding } from './conform-judging.js';
+import {
+  brief,
+  fail,
+  identity,
+  isMarkedReplay,
+  isSuccess,
+  markerNote,
+  notAccepted,
+  pass,
+  replayDifferences,
+  Verdict,
+  type Check,
+  type Finding,
+} from './conform-judging.js';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -38,7 +51,8 @@ const replay: Check = {
 const concurrent: Check = {
   id: 'concurrent',
   title: 'N identical requests at once',
-  expected: 'one resource (the same id / Location in every success); the others replays or 409 with Retry-After; never a second resource, never a 5xx (draft: 409 while in progress)',
+  expected:
+    'one resource (the same id / Location in every success); the others replays or 409 with Retry-After; never a second resource, never a 5xx (draft: 409 while in progress)',
   plan: ({ concurrency }) => ({ requests: concurrency + 1, mayCreate: 1 }),
   async run({ sender, template, unique, key, concurrency }, answers) {
     const outgoing = { key: key(), body: fill(template, unique()) };
@@ -93,7 +107,8 @@ const reusedKey: Check = {
     const again = await sender.send(original);
     answers.push(again);
     const differences = replayDifferences(first, again);
-    if (differences.length > 0) return fail(`refused the other body with ${other.status}, but the first body again got another answer: ${differences.join('; ')}`);
+    if (differences.length > 0)
+      return fail(`refused the other body with ${other.status}, but the first body again got another answer: ${differences.join('; ')}`);
     const refusal = other.status === 422 ? '422' : `${other.status} (the draft says 422)`;
     return pass(`refused with ${refusal}; the first body again got its own response`);
   },
@@ -127,7 +142,8 @@ function sameValue(id: string, title: string, variant: (text: string) => string 
 const twoCallers: Check = {
   id: 'two-callers',
   title: 'two callers, same key',
-  expected: "two independent resources: keys are scoped per caller; no replay across callers, no leak of the other caller's response (article: unique on (client_id, key))",
+  expected:
+    "two independent resources: keys are scoped per caller; no replay across callers, no leak of the other caller's response (article: unique on (client_id, key))",
   plan: ({ hasCallerB }) => (hasCallerB ? { requests: 3, mayCreate: 2 } : { notApplicable: 'needs a second caller: --token-b or --header-b' }),
   async run({ sender, template, unique, key }, answers) {
     const shared = key();
@@ -158,7 +174,8 @@ const transient: Check = {
   id: 'transient',
   title: 'a transient answer, then a retry',
   expected: 'the transient answer (5xx, 429) is not stored: the retry runs afresh (article: "transient failures are not results")',
-  plan: ({ faultHeader }) => (faultHeader === undefined ? { notApplicable: 'needs --fault-header, a header that makes the endpoint fail transiently' } : { requests: 2, mayCreate: 1 }),
+  plan: ({ faultHeader }) =>
+    faultHeader === undefined ? { notApplicable: 'needs --fault-header, a header that makes the endpoint fail transiently' } : { requests: 2, mayCreate: 1 },
   async run({ sender, template, unique, key, faultHeader }, answers) {
     const outgoing = { key: key(), body: fill(template, unique()) };
     const faulty = await sender.send({ ...outgoing, extra: faultHeader === undefined ? {} : { [faultHeader.name]: faultHeader.value } });
@@ -166,7 +183,8 @@ const transient: Check = {
     if (faulty.status < 500 && faulty.status !== 429) return fail(`--fault-header did not cause a transient answer: ${brief(faulty)}`);
     const retry = await sender.send(outgoing);
     answers.push(retry);
-    if (retry.status === faulty.status && retry.body === faulty.body) return fail(`${faulty.status}, then the same ${brief(retry)} again: the transient answer was stored`);
+    if (retry.status === faulty.status && retry.body === faulty.body)
+      return fail(`${faulty.status}, then the same ${brief(retry)} again: the transient answer was stored`);
     if (!isSuccess(retry)) return fail(`${faulty.status}, then ${brief(retry)}: the retry did not run`);
     return pass(`${faulty.status}, then the retry ran: ${brief(retry)}`);
   },
@@ -175,8 +193,9 @@ const transient: Check = {
 const inFlight: Check = {
   id: 'in-flight',
   title: 'a duplicate while the first is in flight',
-  expected: '409 with Retry-After while the first is in progress (draft: 409), or the first one\'s response once it is stored; never a second execution',
-  plan: ({ slowTemplate }) => (slowTemplate === undefined ? { notApplicable: 'needs --slow-body, a body the endpoint takes a while to answer' } : { requests: 2, mayCreate: 1 }),
+  expected: "409 with Retry-After while the first is in progress (draft: 409), or the first one's response once it is stored; never a second execution",
+  plan: ({ slowTemplate }) =>
+    slowTemplate === undefined ? { notApplicable: 'needs --slow-body, a body the endpoint takes a while to answer' } : { requests: 2, mayCreate: 1 },
   async run({ sender, slowTemplate, unique, key }, answers) {
     const outgoing = { key: key(), body: fill(slowTemplate ?? '', unique()) };
     const firstPromise = sender.send(outgoing);
@@ -185,13 +204,18 @@ const inFlight: Check = {
     answers.push(first, second);
     const [earlier, later] = first.sentAt <= second.sentAt ? [first, second] : [second, first];
     if (earlier.doneAt <= later.sentAt) {
-      return { verdict: Verdict.NotApplicable, observed: `the slow body was answered before the duplicate went out (${Math.round(earlier.doneAt - earlier.sentAt)} ms): make --slow-body slower` };
+      return {
+        verdict: Verdict.NotApplicable,
+        observed: `the slow body was answered before the duplicate went out (${Math.round(earlier.doneAt - earlier.sentAt)} ms): make --slow-body slower`,
+      };
     }
     const successes = [first, second].filter(isSuccess);
     if (successes.length === 0) return fail(`${brief(first)} and ${brief(second)}: neither succeeded`);
     if (successes.length === 2) {
       const differences = replayDifferences(first, second);
-      return differences.length > 0 ? fail(`both succeeded: ${differences.join('; ')}`) : pass(`held until the first finished, then its response (${markerNote(second)})`);
+      return differences.length > 0
+        ? fail(`both succeeded: ${differences.join('; ')}`)
+        : pass(`held until the first finished, then its response (${markerNote(second)})`);
     }
     const other = isSuccess(first) ? second : first;
     if (other.status !== 409) return fail(`the duplicate got ${brief(other)}`);

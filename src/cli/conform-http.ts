@@ -82,7 +82,13 @@ export function createSender(options: SenderOptions): Sender {
           response.on('data', (chunk: Buffer) => chunks.push(chunk));
           response.on('error', reject);
           response.on('end', () =>
-            resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks).toString('utf8'), sentAt, doneAt: performance.now() }),
+            resolve({
+              status: response.statusCode ?? 0,
+              headers: response.headers,
+              body: Buffer.concat(chunks).toString('utf8'),
+              sentAt,
+              doneAt: performance.now(),
+            }),
           );
         });
         request.on('timeout', () => request.destroy(new Error(`no answer within ${options.timeoutMs} ms`)));
@@ -108,7 +114,8 @@ export const UNIQUE = '{{unique}}';
  * ```
  */
 export function templateProblem(template: string): string | undefined {
-  if (!template.includes(UNIQUE)) return `holds no ${UNIQUE}: every request needs its own value there (e.g. "reference":"${UNIQUE}"), or two checks would be one request`;
+  if (!template.includes(UNIQUE))
+    return `holds no ${UNIQUE}: every request needs its own value there (e.g. "reference":"${UNIQUE}"), or two checks would be one request`;
   try {
     JSON.parse(fill(template, 'x'));
     return undefined;
@@ -133,7 +140,11 @@ export function fill(template: string, value: string): string {
 function reversed(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(reversed);
   if (typeof value !== 'object' || value === null) return value;
-  return Object.fromEntries(Object.entries(value).reverse().map(([name, member]) => [name, reversed(member)]));
+  return Object.fromEntries(
+    Object.entries(value)
+      .reverse()
+      .map(([name, member]) => [name, reversed(member)]),
+  );
 }
 
 /**

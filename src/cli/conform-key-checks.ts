@@ -85,7 +85,10 @@ const sfString: Check = {
     const outgoing = { key: `"${key()}"`, body: fill(template, unique()) };
     const first = await sender.send(outgoing);
     answers.push(first);
-    if (!isSuccess(first)) return first.status >= 400 && first.status < 500 && first.status !== 401 && first.status !== 403 ? fail(`refused the draft's form: ${brief(first)}`) : notAccepted(first);
+    if (!isSuccess(first))
+      return first.status >= 400 && first.status < 500 && first.status !== 401 && first.status !== 403
+        ? fail(`refused the draft's form: ${brief(first)}`)
+        : notAccepted(first);
     const second = await sender.send(outgoing);
     answers.push(second);
     const differences = replayDifferences(first, second);
@@ -96,7 +99,12 @@ const sfString: Check = {
 /** The key-header checks, in the order they run. */
 export const KEY_CHECKS: readonly Check[] = [
   missing,
-  refusedKeys('key-empty', 'an empty Idempotency-Key', '400: an empty value is no sf-string, so the field counts as missing (draft: missing key, 400); nothing stored', () => [['empty', '']]),
+  refusedKeys(
+    'key-empty',
+    'an empty Idempotency-Key',
+    '400: an empty value is no sf-string, so the field counts as missing (draft: missing key, 400); nothing stored',
+    () => [['empty', '']],
+  ),
   refusedKeys('key-too-long', `a ${TOO_LONG}-character key`, '400 (article: "enforce a maximum length ... reject anything else with 400")', (length) => [
     ['too long', 'k'.repeat(length)],
   ]),

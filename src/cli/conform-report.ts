@@ -72,7 +72,7 @@ function wrap(text: string, width: number): string[] {
   const lines: string[] = [];
   let line = '';
   for (const word of text.split(/\s+/).filter((part) => part !== '')) {
-    for (let rest = word; rest.length > 0; ) {
+    for (let rest = word; rest.length > 0;) {
       const room = line === '' ? width : width - line.length - 1;
       if (rest.length <= room) {
         line = line === '' ? rest : `${line} ${rest}`;
@@ -116,7 +116,14 @@ function table(headings: readonly string[], widths: readonly number[], rows: Rea
  * ```
  */
 export function renderReport(report: ConformReport): string {
-  const rows = report.checks.map((check) => [check.title, check.expected, check.observed, check.verdict.toUpperCase(), String(check.requests), String(check.created)]);
+  const rows = report.checks.map((check) => [
+    check.title,
+    check.expected,
+    check.observed,
+    check.verdict.toUpperCase(),
+    String(check.requests),
+    String(check.created),
+  ]);
   const verdict = report.failed > 0 ? `${report.failed} check${report.failed === 1 ? '' : 's'} FAILED` : 'every check that applies passed';
   return [
     `oncely conform POST ${report.url}`,

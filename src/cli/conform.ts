@@ -29,7 +29,12 @@ const spec = {
     token: { type: 'string', value: 'TOKEN', help: 'bearer token of caller A (default: $ONCELY_TOKEN)' },
     'token-b': { type: 'string', value: 'TOKEN', help: 'bearer token of a second caller, for the two-callers check' },
     header: { type: 'string', value: '"NAME: VALUE"', multiple: true, help: 'a header of caller A (repeatable), e.g. an API key' },
-    'header-b': { type: 'string', value: '"NAME: VALUE"', multiple: true, help: 'a header of caller B (repeatable); B sends its own headers only, none of A\'s' },
+    'header-b': {
+      type: 'string',
+      value: '"NAME: VALUE"',
+      multiple: true,
+      help: "a header of caller B (repeatable); B sends its own headers only, none of A's",
+    },
     concurrency: { type: 'string', value: 'N', help: 'identical requests sent at once by the concurrency check (default 20)' },
     'fault-header': { type: 'string', value: '"NAME: VALUE"', help: 'a header that makes the endpoint answer 5xx or 429, for the transient check' },
     'slow-body': { type: 'string', value: 'JSON', help: 'a body template the endpoint takes well over 100 ms to answer, for the in-flight check' },
@@ -60,7 +65,8 @@ function parseHeader(option: string, text: string): { name: string; value: strin
   const name = text.slice(0, colon).trim().toLowerCase();
   const value = text.slice(colon + 1).trim();
   if (colon <= 0 || !TOKEN_CHARS.test(name)) return `--${option} must be "NAME: VALUE", got ${JSON.stringify(text)}`;
-  if (checkHeaders({ [name]: value }) !== undefined) return `--${option} ${JSON.stringify(name)} holds a line break, a control character or a character outside Latin-1`;
+  if (checkHeaders({ [name]: value }) !== undefined)
+    return `--${option} ${JSON.stringify(name)} holds a line break, a control character or a character outside Latin-1`;
   if (name === 'idempotency-key' || name === 'content-length') return `--${option} cannot set ${name}: conform sets it on every request itself`;
   return { name, value };
 }
@@ -88,8 +94,13 @@ function resolveSettings(argv: readonly string[]): Resolved {
   const raw = parsed.positionals[0];
   if (raw === undefined) return usageError(spec, 'give the endpoint to check, e.g. oncely conform http://127.0.0.1:8787/v1/payments --body ...');
   const url = URL.canParse(raw) ? new URL(raw) : undefined;
-  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) return usageError(spec, `${JSON.stringify(raw)} is not an http:// or https:// URL`);
-  if (values.body === undefined) return usageError(spec, '--body is required: the JSON of one request, with {{unique}} where a fresh value goes, e.g. \'{"amount":100,"reference":"{{unique}}"}\'');
+  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:'))
+    return usageError(spec, `${JSON.stringify(raw)} is not an http:// or https:// URL`);
+  if (values.body === undefined)
+    return usageError(
+      spec,
+      '--body is required: the JSON of one request, with {{unique}} where a fresh value goes, e.g. \'{"amount":100,"reference":"{{unique}}"}\'',
+    );
   const bodyProblem = templateProblem(values.body);
   if (bodyProblem !== undefined) return usageError(spec, `--body ${bodyProblem}`);
   const slowProblem = values['slow-body'] === undefined ? undefined : templateProblem(values['slow-body']);
@@ -104,7 +115,8 @@ function resolveSettings(argv: readonly string[]): Resolved {
   const hasB = values['token-b'] !== undefined || (values['header-b'] ?? []).length > 0;
   const headersB = hasB ? callerHeaders(values['token-b'], values['header-b'] ?? [], '-b') : undefined;
   if (typeof headersB === 'string') return usageError(spec, headersB);
-  if (headersB !== undefined && JSON.stringify(headersB) === JSON.stringify(headersA)) return usageError(spec, 'caller B has the same credentials as caller A: the two-callers check needs two callers');
+  if (headersB !== undefined && JSON.stringify(headersB) === JSON.stringify(headersA))
+    return usageError(spec, 'caller B has the same credentials as caller A: the two-callers check needs two callers');
   const fault = values['fault-header'] === undefined ? undefined : parseHeader('fault-header', values['fault-header']);
   if (typeof fault === 'string') return usageError(spec, fault);
   return {

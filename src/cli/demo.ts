@@ -23,7 +23,7 @@ const spec = {
   name: 'demo',
   description:
     'Run the exactly-once demo: a reference server under injected crashes, timeouts and 503s, concurrent clients ' +
-    'with duplicate sends, one client process killed and resumed, then a verification table from the server\'s ledger ' +
+    "with duplicate sends, one client process killed and resumed, then a verification table from the server's ledger " +
     'and rail. Exit code 0 only when ledger entries = rail charges = payments.',
   options: {
     payments: { type: 'string', value: 'N', help: 'payments to make (default 500)' },

@@ -105,8 +105,7 @@ function table(rows: readonly PendingRow[]): string {
     `${row.method} ${row.url}`,
   ]);
   const widths = header.map((title, i) => Math.max(title.length, ...cells.map((cell) => (cell[i] ?? '').length)));
-  const render = (cell: readonly string[]): string =>
-    cell.map((text, i) => (i === cell.length - 1 ? text : text.padEnd(widths[i] ?? 0))).join('  ');
+  const render = (cell: readonly string[]): string => cell.map((text, i) => (i === cell.length - 1 ? text : text.padEnd(widths[i] ?? 0))).join('  ');
   return [render(header), ...cells.map(render)].join('\n');
 }
 
@@ -114,7 +113,8 @@ function table(rows: readonly PendingRow[]): string {
 function readScope(url: string | undefined, name: string | undefined): { ok: true; value: string | undefined } | { ok: false; problem: string } {
   if (url === undefined) return name === undefined ? { ok: true, value: undefined } : { ok: false, problem: '--scope needs --url' };
   if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) return { ok: false, problem: `--url ${JSON.stringify(url)} is not an http(s) URL` };
-  if (name !== undefined && !SCOPE_NAME.test(name)) return { ok: false, problem: `--scope ${JSON.stringify(name)} must be 1–64 characters from A-Z a-z 0-9 . _ ~ -` };
+  if (name !== undefined && !SCOPE_NAME.test(name))
+    return { ok: false, problem: `--scope ${JSON.stringify(name)} must be 1–64 characters from A-Z a-z 0-9 . _ ~ -` };
   return { ok: true, value: scopeOf(url, name) };
 }
 
@@ -220,7 +220,10 @@ export async function resume(argv: readonly string[]): Promise<number> {
   if (!ttl.ok) return reportParseFailure(usageError(resumeSpec, ttl.problem));
   if (parsed.values.url === undefined) {
     return reportParseFailure(
-      usageError(resumeSpec, '--url is required: operations are resumed per server, and the token is sent to that origin only (`oncely pending` lists the scopes)'),
+      usageError(
+        resumeSpec,
+        '--url is required: operations are resumed per server, and the token is sent to that origin only (`oncely pending` lists the scopes)',
+      ),
     );
   }
   const scope = readScope(parsed.values.url, parsed.values.scope);

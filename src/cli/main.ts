@@ -89,7 +89,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 2;
   }
   try {
-    return await (await command.load())(rest);
+    return await (
+      await command.load()
+    )(rest);
   } catch (error) {
     // Whatever a command did not handle is a failure (1), not a crash dump: an OncelyError (a
     // damaged journal, say) or a system error (ENOENT, EACCES) says in its message what happened;

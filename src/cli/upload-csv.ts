@@ -159,9 +159,7 @@ class CsvTokenizer {
     if (!blank) {
       this.endField();
       const record: CsvRecord =
-        this.problem === undefined
-          ? { line: this.recordLine, fields: this.fields }
-          : { line: this.recordLine, fields: this.fields, problem: this.problem };
+        this.problem === undefined ? { line: this.recordLine, fields: this.fields } : { line: this.recordLine, fields: this.fields, problem: this.problem };
       out.push(record);
     }
     this.fields = [];
@@ -226,6 +224,10 @@ export async function* readCsvBatches(source: AsyncIterable<Uint8Array | string>
  */
 export async function* readCsv(source: AsyncIterable<Uint8Array | string> | Iterable<Uint8Array | string>): AsyncGenerator<CsvRecord> {
   const iterable: AsyncIterable<Uint8Array | string> =
-    Symbol.asyncIterator in source ? source : (async function* () { yield* source; })();
+    Symbol.asyncIterator in source
+      ? source
+      : (async function* () {
+          yield* source;
+        })();
   for await (const batch of readCsvBatches(iterable)) yield* batch;
 }

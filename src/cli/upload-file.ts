@@ -40,7 +40,9 @@ export interface FileSettings extends RowMapperOptions {
  * ```
  */
 export function rowFingerprint(path: string, body: string): string {
-  return createHash('sha256').update(`POST\n${path}\n${canonicalJson(JSON.parse(body))}`).digest('hex');
+  return createHash('sha256')
+    .update(`POST\n${path}\n${canonicalJson(JSON.parse(body))}`)
+    .digest('hex');
 }
 
 function chunks(file: string): AsyncIterable<Uint8Array> {
@@ -170,4 +172,3 @@ export async function* validBatches(
   }
   if (batch.length > 0) yield batch;
 }
-

@@ -13,7 +13,7 @@ const spec = {
   name: 'upload',
   positionals: 'FILE.csv',
   description:
-    'POST every row of a CSV file exactly once. Each row\'s key is derived from its key columns, so running the same ' +
+    "POST every row of a CSV file exactly once. Each row's key is derived from its key columns, so running the same " +
     'command again after a crash or Ctrl-C resumes, and resubmitting a finished file changes nothing. ' +
     'Exit code 0 only when every valid row has a final outcome.',
   options: {
@@ -23,7 +23,7 @@ const spec = {
     journal: { type: 'string', value: 'PATH', help: 'journal file (default: $ONCELY_JOURNAL, else ~/.oncely/journal.db)' },
     'key-columns': { type: 'string', value: 'a,b,c', help: `columns the key is derived from (default ${DEFAULT_KEY_COLUMNS.join(',')})` },
     'body-columns': { type: 'string', value: 'x,y', help: 'columns sent as the JSON body (default: every other column)' },
-    namespace: { type: 'string', value: 'UUID', help: 'uuid5 namespace of the derived keys (default: oncely\'s)' },
+    namespace: { type: 'string', value: 'UUID', help: "uuid5 namespace of the derived keys (default: oncely's)" },
     'dry-run': { type: 'boolean', help: 'check the file and derive the keys; send and journal nothing' },
     report: { type: 'string', value: 'FILE', help: 'also write the final report as JSON to FILE' },
   },

@@ -106,13 +106,7 @@ const CUT_OFF: Record<StopReason, string> = {
 };
 
 /** Pass 2 for real: journal in batches, send with bounded concurrency, stop cleanly on SIGINT. */
-async function send(
-  settings: UploadSettings,
-  tally: Tally,
-  progress: Progress,
-  run: RunState,
-  duplicates: ReadonlyMap<number, string>,
-): Promise<void> {
+async function send(settings: UploadSettings, tally: Tally, progress: Progress, run: RunState, duplicates: ReadonlyMap<number, string>): Promise<void> {
   const target = new URL(settings.url as string);
   const path = target.pathname + target.search;
   const journal = sqliteJournal(settings.journalPath === undefined ? {} : { path: settings.journalPath });
@@ -210,13 +204,23 @@ async function send(
         const row = batch[index] as RowUpload;
         const { record } = outcome;
         if (!outcome.created && record.fingerprint !== operations[index]?.fingerprint) {
-          tally.record('declined', { line: row.line, key: row.key, reason: 'the row changed since it was sent, and the server may have used its key for the earlier request: change a key column to send it as a new one' });
+          tally.record('declined', {
+            line: row.line,
+            key: row.key,
+            reason:
+              'the row changed since it was sent, and the server may have used its key for the earlier request: change a key column to send it as a new one',
+          });
           counted();
         } else if (record.state === OperationState.Succeeded) {
           tally.record('replayed');
           counted();
         } else if (record.state === OperationState.Failed) {
-          tally.record('declined', { line: row.line, key: row.key, ...(record.lastStatus === null ? {} : { status: record.lastStatus }), reason: 'declined on an earlier run' });
+          tally.record('declined', {
+            line: row.line,
+            key: row.key,
+            ...(record.lastStatus === null ? {} : { status: record.lastStatus }),
+            reason: 'declined on an earlier run',
+          });
           counted();
         } else if (abort.signal.aborted) {
           // Journaled, pending, never sent: `oncely pending` lists it, so the report counts it.

@@ -112,11 +112,7 @@ export interface Client {
  * }
  * ```
  */
-export function buildClient(
-  options: ClientOptions,
-  defaultJournal: (() => Journal) | undefined,
-  digest?: FingerprintDigest,
-): Client {
+export function buildClient(options: ClientOptions, defaultJournal: (() => Journal) | undefined, digest?: FingerprintDigest): Client {
   const ownsJournal = options.journal === undefined;
   const resolved = normalizeOptions(options, defaultJournal, newKey, digest);
   const { journal } = resolved;

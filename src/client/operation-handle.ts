@@ -106,7 +106,6 @@ export function trackerFor(engine: Engine, ref: OperationRef, initial: Operation
   return tracker;
 }
 
-
 /**
  * Creates the handle of a journaled operation (internal).
  *

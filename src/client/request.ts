@@ -92,12 +92,7 @@ function chooseKey(options: RequestOptions, namespace: string, method: string, u
  *
  * @internal
  */
-export async function prepareRequest(
-  resolved: ResolvedOptions,
-  method: string,
-  path: string,
-  options: RequestOptions,
-): Promise<PreparedRequest> {
+export async function prepareRequest(resolved: ResolvedOptions, method: string, path: string, options: RequestOptions): Promise<PreparedRequest> {
   const verb = method.toUpperCase();
   let url: URL;
   try {
@@ -106,7 +101,10 @@ export async function prepareRequest(
     throw new OncelyError(ErrorCode.Config, `${verb} ${JSON.stringify(path)}: not a URL path; nothing was journaled or sent`, { cause });
   }
   if (url.username !== '' || url.password !== '') {
-    throw new OncelyError(ErrorCode.Config, `${verb} ${path}: the URL holds a user name or password; send credentials as a header. Nothing was journaled or sent`);
+    throw new OncelyError(
+      ErrorCode.Config,
+      `${verb} ${path}: the URL holds a user name or password; send credentials as a header. Nothing was journaled or sent`,
+    );
   }
   // The client's headers (its credentials) are for its own origin only.
   if (url.origin !== resolved.origin) {

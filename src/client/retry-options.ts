@@ -119,4 +119,3 @@ export function normalizeRetryOptions(retry: RetryOptions = {}): ResolvedRetryOp
     budgetMs: nonNegative('retry.budgetMs', merged.budgetMs),
   };
 }
-

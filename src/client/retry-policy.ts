@@ -162,10 +162,8 @@ export function decide(outcome: AttemptOutcome, attempt: number, options: Decide
   // Waiting for another process's claim sends nothing, so it spends time, not attempts: a
   // crashed process's claim runs out after claimTtlMs and this send then goes ahead.
   if (!claimed && attempt > retry.limit) return fail(`retry limit of ${retry.limit} reached`);
-  const serverDelay =
-    outcome.kind === 'response' && WAIT_STATUSES.has(outcome.status) ? parseRetryAfter(outcome.retryAfter, options.now) : null;
-  const delayMs =
-    serverDelay === null ? backoffDelay(claimed ? 1 : attempt, retry, options.random) : Math.min(serverDelay, retry.maxRetryAfterMs);
+  const serverDelay = outcome.kind === 'response' && WAIT_STATUSES.has(outcome.status) ? parseRetryAfter(outcome.retryAfter, options.now) : null;
+  const delayMs = serverDelay === null ? backoffDelay(claimed ? 1 : attempt, retry, options.random) : Math.min(serverDelay, retry.maxRetryAfterMs);
   if (options.elapsedMs + delayMs > retry.budgetMs) return fail(`time budget of ${retry.budgetMs} ms spent`);
   return { action: 'retry', delayMs };
 }

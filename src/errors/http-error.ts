@@ -88,7 +88,10 @@ export class HttpError extends OncelyError {
     const replay = response.replayed ? ' (replayed)' : '';
     const problem = parseProblem(response.body);
     // A refused credential settles nothing (the client leaves the operation pending): say so.
-    const pending = response.status === 401 || response.status === 403 ? '. Nothing was executed and the operation stays pending: resume() with valid credentials completes it' : '';
+    const pending =
+      response.status === 401 || response.status === 403
+        ? '. Nothing was executed and the operation stays pending: resume() with valid credentials completes it'
+        : '';
     super(ErrorCode.Http, `${describeOperation(ref)}: the server answered ${response.status}${replay}${problemSummary(problem)}${pending}`, options);
     this.method = ref.method;
     this.url = ref.url;

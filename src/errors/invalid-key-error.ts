@@ -40,9 +40,7 @@ export class InvalidKeyError extends OncelyError {
    */
   constructor(ref: OperationRef, status?: number, options?: { readonly cause?: unknown; readonly detail?: string | undefined }) {
     const why =
-      status === undefined
-        ? 'is not a valid idempotency key (1–255 characters from A-Z a-z 0-9 _ . : ~ @ / + = -)'
-        : `was refused by the server (${status})`;
+      status === undefined ? 'is not a valid idempotency key (1–255 characters from A-Z a-z 0-9 _ . : ~ @ / + = -)' : `was refused by the server (${status})`;
     const said = options?.detail === undefined ? '' : messageText(options.detail);
     // The key is the caller's input, of any length: the message shows its start only.
     const shown = ref.key.length > 80 ? `${JSON.stringify(ref.key.slice(0, 80))}… (${ref.key.length} characters)` : JSON.stringify(ref.key);

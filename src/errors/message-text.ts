@@ -67,7 +67,11 @@ export function messageText(text: string): string {
   const chars = Array.from(clean);
   if (chars.length <= MAX_MESSAGE_TEXT && head.length === text.length) return clean;
   // The cut may have split a surrogate pair; a lone half would print as a replacement glyph.
-  const kept = chars.slice(0, MAX_MESSAGE_TEXT).join('').replace(/[\uD800-\uDBFF]$/, '').trimEnd();
+  const kept = chars
+    .slice(0, MAX_MESSAGE_TEXT)
+    .join('')
+    .replace(/[\uD800-\uDBFF]$/, '')
+    .trimEnd();
   return `${kept}…`;
 }
 

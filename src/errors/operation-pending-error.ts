@@ -38,12 +38,7 @@ export class OperationPendingError extends OncelyError {
    *   held by another process) and goes into the message; `cause`, the last attempt's network
    *   error or timeout, is named in the message as `last error: …` (cleaned, at most 300 characters)
    */
-  constructor(
-    ref: OperationRef,
-    attempts: number,
-    lastStatus?: number,
-    options?: { readonly cause?: unknown; readonly reason?: string },
-  ) {
+  constructor(ref: OperationRef, attempts: number, lastStatus?: number, options?: { readonly cause?: unknown; readonly reason?: string }) {
     const status = lastStatus === undefined ? 'no response' : `last status ${lastStatus}`;
     const last = options?.cause === undefined ? status : `${status}, last error: ${describeCause(options.cause)}`;
     const reason = options?.reason === undefined ? '' : ` (${options.reason})`;

@@ -93,8 +93,7 @@ export interface JournalStore {
  */
 export function journalStore(dbName: string): JournalStore {
   let closed = false;
-  const fail = (message: string, hint: string, cause?: unknown): JournalError =>
-    new JournalError(message, { path: dbName, hint, cause });
+  const fail = (message: string, hint: string, cause?: unknown): JournalError => new JournalError(message, { path: dbName, hint, cause });
 
   let useStore: UseStore | undefined;
 
@@ -102,15 +101,19 @@ export function journalStore(dbName: string): JournalStore {
   // committed, so a resolved write is on disk (as far as the browser promises).
   const raw = <T>(mode: IDBTransactionMode, work: (store: IDBObjectStore, finish: (value: T) => void) => void): Promise<T> => {
     useStore ??= createStore(dbName, STORE);
-    return useStore(mode, (store) => new Promise<T>((resolve, reject) => {
-      let value: T | undefined;
-      const tx = store.transaction;
-      tx.oncomplete = () => resolve(value as T);
-      tx.onabort = () => reject(tx.error ?? new DOMException('transaction aborted', 'AbortError'));
-      work(store, (result) => {
-        value = result;
-      });
-    }));
+    return useStore(
+      mode,
+      (store) =>
+        new Promise<T>((resolve, reject) => {
+          let value: T | undefined;
+          const tx = store.transaction;
+          tx.oncomplete = () => resolve(value as T);
+          tx.onabort = () => reject(tx.error ?? new DOMException('transaction aborted', 'AbortError'));
+          work(store, (result) => {
+            value = result;
+          });
+        }),
+    );
   };
 
   // Checked once per journal: a database written by a newer oncely may store rows differently,
@@ -122,7 +125,10 @@ export function journalStore(dbName: string): JournalStore {
       request.onsuccess = () => finish(request.result as Meta | undefined);
     }).then(async (meta) => {
       if (meta && meta.schema > SCHEMA) {
-        throw fail(`the IndexedDB journal has schema version ${meta.schema}, newer than the ${SCHEMA} this oncely knows`, 'upgrade oncely, or give this app another dbName');
+        throw fail(
+          `the IndexedDB journal has schema version ${meta.schema}, newer than the ${SCHEMA} this oncely knows`,
+          'upgrade oncely, or give this app another dbName',
+        );
       }
       if (meta !== undefined && meta.schema < SCHEMA) await raw('readwrite', (store, finish) => upgrade(store, finish));
     });

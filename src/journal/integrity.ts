@@ -39,12 +39,7 @@ import { NEVER_JOURNALED_HEADERS, scopeOrigin, type OperationRecord } from './ty
  * const input = journaledFingerprintInput('POST', new URL('https://api.example.com/v1/pay'), { 'content-type': 'application/json' }, '{"amount":500}');
  * ```
  */
-export function journaledFingerprintInput(
-  method: string,
-  url: URL,
-  headers: Readonly<Record<string, string>>,
-  body: string | null,
-): Uint8Array<ArrayBuffer> {
+export function journaledFingerprintInput(method: string, url: URL, headers: Readonly<Record<string, string>>, body: string | null): Uint8Array<ArrayBuffer> {
   // Without a content-type, fetch sends a string body as text/plain: fingerprint it as the server will.
   const contentType = headers['content-type'] ?? 'text/plain;charset=UTF-8';
   return fingerprintInput(method, url.pathname + url.search, body, { contentType });

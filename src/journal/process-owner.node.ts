@@ -76,7 +76,12 @@ function parse(recorded: string): ProcessIdentity | undefined {
   try {
     const value = JSON.parse(recorded) as Partial<ProcessIdentity> | null;
     if (typeof value?.host !== 'string' || typeof value.pid !== 'number' || !Number.isInteger(value.pid) || value.pid <= 0) return undefined;
-    return { host: value.host, boot: typeof value.boot === 'string' ? value.boot : null, pid: value.pid, start: typeof value.start === 'string' ? value.start : null };
+    return {
+      host: value.host,
+      boot: typeof value.boot === 'string' ? value.boot : null,
+      pid: value.pid,
+      start: typeof value.start === 'string' ? value.start : null,
+    };
   } catch {
     return undefined;
   }

@@ -55,8 +55,7 @@ export const markPath = (path: string): string => `${path}-mark`;
 
 const FORMAT = /^oncely-journal-mark 1 ([0-9a-f-]{36}) (\d{16})\n$/;
 
-const render = (journalId: string, written: number): Buffer =>
-  Buffer.from(`oncely-journal-mark 1 ${journalId} ${String(written).padStart(16, '0')}\n`);
+const render = (journalId: string, written: number): Buffer => Buffer.from(`oncely-journal-mark 1 ${journalId} ${String(written).padStart(16, '0')}\n`);
 
 /** What the file holds: the journal's id and the count, each written with the same length, at offset 0. */
 function readMark(file: string): { readonly journalId: string; readonly written: number } | undefined {

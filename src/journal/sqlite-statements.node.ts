@@ -171,9 +171,7 @@ export function statements(db: Database.Database): Statements {
     //   B: holder A, claim running, A alive → refused
     //   A is killed: B's next claim finds A's pid gone (process-owner.node.ts) → B owns it now;
     //   on another host B cannot tell, and waits for A's claim to run out.
-    holder: db.prepare<[string, string], Holder>(
-      'SELECT state, claim_owner, claimed_until, claim_process FROM oncely_operations WHERE scope = ? AND key = ?',
-    ),
+    holder: db.prepare<[string, string], Holder>('SELECT state, claim_owner, claimed_until, claim_process FROM oncely_operations WHERE scope = ? AND key = ?'),
     claim: db.prepare<[Record<string, unknown>]>(
       `UPDATE oncely_operations SET claim_owner = @owner, claimed_until = @until, claim_process = @process
        WHERE scope = @scope AND key = @key`,

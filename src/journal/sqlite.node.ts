@@ -175,7 +175,10 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
       return marked(
         await run('atomic', (sql) => {
           const now = Date.now();
-          return counted(sql, operations.map((operation) => insert(sql, operation, now)));
+          return counted(
+            sql,
+            operations.map((operation) => insert(sql, operation, now)),
+          );
         }),
       );
     },
@@ -235,11 +238,7 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
         const now = Date.now();
         const holder = sql.holder.get(scope, key);
         if (holder === undefined || holder.state !== OperationState.Pending) return false;
-        const free =
-          holder.claimed_until === null ||
-          holder.claimed_until <= now ||
-          holder.claim_owner === owner ||
-          isProvablyDead(holder.claim_process);
+        const free = holder.claimed_until === null || holder.claimed_until <= now || holder.claim_owner === owner || isProvablyDead(holder.claim_process);
         if (!free) return false;
         sql.claim.run({ scope, key, owner, until: now + ttlMs, process: thisProcess() });
         return true;

@@ -49,6 +49,7 @@ export function OncelyProvider({ client, children }: OncelyProviderProps): React
 export function useOncelyClient(client?: Client): Client {
   const provided = useContext(ClientContext);
   const chosen = client ?? provided;
-  if (chosen === undefined) throw new OncelyError(ErrorCode.Config, 'oncely/react: no client; wrap the app in <OncelyProvider client={client}> or pass `client`');
+  if (chosen === undefined)
+    throw new OncelyError(ErrorCode.Config, 'oncely/react: no client; wrap the app in <OncelyProvider client={client}> or pass `client`');
   return chosen;
 }

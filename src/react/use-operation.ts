@@ -145,7 +145,11 @@ export function useOperation(options: UseOperationOptions): UseOperationResult {
   }, [client, identity]);
 
   const subscribe = useCallback((listener: () => void) => operation?.subscribe(listener) ?? ignore, [operation]);
-  const snapshot = useSyncExternalStore(subscribe, () => operation?.state ?? LOADING, () => LOADING);
+  const snapshot = useSyncExternalStore(
+    subscribe,
+    () => operation?.state ?? LOADING,
+    () => LOADING,
+  );
 
   // Another tab or the Service Worker may settle it, or press Pay for it: the journal says so.
   useEffect(() => {

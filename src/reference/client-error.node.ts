@@ -11,7 +11,8 @@ import { ProblemType, problemBody } from '../server/problems.js';
 
 /** What Node's parser reports, by its error code: the status and what to tell the caller. */
 function refusal(code: string | undefined): { status: number; reason: string; detail: string } {
-  if (code === 'HPE_HEADER_OVERFLOW') return { status: 431, reason: 'Request Header Fields Too Large', detail: 'the request headers are over the server limit (16 KiB)' };
+  if (code === 'HPE_HEADER_OVERFLOW')
+    return { status: 431, reason: 'Request Header Fields Too Large', detail: 'the request headers are over the server limit (16 KiB)' };
   if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return { status: 408, reason: 'Request Timeout', detail: 'the request did not arrive in time' };
   return {
     status: 400,

@@ -108,9 +108,7 @@ const KINDS: readonly string[] = Object.values(FaultKind);
 
 function parseRule(entry: string): FaultRule {
   const fail = (why: string): never => {
-    throw new InvalidFaultSpecError(
-      `invalid fault ${JSON.stringify(entry)}: ${why} (expected kind:target:value[:max], kinds: ${KINDS.join(', ')})`,
-    );
+    throw new InvalidFaultSpecError(`invalid fault ${JSON.stringify(entry)}: ${why} (expected kind:target:value[:max], kinds: ${KINDS.join(', ')})`);
   };
   const parts = entry.split(':');
   if (parts.length < 3 || parts.length > 4) fail('it needs 3 or 4 colon-separated fields');

@@ -99,12 +99,7 @@ function json(status: number, body: unknown, headers: Readonly<Record<string, st
 }
 
 function logStep(tx: Tx, clientId: string, paymentId: string, step: string): Promise<number> {
-  return tx.run('INSERT INTO payment_steps (client_id, payment_id, step, at) VALUES ($1, $2, $3, $4)', [
-    clientId,
-    paymentId,
-    step,
-    Date.now(),
-  ]);
+  return tx.run('INSERT INTO payment_steps (client_id, payment_id, step, at) VALUES ($1, $2, $3, $4)', [clientId, paymentId, step, Date.now()]);
 }
 
 function paymentId(ctx: StepContext<PaymentInput>): string {
@@ -190,11 +185,7 @@ export function createPaymentOperation(options: PaymentOperationOptions): Idempo
         point: RecoveryPoint.H2Done,
         async run(ctx, tx) {
           const id = paymentId(ctx);
-          await tx.run(`UPDATE payments SET status = 'authorised', risk_id = $1, updated_at = $2 WHERE id = $3`, [
-            String(ctx.data['riskId']),
-            Date.now(),
-            id,
-          ]);
+          await tx.run(`UPDATE payments SET status = 'authorised', risk_id = $1, updated_at = $2 WHERE id = $3`, [String(ctx.data['riskId']), Date.now(), id]);
           await logStep(tx, ctx.clientId, id, 'H2');
         },
       },
@@ -214,12 +205,7 @@ export function createPaymentOperation(options: PaymentOperationOptions): Idempo
         const { amount, currency, reference } = ctx.input;
         const declined = ctx.data['chargeStatus'] === 'declined';
         const status = declined ? 'declined' : 'succeeded';
-        await tx.run('UPDATE payments SET status = $1, charge_id = $2, updated_at = $3 WHERE id = $4', [
-          status,
-          String(ctx.data['chargeId']),
-          Date.now(),
-          id,
-        ]);
+        await tx.run('UPDATE payments SET status = $1, charge_id = $2, updated_at = $3 WHERE id = $4', [status, String(ctx.data['chargeId']), Date.now(), id]);
         await logStep(tx, ctx.clientId, id, 'H3');
         if (declined) {
           return json(402, problemBody(ProblemType.Declined, `the rail declined ${amount} ${currency}: above its limit`), {

@@ -75,9 +75,15 @@ export function respond(outcome: StepsOutcome, echo: Readonly<Record<string, str
     case 'finished':
       return { outcome: 'executed', status: outcome.response.status, headers: replayHeaders(outcome.response, echo), body: replayBody(outcome.response) };
     case 'pending':
-      return problemAnswer('pending', ProblemType.OutcomeUnknown, 'the outcome is not known yet; retry with the same key', { ...echo, 'retry-after': seconds(outcome.retryAfterMs) });
+      return problemAnswer('pending', ProblemType.OutcomeUnknown, 'the outcome is not known yet; retry with the same key', {
+        ...echo,
+        'retry-after': seconds(outcome.retryAfterMs),
+      });
     case 'transient':
-      return problemAnswer('transient', ProblemType.UpstreamUnavailable, 'a dependency is unavailable; retry with the same key', { ...echo, 'retry-after': seconds(outcome.retryAfterMs) });
+      return problemAnswer('transient', ProblemType.UpstreamUnavailable, 'a dependency is unavailable; retry with the same key', {
+        ...echo,
+        'retry-after': seconds(outcome.retryAfterMs),
+      });
     case 'lost':
       return inFlight(1000, echo);
   }

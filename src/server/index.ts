@@ -25,17 +25,7 @@ export { createIdempotencyHandler, type IdempotencyHandler, type IdempotencyHand
 export type { ServerOptions } from './options.js';
 export type { ReplayCacheOptions } from './replay-cache.js';
 export type { PhaseHooks } from './phases.js';
-export type {
-  ExternalOutcome,
-  ExternalStep,
-  FinalStep,
-  IdempotentOperation,
-  LocalStep,
-  ParseResult,
-  ProbeOutcome,
-  Step,
-  StepContext,
-} from './types.js';
+export type { ExternalOutcome, ExternalStep, FinalStep, IdempotentOperation, LocalStep, ParseResult, ProbeOutcome, Step, StepContext } from './types.js';
 export type { Tx } from './store/types.js';
 export { numberLiteral } from './json-text.js';
 export { createReaper, createRecoveryWorker, type BackgroundLoop, type ReaperOptions, type RecoveryWorkerOptions } from './worker.js';

@@ -9,7 +9,8 @@ import { jsonTextProblem } from './json-text.js';
 import type { IdempotentOperation } from './types.js';
 
 /** What {@link parseInput} gives: the input and the canonical form, or why the body is refused (a `400`). */
-export type ParsedInput = { readonly ok: true; readonly input: unknown; readonly canonical: string | undefined } | { readonly ok: false; readonly detail: string };
+export type ParsedInput =
+  { readonly ok: true; readonly input: unknown; readonly canonical: string | undefined } | { readonly ok: false; readonly detail: string };
 
 /**
  * Parses `text` for `operation`; `contentType` decides whether the fingerprint canonicalises it.

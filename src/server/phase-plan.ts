@@ -27,7 +27,6 @@ export function resumePosition<Input>(operation: IdempotentOperation<Input>, poi
   throw new Error(`recovery point ${JSON.stringify(point)} is not a step of ${operation.method} ${operation.path}`);
 }
 
-
 /** The first local step of an operation as the admission's own phase, and whether an error came from its work. */
 export interface FirstLocalPhase extends FirstPhase<Readonly<Record<string, unknown>> | void> {
   /** The points the admission commits with it, in order (`RunStepsInput.admitted` in `phases.ts`). */
@@ -49,13 +48,26 @@ export interface FirstLocalPhase extends FirstPhase<Readonly<Record<string, unkn
  */
 export function firstLocalPhase<Input>(
   operation: IdempotentOperation<Input>,
-  at: { readonly clientId: string; readonly key: string; readonly input: Input; readonly namespace: string; readonly leaseMs: number; readonly handOver: boolean },
+  at: {
+    readonly clientId: string;
+    readonly key: string;
+    readonly input: Input;
+    readonly namespace: string;
+    readonly leaseMs: number;
+    readonly handOver: boolean;
+  },
 ): FirstLocalPhase | undefined {
   const step = operation.steps[0];
   if (step?.kind !== 'local') return undefined;
   const after = at.handOver ? sentOf(operation.steps[1]) : undefined;
   let thrown: { error: unknown } | undefined;
-  const ctx: StepContext<Input> = { clientId: at.clientId, key: at.key, input: at.input, data: {}, derivedKey: (n) => externalKey(at.namespace, at.clientId, at.key, n) };
+  const ctx: StepContext<Input> = {
+    clientId: at.clientId,
+    key: at.key,
+    input: at.input,
+    data: {},
+    derivedKey: (n) => externalKey(at.namespace, at.clientId, at.key, n),
+  };
   return {
     phase: { recoveryPoint: step.point, leaseMs: at.leaseMs, dataFrom: (produced) => produced ?? undefined, after },
     points: after ? [step.point, after.recoveryPoint] : [step.point],

@@ -177,7 +177,11 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
         const next = handOver ? sentOf(operation.steps[index + 1]) : undefined;
         const phase = await tracedPhase(run.trace, step.point, () =>
           withMark((before) =>
-            store.commitPhase<Readonly<Record<string, unknown>> | void>(lease, { recoveryPoint: step.point, leaseMs, dataFrom: (produced) => produced ?? undefined, before, after: next }, (tx) => step.run(ctx(), tx)),
+            store.commitPhase<Readonly<Record<string, unknown>> | void>(
+              lease,
+              { recoveryPoint: step.point, leaseMs, dataFrom: (produced) => produced ?? undefined, before, after: next },
+              (tx) => step.run(ctx(), tx),
+            ),
           ),
         );
         if (!phase.ok) throw new LeaseLostError();
@@ -192,7 +196,9 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
       const kn = externalKey(run.namespace, lease.clientId, lease.key, step.system);
       if (!atSent && !sentCommitted) {
         // Durable: the call follows, and a resumed attempt must find EXTn_SENT to probe before calling again.
-        const sent = await tracedPhase(run.trace, step.sent, () => withMark((before) => store.commitPhase(lease, { recoveryPoint: step.sent, leaseMs, before })));
+        const sent = await tracedPhase(run.trace, step.sent, () =>
+          withMark((before) => store.commitPhase(lease, { recoveryPoint: step.sent, leaseMs, before })),
+        );
         if (!sent.ok) throw new LeaseLostError();
         await committed(step.sent);
       }
@@ -237,7 +243,16 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
           return await giveUp(outcome.retryAfterMs ?? 1000);
       }
     }
-    const final = await tracedPhase(run.trace, 'finished', () => withMark((before) => store.finish<StoredResponse>(lease, (response) => response!, (tx) => operation.final.run(ctx(), tx), before)));
+    const final = await tracedPhase(run.trace, 'finished', () =>
+      withMark((before) =>
+        store.finish<StoredResponse>(
+          lease,
+          (response) => response!,
+          (tx) => operation.final.run(ctx(), tx),
+          before,
+        ),
+      ),
+    );
     if (!final.ok) throw new LeaseLostError();
     await committed('finished');
     return { kind: 'finished', response: final.value! };
@@ -277,4 +292,3 @@ export function reportError(hooks: PhaseHooks, error: unknown, ref: { readonly c
 function backoffMs(run: Pick<RunStepsInput<unknown>, 'attempts' | 'backoff'>): number {
   return Math.min(run.backoff.maxMs, run.backoff.baseMs * 2 ** Math.min(run.attempts, 30));
 }
-

@@ -6,5 +6,12 @@
  * @module
  */
 export { postgresKeyStore, type PgliteLike, type PgliteQueryable, type PgliteResults, type PostgresKeyStoreOptions } from './store/postgres.node.js';
-export { checkReplication, judgeReplication, ReplicationState, type ReplicationFacts, type ReplicationReport, type ReplicationSource } from './store/postgres-replication.node.js';
+export {
+  checkReplication,
+  judgeReplication,
+  ReplicationState,
+  type ReplicationFacts,
+  type ReplicationReport,
+  type ReplicationSource,
+} from './store/postgres-replication.node.js';
 export { DatabaseSetupError } from './errors/database-setup-error.js';

@@ -113,7 +113,13 @@ class SpanTrace implements RequestTrace, RecoveryTrace {
     span.end();
   }
 
-  private async child<T>(name: string, kind: number, attributes: SpanAttributes, run: () => Promise<T>, after: (span: TelemetrySpan, result: T) => void): Promise<T> {
+  private async child<T>(
+    name: string,
+    kind: number,
+    attributes: SpanAttributes,
+    run: () => Promise<T>,
+    after: (span: TelemetrySpan, result: T) => void,
+  ): Promise<T> {
     const span = this.tracing.tracer.startSpan(name, { kind, attributes }, this.under);
     try {
       const result = await within(this.tracing, span, run);
@@ -145,7 +151,12 @@ export function serverTelemetry(options: TelemetryOptions | undefined): ServerTe
   const traceOf = (span: TelemetrySpan): SpanTrace | typeof UNTRACED => (span.isRecording() ? new SpanTrace(tracing, span) : UNTRACED);
   return {
     request: (endpoint) =>
-      traceOf(startSpan(tracing, 'oncely.request', SpanKind.Internal, { 'oncely.endpoint': endpoint, 'http.request.method': endpoint.slice(0, endpoint.indexOf(' ')) })),
+      traceOf(
+        startSpan(tracing, 'oncely.request', SpanKind.Internal, {
+          'oncely.endpoint': endpoint,
+          'http.request.method': endpoint.slice(0, endpoint.indexOf(' ')),
+        }),
+      ),
     recovery: (endpoint) => traceOf(startSpan(tracing, 'oncely.recovery', SpanKind.Internal, { 'oncely.endpoint': endpoint })),
   };
 }
@@ -170,6 +181,11 @@ export function tracedPhase<T>(trace: StepsTrace | undefined, point: string, com
  * const outcome = await tracedCall(run.trace, step.system, false, () => step.call(ctx(), kn));
  * ```
  */
-export function tracedCall<T extends { readonly outcome: string }>(trace: StepsTrace | undefined, system: number, probe: boolean, call: () => Promise<T>): Promise<T> {
+export function tracedCall<T extends { readonly outcome: string }>(
+  trace: StepsTrace | undefined,
+  system: number,
+  probe: boolean,
+  call: () => Promise<T>,
+): Promise<T> {
   return trace === undefined ? call() : trace.external(system, probe, call);
 }

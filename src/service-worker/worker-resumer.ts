@@ -59,8 +59,10 @@ interface SyncEventLike extends Event {
  * const options: ServiceWorkerResumerOptions = { baseUrl: location.origin, credentials: 'include' };
  * ```
  */
-export interface ServiceWorkerResumerOptions
-  extends Pick<ClientOptions, 'baseUrl' | 'scope' | 'headers' | 'journal' | 'retry' | 'keyTtlMs' | 'timeoutMs' | 'claimTtlMs' | 'fetch' | 'onAttempt' | 'onRetry'> {
+export interface ServiceWorkerResumerOptions extends Pick<
+  ClientOptions,
+  'baseUrl' | 'scope' | 'headers' | 'journal' | 'retry' | 'keyTtlMs' | 'timeoutMs' | 'claimTtlMs' | 'fetch' | 'onAttempt' | 'onRetry'
+> {
   /**
    * The `credentials` mode of the worker's requests: `'include'` sends the site's cookies to an
    * API on another origin (which must allow it with CORS). Credentials are never journaled:
@@ -187,11 +189,13 @@ export function createServiceWorkerResumer(options: ServiceWorkerResumerOptions)
     },
   });
 
-  const reportError = (runTrigger: ResumeTrigger) => (error: unknown): void => {
-    if (stopped.signal.aborted) return;
-    if (onError) onError(error, runTrigger);
-    else console.error(`oncely: resuming in the Service Worker (${runTrigger})`, error);
-  };
+  const reportError =
+    (runTrigger: ResumeTrigger) =>
+    (error: unknown): void => {
+      if (stopped.signal.aborted) return;
+      if (onError) onError(error, runTrigger);
+      else console.error(`oncely: resuming in the Service Worker (${runTrigger})`, error);
+    };
 
   // Submitted operations another holder (a page) has in flight now: resume() skipped them.
   const heldElsewhere = async (outcomes: Iterable<ResumeOutcome>): Promise<string[]> => {
@@ -255,7 +259,10 @@ export function createServiceWorkerResumer(options: ServiceWorkerResumerOptions)
         // Rejecting asks the browser to fire the sync again later (with backoff); on the last
         // chance there is no later, and the journal keeps them for the next page load.
         if (pending.length > 0 && !sync.lastChance) {
-          throw new OncelyError(ErrorCode.OperationPending, `${pending.length} operation(s) still pending (Idempotency-Key ${pending.join(', ')}); the browser will fire "${syncTag}" again`);
+          throw new OncelyError(
+            ErrorCode.OperationPending,
+            `${pending.length} operation(s) still pending (Idempotency-Key ${pending.join(', ')}); the browser will fire "${syncTag}" again`,
+          );
         }
       }),
     );

@@ -164,7 +164,11 @@ export function groupCommit({ connect, busyTimeoutMs, gather, mapError }: GroupC
       else call.reject(mapError(outcome.error));
     }
   };
-  const failAll = (calls: readonly Call[], error: unknown): void => settle(calls, calls.map(() => ({ ok: false, error })));
+  const failAll = (calls: readonly Call[], error: unknown): void =>
+    settle(
+      calls,
+      calls.map(() => ({ ok: false, error })),
+    );
 
   // A locked file changed nothing: the calls wait for it (or, when draining, fail at once).
   const notStarted = (calls: readonly Call[], error: unknown, retry: boolean): void => {

@@ -24,7 +24,8 @@ export interface Tracing {
  */
 export function tracingOf(options: TelemetryOptions | undefined): Tracing | undefined {
   if (options === undefined) return undefined;
-  if (typeof options.api?.trace?.getTracer !== 'function') throw new TypeError('telemetry.api must be the @opentelemetry/api module (import * as api from "@opentelemetry/api")');
+  if (typeof options.api?.trace?.getTracer !== 'function')
+    throw new TypeError('telemetry.api must be the @opentelemetry/api module (import * as api from "@opentelemetry/api")');
   return { api: options.api, tracer: options.tracer ?? options.api.trace.getTracer('oncely') };
 }
 

@@ -43,7 +43,12 @@ export interface TelemetryApi {
   };
   readonly context: {
     active(): TelemetryContext;
-    with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(context: TelemetryContext, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F>;
+    with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
+      context: TelemetryContext,
+      fn: F,
+      thisArg?: ThisParameterType<F>,
+      ...args: A
+    ): ReturnType<F>;
   };
 }
 

@@ -88,7 +88,10 @@ describe('a page on another origin, in Chromium', () => {
     const api = await startApi(['--cors', new URL(shop.url).origin]);
     try {
       const key = `cross-origin-${Date.now().toString(36)}`;
-      const paid = await page.evaluate(([origin, token, k]) => (window as unknown as { payTwice(a: string, t: string, k: string): Promise<Paid> }).payTwice(origin, token, k), [api.origin, TOKEN, key] as const);
+      const paid = await page.evaluate(
+        ([origin, token, k]) => (window as unknown as { payTwice(a: string, t: string, k: string): Promise<Paid> }).payTwice(origin, token, k),
+        [api.origin, TOKEN, key] as const,
+      );
       expect(paid.failed).toBeUndefined();
       expect(paid.origin).toBe(new URL(shop.url).origin);
       expect(new URL(api.origin).origin).not.toBe(paid.origin);
@@ -107,7 +110,10 @@ describe('a page on another origin, in Chromium', () => {
     const api = await startApi([]);
     try {
       const key = `no-cors-${Date.now().toString(36)}`;
-      const paid = await page.evaluate(([origin, token, k]) => (window as unknown as { payTwice(a: string, t: string, k: string): Promise<Paid> }).payTwice(origin, token, k), [api.origin, TOKEN, key] as const);
+      const paid = await page.evaluate(
+        ([origin, token, k]) => (window as unknown as { payTwice(a: string, t: string, k: string): Promise<Paid> }).payTwice(origin, token, k),
+        [api.origin, TOKEN, key] as const,
+      );
       expect(paid.failed).toMatch(/TypeError/);
       expect(logged(api.served, 'OPTIONS').length).toBeGreaterThan(0);
       expect(logged(api.served, 'POST')).toEqual([]);

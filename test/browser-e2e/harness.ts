@@ -116,7 +116,11 @@ export async function startDevServer(api: string): Promise<{ origin: string; sto
   const { createServer } = await import('vite');
   const { checkoutConfig } = await import('../../examples/checkout-browser/vite.config.js');
   const config = checkoutConfig({ api });
-  const server = await createServer({ ...config, mode: 'development', server: { ...config.server, host: '127.0.0.1', port: 0, strictPort: false, hmr: false } });
+  const server = await createServer({
+    ...config,
+    mode: 'development',
+    server: { ...config.server, host: '127.0.0.1', port: 0, strictPort: false, hmr: false },
+  });
   await server.listen();
   const address = server.httpServer?.address();
   if (address === null || address === undefined || typeof address === 'string') throw new Error('the Vite dev server has no port');

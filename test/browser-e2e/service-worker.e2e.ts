@@ -178,7 +178,7 @@ describe('the checkout Service Worker', () => {
     expect(await server.entriesFor(key)).toHaveLength(1);
   });
 
-  it('finishes the payment on the worker\'s online event, where the browser has no Background Sync', async () => {
+  it("finishes the payment on the worker's online event, where the browser has no Background Sync", async () => {
     const shop = await openShop(server.origin);
     const key = await payOfflineThenClose(shop, orderUrl(server.origin), 'without sync');
     await shop.context.setOffline(false);
@@ -191,7 +191,7 @@ describe('the checkout Service Worker', () => {
     expect(await server.entriesFor(key)).toHaveLength(1);
   });
 
-  it('waits out a 503 with Retry-After during the worker\'s resume, retries with the same key and charges once', async () => {
+  it("waits out a 503 with Retry-After during the worker's resume, retries with the same key and charges once", async () => {
     // The first call to the risk check is refused with 503 + Retry-After: 1 (nothing applied).
     const busyServer = await startServer(page.dir, 'unavailable:ext1:1:1');
     try {
@@ -225,7 +225,7 @@ describe('the checkout Service Worker', () => {
     expect(await server.entriesFor(key)).toHaveLength(1);
   });
 
-  it('shows an open page the payment paid once the worker has finished it, when the page\'s own requests get no answer', async () => {
+  it("shows an open page the payment paid once the worker has finished it, when the page's own requests get no answer", async () => {
     const shop = await openShop(server.origin);
     const tab = await shop.context.newPage();
     // This tab's requests fail as if its connection were down; the worker's are not routed here.

@@ -17,7 +17,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from './harness.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const TYPES: Record<string, string> = { '.html': 'text/html', '.js': 'text/javascript', '.css': 'text/css', '.svg': 'image/svg+xml', '.png': 'image/png', '.json': 'application/json' };
+const TYPES: Record<string, string> = {
+  '.html': 'text/html',
+  '.js': 'text/javascript',
+  '.css': 'text/css',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.json': 'application/json',
+};
 
 let out: string;
 let server: Server;
@@ -56,7 +63,20 @@ afterAll(async () => {
 describe('the docs site (npm run docs)', () => {
   it('holds every guide and the API reference of each client entry', () => {
     const pages = pagesOf(out).map((file) => relative(out, file));
-    for (const guide of ['client', 'browser', 'react', 'upload', 'server', 'middleware', 'postgresql', 'reference-server', 'PROTOCOL', 'conformance', 'benchmarks', 'testing']) {
+    for (const guide of [
+      'client',
+      'browser',
+      'react',
+      'upload',
+      'server',
+      'middleware',
+      'postgresql',
+      'reference-server',
+      'PROTOCOL',
+      'conformance',
+      'benchmarks',
+      'testing',
+    ]) {
       expect(pages).toContain(`documents/${guide}.html`);
     }
     expect(pages.filter((page) => page.startsWith('modules/')).length).toBeGreaterThanOrEqual(10);

@@ -21,15 +21,25 @@ function modelRun(locks: 'web-locks' | 'lease-records', ttls: readonly number[])
   return fc.asyncProperty(fc.commands(journalCommands(ttls), { maxCommands: 40, size: 'medium' }), (commands) => {
     databases += 1;
     const dbName = `oncely-model-${locks}-${databases}-${Math.random().toString(36).slice(2)}`;
-    return runJournalModel(() => indexedDbJournal(locks === 'web-locks' ? { dbName } : { dbName, locks: null }), commands, () => deleteDatabase(dbName));
+    return runJournalModel(
+      () => indexedDbJournal(locks === 'web-locks' ? { dbName } : { dbName, locks: null }),
+      commands,
+      () => deleteDatabase(dbName),
+    );
   });
 }
 
 describe('Journal model: IndexedDB in Chromium', () => {
-  it('lease records: agrees with the model on every answer and every record, claims racing included', () =>
-    checkProperty(modelRun('lease-records', [0, 1, 1_000, HOUR]), 30), 30_000);
+  it(
+    'lease records: agrees with the model on every answer and every record, claims racing included',
+    () => checkProperty(modelRun('lease-records', [0, 1, 1_000, HOUR]), 30),
+    30_000,
+  );
 
   // A Web Lock is also given back by a real timer after its ttl: only lengths no run outlasts, or 0.
-  it('Web Locks: agrees with the model on every answer and every record, claims racing included', () =>
-    checkProperty(modelRun('web-locks', [0, HOUR]), 30), 30_000);
+  it(
+    'Web Locks: agrees with the model on every answer and every record, claims racing included',
+    () => checkProperty(modelRun('web-locks', [0, HOUR]), 30),
+    30_000,
+  );
 });

@@ -44,7 +44,12 @@ it('reports a row with an edited body and a row moved to another origin as damag
   const edit = async (key: string, change: (record: Record<string, unknown>) => Record<string, unknown>): Promise<void> => {
     const storeKey = `${BASE_URL} ${key}`;
     const row = (await request(() => db.transaction(STORE).objectStore(STORE).get(storeKey))) as { record: Record<string, unknown> };
-    await request(() => db.transaction(STORE, 'readwrite').objectStore(STORE).put({ ...row, record: change(row.record) }, storeKey));
+    await request(() =>
+      db
+        .transaction(STORE, 'readwrite')
+        .objectStore(STORE)
+        .put({ ...row, record: change(row.record) }, storeKey),
+    );
   };
   const [edited, moved] = [keys[1] as string, keys[3] as string];
   await edit(edited, (record) => ({ ...record, body: '{"amount":999999,"currency":"EUR"}' }));
@@ -53,7 +58,12 @@ it('reports a row with an edited body and a row moved to another origin as damag
 
   const client = createClient({ baseUrl: BASE_URL, journal, fetch });
   const outcomes = await client.resume();
-  expect(outcomes.filter((o) => o.state === 'succeeded').map((o) => o.key).sort()).toEqual([keys[0], keys[2], keys[4]].sort());
+  expect(
+    outcomes
+      .filter((o) => o.state === 'succeeded')
+      .map((o) => o.key)
+      .sort(),
+  ).toEqual([keys[0], keys[2], keys[4]].sort());
   expect(outcomes.filter((o) => o.state === 'damaged')).toEqual([
     { key: edited, state: 'damaged', reason: expect.stringMatching(/fingerprint/) },
     { key: moved, state: 'damaged', reason: expect.stringMatching(/outside its scope's origin/) },

@@ -44,8 +44,7 @@ function recordForbidden(found: Set<string>): Plugin {
     setup(pluginBuild) {
       pluginBuild.onResolve({ filter: /^[^./]/ }, (args) => {
         const name = packageOf(args.path);
-        const forbidden =
-          args.path.startsWith('node:') || builtins.has(name) || (FORBIDDEN_PACKAGES as readonly string[]).includes(name);
+        const forbidden = args.path.startsWith('node:') || builtins.has(name) || (FORBIDDEN_PACKAGES as readonly string[]).includes(name);
         if (!forbidden) return undefined;
         found.add(`${args.path} (from ${args.importer.replace(root, '')})`);
         return { path: args.path, external: true };

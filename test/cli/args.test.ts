@@ -46,29 +46,31 @@ describe('unknown options', () => {
 });
 
 describe('--help', () => {
-  it.each(['demo', 'serve', 'upload', 'pending', 'resume'])(
-    'oncely %s --help lines every description up two spaces past its longest flag',
-    async (command) => {
-      const run = await runCli([command, '--help']);
-      expect(run.code).toBe(0);
-      const lines = run.stdout.split('\n');
-      const rows = lines.slice(lines.indexOf('options:') + 1).filter((line) => line !== '').map((line) => {
+  it.each(['demo', 'serve', 'upload', 'pending', 'resume'])('oncely %s --help lines every description up two spaces past its longest flag', async (command) => {
+    const run = await runCli([command, '--help']);
+    expect(run.code).toBe(0);
+    const lines = run.stdout.split('\n');
+    const rows = lines
+      .slice(lines.indexOf('options:') + 1)
+      .filter((line) => line !== '')
+      .map((line) => {
         // A flag is `--name` and at most one placeholder word; the description follows the padding.
         const [, flag = '', help = ''] = /^ {2}(--[a-z-]+(?: \S+)?) +(\S.*)$/.exec(line) ?? [];
         expect(flag, line).not.toBe('');
         return { flag, column: line.length - help.length };
       });
-      const longest = Math.max(...rows.map((row) => row.flag.length));
-      expect(new Set(rows.map((row) => row.column))).toEqual(new Set([2 + longest + 2]));
-      expect(rows.at(-1)?.flag).toBe('--help');
-    },
-  );
+    const longest = Math.max(...rows.map((row) => row.flag.length));
+    expect(new Set(rows.map((row) => row.column))).toEqual(new Set([2 + longest + 2]));
+    expect(rows.at(-1)?.flag).toBe('--help');
+  });
 });
 
 describe('--token help', () => {
   it.each(['upload', 'resume'])('oncely %s --help says the token is never journaled and why $ONCELY_TOKEN is the safer way to give it', async (command) => {
     const run = await runCli([command, '--help']);
-    expect(run.stdout).toMatch(/^ {2}--token TOKEN +bearer token, never journaled \(default: \$ONCELY_TOKEN, which is safer: other users can see a flag in ps\)$/m);
+    expect(run.stdout).toMatch(
+      /^ {2}--token TOKEN +bearer token, never journaled \(default: \$ONCELY_TOKEN, which is safer: other users can see a flag in ps\)$/m,
+    );
   });
 });
 
@@ -82,6 +84,9 @@ describe('durations', () => {
     expect(readDuration('key-ttl', '48', { fallback: '24h', bareHours: true })).toEqual({ ok: true, value: 172_800_000 });
     expect(readDuration('key-ttl', undefined, { fallback: '24h', bareHours: true })).toEqual({ ok: true, value: 86_400_000 });
     expect(readDuration('key-ttl', '48', { fallback: '24h' })).toMatchObject({ ok: false, problem: expect.stringMatching(/^--key-ttl must be a duration/) });
-    expect(readDuration('key-ttl', '1.5', { fallback: '24h', bareHours: true })).toMatchObject({ ok: false, problem: expect.stringMatching(/or a whole number of hours; got "1.5"/) });
+    expect(readDuration('key-ttl', '1.5', { fallback: '24h', bareHours: true })).toMatchObject({
+      ok: false,
+      problem: expect.stringMatching(/or a whole number of hours; got "1.5"/),
+    });
   });
 });

@@ -19,12 +19,18 @@ async function check(flaws: Flaws): Promise<Awaited<ReturnType<typeof conformRep
   closers.push(endpoint.close);
   return conformReport([
     endpoint.url,
-    '--body', TEMPLATE,
-    '--token', 'caller-a',
-    '--token-b', 'caller-b',
-    '--fault-header', 'x-fault: 1',
-    '--slow-body', '{"item":"book","slow":true,"note":"{{unique}}"}',
-    '--concurrency', '10',
+    '--body',
+    TEMPLATE,
+    '--token',
+    'caller-a',
+    '--token-b',
+    'caller-b',
+    '--fault-header',
+    'x-fault: 1',
+    '--slow-body',
+    '{"item":"book","slow":true,"note":"{{unique}}"}',
+    '--concurrency',
+    '10',
   ]);
 }
 
@@ -44,9 +50,26 @@ describe('oncely conform against an endpoint broken one flaw at a time', () => {
     [
       'an endpoint that ignores the key',
       { ignoreKey: true },
-      ['replay', 'concurrent', 'reuse-other-body', 'reordered', 'whitespace', 'key-empty', 'key-too-long', 'key-bad-characters', 'key-two-headers', 'key-sf-string', 'two-callers', 'in-flight'],
+      [
+        'replay',
+        'concurrent',
+        'reuse-other-body',
+        'reordered',
+        'whitespace',
+        'key-empty',
+        'key-too-long',
+        'key-bad-characters',
+        'key-two-headers',
+        'key-sf-string',
+        'two-callers',
+        'in-flight',
+      ],
     ],
-    ['an endpoint that replays a re-serialised body', { rebuildReplay: true }, ['replay', 'reuse-other-body', 'reordered', 'whitespace', 'key-sf-string', 'two-callers']],
+    [
+      'an endpoint that replays a re-serialised body',
+      { rebuildReplay: true },
+      ['replay', 'reuse-other-body', 'reordered', 'whitespace', 'key-sf-string', 'two-callers'],
+    ],
     ['one key space for every caller', { sharedAcrossCallers: true }, ['two-callers']],
     ['one key space and no fingerprint: a replay across callers', { sharedAcrossCallers: true, noFingerprint: true }, ['reuse-other-body', 'two-callers']],
     ['an endpoint that answers a different body with the stored response', { noFingerprint: true }, ['reuse-other-body']],

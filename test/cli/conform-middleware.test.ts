@@ -25,22 +25,31 @@ afterAll(async () => {
 });
 
 describe('oncely conform against the framework middleware', () => {
-  it.each(['express', 'hono', 'fastify'] as const satisfies readonly Framework[])('passes every check against oncely/%s', async (framework) => {
-    const app = await startOrderApp(framework, store);
-    try {
-      const { code, report } = await conformReport([
-        app.url,
-        '--body', '{"item":"book","quantity":2,"note":"{{unique}}"}',
-        '--slow-body', '{"item":"book","slow":true,"note":"{{unique}}"}',
-        '--header', 'x-user: alice',
-        '--header-b', 'x-user: bob',
-        '--fault-header', 'x-fault: 1',
-      ]);
-      expect(report.checks.filter((c) => c.verdict !== 'pass').map((c) => `${c.id}: ${c.verdict} ${c.observed}`)).toEqual([]);
-      expect(code).toBe(0);
-      expect(report.checks.find((c) => c.id === 'transient')).toMatchObject({ requests: 2, created: 1 });
-    } finally {
-      await app.close();
-    }
-  }, 60_000);
+  it.each(['express', 'hono', 'fastify'] as const satisfies readonly Framework[])(
+    'passes every check against oncely/%s',
+    async (framework) => {
+      const app = await startOrderApp(framework, store);
+      try {
+        const { code, report } = await conformReport([
+          app.url,
+          '--body',
+          '{"item":"book","quantity":2,"note":"{{unique}}"}',
+          '--slow-body',
+          '{"item":"book","slow":true,"note":"{{unique}}"}',
+          '--header',
+          'x-user: alice',
+          '--header-b',
+          'x-user: bob',
+          '--fault-header',
+          'x-fault: 1',
+        ]);
+        expect(report.checks.filter((c) => c.verdict !== 'pass').map((c) => `${c.id}: ${c.verdict} ${c.observed}`)).toEqual([]);
+        expect(code).toBe(0);
+        expect(report.checks.find((c) => c.id === 'transient')).toMatchObject({ requests: 2, created: 1 });
+      } finally {
+        await app.close();
+      }
+    },
+    60_000,
+  );
 });

@@ -18,11 +18,16 @@ const withServer = await canRunServerTests();
 
 async function conformAgainst(server: Served): Promise<{ code: number | null; report: ConformReport }> {
   const run = await runCli([
-    'conform', `${server.url}/v1/payments`,
-    '--body', PAYMENT_TEMPLATE,
-    '--slow-body', PAYMENT_TEMPLATE,
-    '--token', 'test_acme',
-    '--token-b', 'test_globex',
+    'conform',
+    `${server.url}/v1/payments`,
+    '--body',
+    PAYMENT_TEMPLATE,
+    '--slow-body',
+    PAYMENT_TEMPLATE,
+    '--token',
+    'test_acme',
+    '--token-b',
+    'test_globex',
     '--json',
   ]);
   return { code: run.code, report: JSON.parse(run.stdout) as ConformReport };
@@ -47,18 +52,22 @@ describe('oncely conform against oncely serve', () => {
     }
   }, 90_000);
 
-  it.skipIf(!withServer)('passes every check that applies on PostgreSQL', async () => {
-    const url = await requireServerUrl('conform-serve');
-    const schema = `oncely_t_conform_${process.pid}`;
-    const server = await spawnServe(['--db', url, '--pg-schema', schema, '--faults', 'slow:ext2:200', '--quiet']);
-    try {
-      expectConformant(await conformAgainst(server));
-    } finally {
-      await server.stop();
-      const admin = new pg.Client({ connectionString: url });
-      await admin.connect();
-      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await admin.end();
-    }
-  }, 90_000);
+  it.skipIf(!withServer)(
+    'passes every check that applies on PostgreSQL',
+    async () => {
+      const url = await requireServerUrl('conform-serve');
+      const schema = `oncely_t_conform_${process.pid}`;
+      const server = await spawnServe(['--db', url, '--pg-schema', schema, '--faults', 'slow:ext2:200', '--quiet']);
+      try {
+        expectConformant(await conformAgainst(server));
+      } finally {
+        await server.stop();
+        const admin = new pg.Client({ connectionString: url });
+        await admin.connect();
+        await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+        await admin.end();
+      }
+    },
+    90_000,
+  );
 });

@@ -27,7 +27,11 @@ describe('oncely conform: usage errors', () => {
     ['a URL that is not http(s)', ['ftp://127.0.0.1/x', '--body', PAYMENT_TEMPLATE], /"ftp:\/\/127\.0\.0\.1\/x" is not an http:\/\/ or https:\/\/ URL/],
     ['no --body', ['URL'], /--body is required/],
     ['a body without {{unique}}', ['URL', '--body', '{"amount":1}'], /--body holds no \{\{unique\}\}/],
-    ['a body that is not JSON once filled', ['URL', '--body', '{"amount":{{unique}}}'], /--body is not JSON once \{\{unique\}\} is filled in \(put it inside a string\)/],
+    [
+      'a body that is not JSON once filled',
+      ['URL', '--body', '{"amount":{{unique}}}'],
+      /--body is not JSON once \{\{unique\}\} is filled in \(put it inside a string\)/,
+    ],
     ['a slow body that is not JSON', ['URL', '--body', PAYMENT_TEMPLATE, '--slow-body', 'slow {{unique}}'], /--slow-body is not JSON/],
     ['a concurrency of 1', ['URL', '--body', PAYMENT_TEMPLATE, '--concurrency', '1'], /--concurrency must be an integer from 2 to 1000, got "1"/],
     ['a concurrency that is not a number', ['URL', '--body', PAYMENT_TEMPLATE, '--concurrency', 'many'], /--concurrency must be an integer/],

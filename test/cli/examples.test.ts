@@ -61,7 +61,10 @@ describe('examples/node-backend', () => {
     const ids = ['pay_1001', 'pay_1002'];
     const first = await runSettle(join(dir, 'settle-a.db'), ids);
     expect(first.code, first.stderr).toBe(0);
-    const steps = first.stdout.trim().split('\n').map((line) => JSON.parse(line) as { step: string; status: number; replayed: boolean });
+    const steps = first.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { step: string; status: number; replayed: boolean });
     expect(steps.map((s) => [s.step, s.status, s.replayed])).toEqual([
       ['principal', 201, false],
       ['fee', 201, false],
@@ -71,7 +74,10 @@ describe('examples/node-backend', () => {
 
     const second = await runSettle(join(dir, 'settle-b.db'), ids);
     expect(second.code, second.stderr).toBe(0);
-    const replays = second.stdout.trim().split('\n').map((line) => JSON.parse(line) as { replayed: boolean });
+    const replays = second.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { replayed: boolean });
     expect(replays.map((s) => s.replayed)).toEqual([true, true, true, true]);
     expect((await ledgerCount(server)) - before).toBe(4);
   });

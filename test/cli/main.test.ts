@@ -75,7 +75,11 @@ describe('one exit-code convention for every command: 0 success, 1 failure, 2 us
     ['demo', ['--payments', 'lots'], /--payments must be an integer/],
     ['serve', ['--db', join(dir, 'never.db'), '--port', 'http'], /--port must be an integer/],
     ['upload', ['--url', 'http://127.0.0.1:9/v1/payments', '--token', 't'], /give the CSV file to upload/],
-    ['upload', ['payroll.csv', '--url', 'http://127.0.0.1:9/v1/payments', '--token', 't\nx'], /--token \(or \$ONCELY_TOKEN\) cannot be sent in an Authorization header/],
+    [
+      'upload',
+      ['payroll.csv', '--url', 'http://127.0.0.1:9/v1/payments', '--token', 't\nx'],
+      /--token \(or \$ONCELY_TOKEN\) cannot be sent in an Authorization header/,
+    ],
     ['pending', ['--scope', 'billing'], /--scope needs --url/],
     ['resume', ['--journal', missing('journal.db'), '--token', 't'], /--url is required/],
     ['conform', ['http://127.0.0.1:9/v1/payments', '--body', '{"amount":1}'], /--body holds no \{\{unique\}\}/],

@@ -46,7 +46,12 @@ describe('oncely serve --cors', () => {
     expect([first.status, replay.status]).toEqual([201, 201]);
     for (const answer of [first, replay]) {
       expect(answer.headers.get('access-control-allow-origin')).toBe('http://shop.test');
-      expect(answer.headers.get('access-control-expose-headers')?.toLowerCase().split(', ')).toEqual(['idempotency-key', 'idempotency-replay', 'retry-after', 'location']);
+      expect(answer.headers.get('access-control-expose-headers')?.toLowerCase().split(', ')).toEqual([
+        'idempotency-key',
+        'idempotency-replay',
+        'retry-after',
+        'location',
+      ]);
       expect(answer.headers.get('vary')).toContain('Origin');
     }
     expect(replay.headers.get('idempotency-replay')).toBe('true');

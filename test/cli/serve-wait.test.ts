@@ -27,7 +27,9 @@ async function originalAndDuplicate(a: Served, b: Served, key: string) {
     at: performance.now() - t0,
   }));
   const first = await original;
-  console.info(`[serve-wait] ${key}: original answered at ${first.at.toFixed(0)} ms, the duplicate (sent at 500 ms) at ${duplicate.at.toFixed(0)} ms: ${duplicate.status}`);
+  console.info(
+    `[serve-wait] ${key}: original answered at ${first.at.toFixed(0)} ms, the duplicate (sent at 500 ms) at ${duplicate.at.toFixed(0)} ms: ${duplicate.status}`,
+  );
   return { original: first, duplicate };
 }
 
@@ -56,7 +58,7 @@ describe('oncely serve: a duplicate waits for the original', () => {
   });
 
   describe.skipIf(!withServer)('two instances on PostgreSQL', () => {
-    it('answers a duplicate sent to instance B with A\'s 201, replayed, when A answers', async () => {
+    it("answers a duplicate sent to instance B with A's 201, replayed, when A answers", async () => {
       const url = await requireServerUrl('serve-wait');
       const schema = `oncely_t_serve_wait_${process.pid}`;
       const common = ['--db', url, '--pg-schema', schema, '--in-flight-wait', '8s', '--quiet'];

@@ -2,18 +2,7 @@ import { writeFileSync, mkdirSync } from 'node:fs';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MALFORMED_KEYS } from '../reference/malformed-keys.js';
-import {
-  dbCount,
-  eventually,
-  getJson,
-  paymentBody,
-  postPayment,
-  rawRequest,
-  spawnServe,
-  stepCount,
-  tempDir,
-  type Served,
-} from '../reference/serve-process.js';
+import { dbCount, eventually, getJson, paymentBody, postPayment, rawRequest, spawnServe, stepCount, tempDir, type Served } from '../reference/serve-process.js';
 
 const { dir, cleanup } = tempDir();
 const CLIENTS = { test_acme: 'acme', test_globex: 'globex', test_bad: 'bad' };
@@ -44,8 +33,7 @@ afterAll(async () => {
   cleanup();
 });
 
-const problemType = async (response: Response | undefined): Promise<string | undefined> =>
-  ((await response?.json()) as { type?: string } | undefined)?.type;
+const problemType = async (response: Response | undefined): Promise<string | undefined> => ((await response?.json()) as { type?: string } | undefined)?.type;
 
 describe('oncely serve over HTTP: the response matrix', () => {
   it('prints the listening URL first, then one JSON log line per request', async () => {
@@ -228,7 +216,7 @@ describe('oncely serve over HTTP: concurrency', () => {
     expect(statuses.filter((s) => s === 409 || s === 'replay')).toHaveLength(99);
     for (const r of responses) if (r?.status === 409) expect(Number(r.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     expect(dbCount(`${dir}/a.db`, "SELECT COUNT(*) AS n FROM ledger_entries WHERE idempotency_key = 'burst-1'")).toBe(1);
-    expect(dbCount(`${dir}/a.db`, "SELECT COUNT(*) AS n FROM rail_charges WHERE amount = 77")).toBe(1);
+    expect(dbCount(`${dir}/a.db`, 'SELECT COUNT(*) AS n FROM rail_charges WHERE amount = 77')).toBe(1);
   });
 
   it('runs 100 identical POSTs split across two serve processes on one SQLite file exactly once', async () => {

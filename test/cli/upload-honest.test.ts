@@ -11,8 +11,7 @@ import type { UploadReport } from '../../src/cli/upload-report.js';
 import { ledgerCount, runCli, startServer, type TestServer } from './helpers/processes.js';
 
 const HEADER = 'client_ref,operation,value_date,amount,currency,reference';
-const rows = (ref: string, count: number): string[] =>
-  Array.from({ length: count }, (_, i) => `${ref}-${i},pay,2026-12-01,${100 + i},EUR,salary ${i}`);
+const rows = (ref: string, count: number): string[] => Array.from({ length: count }, (_, i) => `${ref}-${i},pay,2026-12-01,${100 + i},EUR,salary ${i}`);
 
 let dir: string;
 let server: TestServer;
@@ -80,7 +79,16 @@ describe('oncely upload with two rows of one key', () => {
   it('sends neither of the two, and every other row once', async () => {
     const report = join(dir, 'dupes.json');
     const run = await runCli([
-      'upload', file(), '--url', `${server.url}/v1/payments`, '--token', 'tok_dupes', '--journal', join(dir, 'dupes.db'), '--report', report,
+      'upload',
+      file(),
+      '--url',
+      `${server.url}/v1/payments`,
+      '--token',
+      'tok_dupes',
+      '--journal',
+      join(dir, 'dupes.db'),
+      '--report',
+      report,
     ]);
     expect(run.code).toBe(0);
     const json = JSON.parse(readFileSync(report, 'utf8')) as UploadReport;
@@ -104,7 +112,10 @@ describe('oncely upload of a corrected file', () => {
     };
     const first = await upload('fixed-1.json');
     expect([first.executed, first.declined]).toEqual([8, 2]);
-    expect(first.declinedRows.map((row) => [row.line, row.status])).toEqual([[4, 400], [7, 402]]);
+    expect(first.declinedRows.map((row) => [row.line, row.status])).toEqual([
+      [4, 400],
+      [7, 402],
+    ]);
 
     body[2] = 'fixed-2,pay,2026-12-01,102,EUR,salary 2';
     body[5] = 'fixed-5,pay,2026-12-01,200000,EUR,salary 5';

@@ -56,10 +56,8 @@ describe('createRowMapper', () => {
 });
 
 describe('rowFingerprint', () => {
-  it('hashes exactly what the protocol fingerprint hashes, so a journaled row matches the client\'s own record', async () => {
+  it("hashes exactly what the protocol fingerprint hashes, so a journaled row matches the client's own record", async () => {
     const body = '{"reference":"Zoë, \\"Z\\"","amount":1250,"currency":"EUR"}';
-    expect(rowFingerprint('/v1/payments?x=1', body)).toBe(
-      await fingerprint('POST', '/v1/payments?x=1', body, { contentType: 'application/json' }),
-    );
+    expect(rowFingerprint('/v1/payments?x=1', body)).toBe(await fingerprint('POST', '/v1/payments?x=1', body, { contentType: 'application/json' }));
   });
 });

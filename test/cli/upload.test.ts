@@ -29,7 +29,15 @@ afterAll(async () => {
 
 /** Every test pays as a caller of its own, so a leftover process of one test never moves another's ledger. */
 const upload = (caller: string, file: string, journal: string, ...extra: string[]) => [
-  'upload', file, '--url', `${server.url}/v1/payments`, '--token', `tok_${caller}`, '--journal', journal, ...extra,
+  'upload',
+  file,
+  '--url',
+  `${server.url}/v1/payments`,
+  '--token',
+  `tok_${caller}`,
+  '--journal',
+  journal,
+  ...extra,
 ];
 const ledger = (caller: string): Promise<number> => ledgerCount(server, `tok_${caller}`);
 
@@ -149,7 +157,7 @@ describe('oncely upload', () => {
     expect(await ledger('sigint')).toBe(1_000);
   }, 180_000);
 
-  it('ends --dry-run\'s progress at 100 % without a terminal', async () => {
+  it("ends --dry-run's progress at 100 % without a terminal", async () => {
     const file = join(dir, 'dry-big.csv');
     writeFileSync(file, payroll(2_000, 'drybig', new Map([[1_999, 'drybig-1999,pay,2026-12-01,x,EUR,salary']])));
     const run = await runCli(['upload', file, '--dry-run']);
@@ -158,7 +166,7 @@ describe('oncely upload', () => {
     expect(lines.at(-1)).toMatch(/^progress: 100% 2000\/2000 rows /);
   });
 
-  it('after Ctrl-C, reports figures that add up to the file\'s rows, a pending count `oncely pending` agrees with, and a rate of the rows it sent', async () => {
+  it("after Ctrl-C, reports figures that add up to the file's rows, a pending count `oncely pending` agrees with, and a rate of the rows it sent", async () => {
     const file = join(dir, 'stopped.csv');
     writeFileSync(file, payroll(1_000, 'stopped'));
     const journal = join(dir, 'stopped.db');
@@ -184,7 +192,14 @@ describe('oncely upload', () => {
     const pending = await runCli(['pending', '--journal', journal, '--url', server.url, '--json']);
     expect((JSON.parse(pending.stdout) as unknown[]).length).toBe(report.pending);
     // The rate counts the rows this run sent, not the file's rows.
-    expect(report.sent).toBe(report.executed + report.replayed + report.declined + report.pending - report.unsent - report.pendingRows.filter((row) => /Ctrl-C/.test(row.reason)).length);
+    expect(report.sent).toBe(
+      report.executed +
+        report.replayed +
+        report.declined +
+        report.pending -
+        report.unsent -
+        report.pendingRows.filter((row) => /Ctrl-C/.test(row.reason)).length,
+    );
     expect(report.rowsPerSecond).toBe(Math.round((report.sent * 1000) / report.elapsedMs));
     expect(report.pendingRows.filter((row) => /aborted by the caller/.test(row.reason))).toEqual([]);
 
@@ -204,8 +219,16 @@ describe('oncely upload', () => {
     writeFileSync(file, payroll(200, 'unreachable'));
     const report = join(dir, 'unreachable.json');
     const run = await runCli([
-      'upload', file, '--url', `http://127.0.0.1:${port}/v1/payments`, '--token', 'test_acme',
-      '--journal', join(dir, 'unreachable.db'), '--report', report,
+      'upload',
+      file,
+      '--url',
+      `http://127.0.0.1:${port}/v1/payments`,
+      '--token',
+      'test_acme',
+      '--journal',
+      join(dir, 'unreachable.db'),
+      '--report',
+      report,
     ]);
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/stopping: 16 rows in a row got no final outcome/);

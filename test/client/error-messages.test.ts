@@ -70,9 +70,7 @@ describe('error messages from a real server', () => {
     const error = await failure(client(baseUrl).post('v1/payments', { key: 'k', json: { amount: 12.5 } }));
     expect(error).toBeInstanceOf(HttpError);
     const http = error as HttpError;
-    expect(http.message).toBe(
-      `POST ${baseUrl}/v1/payments (Idempotency-Key k): the server answered 400 Invalid request: amount must be an integer`,
-    );
+    expect(http.message).toBe(`POST ${baseUrl}/v1/payments (Idempotency-Key k): the server answered 400 Invalid request: amount must be an integer`);
     expect(http).toMatchObject({
       status: 400,
       title: 'Invalid request',
@@ -135,9 +133,7 @@ describe('error messages from a real server', () => {
     const baseUrl = await serve(answer(400, body));
     const error = await failure(client(baseUrl).post('v1/payments', { key: 'k', json: { amount: 1 } }));
     expect(error).toBeInstanceOf(InvalidKeyError);
-    expect((error as InvalidKeyError).message).toBe(
-      `POST ${baseUrl}/v1/payments: the Idempotency-Key "k" was refused by the server (400): ${detail}`,
-    );
+    expect((error as InvalidKeyError).message).toBe(`POST ${baseUrl}/v1/payments: the Idempotency-Key "k" was refused by the server (400): ${detail}`);
     expect((error as InvalidKeyError).detail).toBe(detail);
   });
 

@@ -91,7 +91,9 @@ describe('errors', () => {
 
   it('says the key rule in a local InvalidKeyError, and shows only the start of a long key', () => {
     const long = new InvalidKeyError({ ...ref, key: 'x y'.repeat(40_000) });
-    expect(long.message).toMatch(/the Idempotency-Key "(x y){26}x "… \(120000 characters\) is not a valid idempotency key \(1–255 characters from A-Z a-z 0-9 _ \. : ~ @ \/ \+ = -\)$/);
+    expect(long.message).toMatch(
+      /the Idempotency-Key "(x y){26}x "… \(120000 characters\) is not a valid idempotency key \(1–255 characters from A-Z a-z 0-9 _ \. : ~ @ \/ \+ = -\)$/,
+    );
     expect(long.message.length).toBeLessThan(300);
     expect(long.key).toHaveLength(120_000);
     expect(new InvalidKeyError({ ...ref, key: 'has space' }).message).toContain('"has space" is not a valid idempotency key (1–255 characters');

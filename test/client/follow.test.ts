@@ -28,7 +28,12 @@ describe('an operation followed through its state', () => {
   });
 
   it('reports waiting with the time of the next attempt while the server asks to retry later', async () => {
-    server.reply(sequence(() => problem(503, 'busy', { 'retry-after': '1' }), () => json(201, { id: 'pay_1' })));
+    server.reply(
+      sequence(
+        () => problem(503, 'busy', { 'retry-after': '1' }),
+        () => json(201, { id: 'pay_1' }),
+      ),
+    );
     const client = testClient();
     const op = await client.prepare('POST', 'v1/payments', { json: PAYMENT });
     const states: OperationSnapshot[] = [];

@@ -40,8 +40,13 @@ afterEach(async () => {
 
 /** Every secret found in the journal file and its WAL. */
 function secretsOnDisk(): string[] {
-  const bytes = [path, `${path}-wal`].filter(existsSync).map((file) => readFileSync(file).toString('latin1')).join('');
-  return [...Object.values(SECRETS), CALL_SECRET, 'userinfo-pass'].filter((secret) => bytes.includes(secret) || bytes.includes(secret.split(' ').pop() ?? secret));
+  const bytes = [path, `${path}-wal`]
+    .filter(existsSync)
+    .map((file) => readFileSync(file).toString('latin1'))
+    .join('');
+  return [...Object.values(SECRETS), CALL_SECRET, 'userinfo-pass'].filter(
+    (secret) => bytes.includes(secret) || bytes.includes(secret.split(' ').pop() ?? secret),
+  );
 }
 
 const refusal = async (promise: Promise<unknown>): Promise<string> => {
@@ -123,8 +128,16 @@ describe('the journal keeps only allow-listed response headers', () => {
     // The caller of this process sees every header; the journal keeps the allow-listed ones.
     expect(live.headers['x-custom']).toBe('SECRET_echo_custom');
     const [record] = await journal.list();
-    expect(record?.result?.headers).toEqual({ 'content-type': 'application/json', date: expect.any(String), 'x-request-id': 'req-42', location: '/v1/pay/pay_1' });
-    const bytes = [path, `${path}-wal`].filter(existsSync).map((file) => readFileSync(file).toString('latin1')).join('');
+    expect(record?.result?.headers).toEqual({
+      'content-type': 'application/json',
+      date: expect.any(String),
+      'x-request-id': 'req-42',
+      location: '/v1/pay/pay_1',
+    });
+    const bytes = [path, `${path}-wal`]
+      .filter(existsSync)
+      .map((file) => readFileSync(file).toString('latin1'))
+      .join('');
     expect(bytes).not.toContain('SECRET_echo');
     await client.close();
   });
@@ -184,7 +197,20 @@ describe('requests that could never be sent', () => {
   it('refuses by rule, not by list: any name holding a credential word, and a JWT under any name', async () => {
     const client = createClient({ baseUrl: server.url, journal });
     const jwt = 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhY21lIn0.SECRET_jwt_sig';
-    const refused = ['api_token', 'private_token', 'jwt', 'passphrase', 'apiKey', 'client-secret', 'X-Amz-Credential', 'PHPSESSID', 'oauth_nonce_sig', 'sid', 'authToken', 'ticket'];
+    const refused = [
+      'api_token',
+      'private_token',
+      'jwt',
+      'passphrase',
+      'apiKey',
+      'client-secret',
+      'X-Amz-Credential',
+      'PHPSESSID',
+      'oauth_nonce_sig',
+      'sid',
+      'authToken',
+      'ticket',
+    ];
     for (const name of refused) expect(await refusal(client.post(`v1/pay?${name}=SECRET_q`, { json: {} }))).toContain(JSON.stringify(name));
     expect(await refusal(client.post(`v1/pay?state=${jwt}`, { json: {} }))).toContain('"state"');
     // Names that merely look alike are sent and journaled.
@@ -196,7 +222,10 @@ describe('requests that could never be sent', () => {
     expect(await refusal(optedIn.post('v1/pay?sort_key=amount&api_token=SECRET_q', { json: {} }))).toContain('"api_token"');
     expect(server.attempts).toHaveLength(7);
     expect(secretsOnDisk()).toEqual([]);
-    const bytes = [path, `${path}-wal`].filter(existsSync).map((file) => readFileSync(file).toString('latin1')).join('');
+    const bytes = [path, `${path}-wal`]
+      .filter(existsSync)
+      .map((file) => readFileSync(file).toString('latin1'))
+      .join('');
     expect(bytes).not.toContain('SECRET_');
     await client.close();
     await optedIn.close();
@@ -207,7 +236,10 @@ describe('requests that could never be sent', () => {
     await client.post('v1/pay#access_token=SECRET_fragment_8', { json: { amount: 1 } });
     await client.prepare('POST', 'v1/pay?page=2#SECRET_fragment_9', { json: { amount: 2 } });
     expect((await journal.list()).map((record) => record.url)).toEqual([`${server.url}/v1/pay`, `${server.url}/v1/pay?page=2`]);
-    const bytes = [path, `${path}-wal`].filter(existsSync).map((file) => readFileSync(file).toString('latin1')).join('');
+    const bytes = [path, `${path}-wal`]
+      .filter(existsSync)
+      .map((file) => readFileSync(file).toString('latin1'))
+      .join('');
     expect(bytes).not.toContain('SECRET_fragment');
     await client.close();
   });
@@ -222,7 +254,11 @@ describe('requests that could never be sent', () => {
   it('settles as failed, without a request, an operation whose headers cannot be sent and that was never sent (posted or prepared in this process)', async () => {
     // Headers that could be sent when the operation was journaled, and no longer can when it is.
     let calls = 0;
-    const broken = createClient({ baseUrl: server.url, journal, headers: () => ({ authorization: (calls += 1) % 2 === 0 ? 'Bearer bad\r\nvalue' : 'Bearer ok' }) });
+    const broken = createClient({
+      baseUrl: server.url,
+      journal,
+      headers: () => ({ authorization: (calls += 1) % 2 === 0 ? 'Bearer bad\r\nvalue' : 'Bearer ok' }),
+    });
     await expect(broken.post('v1/pay', { json: { amount: 4 } })).rejects.toMatchObject({ code: 'REQUEST_REFUSED', settled: true });
     const prepared = await broken.prepare('POST', 'v1/pay', { json: { amount: 6 } });
     await expect(prepared.send()).rejects.toMatchObject({ code: 'REQUEST_REFUSED', settled: true });

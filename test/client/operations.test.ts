@@ -39,7 +39,12 @@ describe('an operation', () => {
   });
 
   it('never writes authorization, cookie or proxy-authorization to the journal, yet sends them on every attempt', async () => {
-    server.reply(sequence(() => 'network-error', () => json(201, {})));
+    server.reply(
+      sequence(
+        () => 'network-error',
+        () => json(201, {}),
+      ),
+    );
     // x-tenant is allow-listed: a header that is journaled, next to credentials that never are.
     const client = testClient({ journalHeaders: ['x-tenant'] });
     const creds = { cookie: 'sid=1', 'Proxy-Authorization': 'Basic cHJveHk=' };
@@ -70,7 +75,12 @@ describe('an operation', () => {
   });
 
   it('sends the credentials with each attempt even though the journal lacks them', async () => {
-    server.reply(sequence(() => 'network-error', () => json(201, {})));
+    server.reply(
+      sequence(
+        () => 'network-error',
+        () => json(201, {}),
+      ),
+    );
     await testClient().post('v1/payments', { json: PAYMENT, headers: { cookie: 'sid=1' } });
     expect(server.seen.map((s) => [s.headers.authorization, s.headers.cookie])).toEqual([
       [TOKEN, 'sid=1'],

@@ -43,7 +43,12 @@ describe('the client against the response matrix', () => {
   });
 
   it('waits out a 409 (key in flight) and retries with the same key and bytes until the stored answer arrives', async () => {
-    server.reply(sequence(() => problem(409, 'key-in-flight', { 'retry-after': '1' }), () => json(201, { id: 'pay_1' })));
+    server.reply(
+      sequence(
+        () => problem(409, 'key-in-flight', { 'retry-after': '1' }),
+        () => json(201, { id: 'pay_1' }),
+      ),
+    );
     const r = await testClient().post('v1/payments', { json: PAYMENT });
     expect(r.status).toBe(201);
     expect(r.attempts).toBe(2);
@@ -83,7 +88,12 @@ describe('the client against the response matrix', () => {
   });
 
   it('retries a 503 (transient, key released) after its Retry-After and succeeds with the same key', async () => {
-    server.reply(sequence(() => problem(503, 'upstream-unavailable', { 'retry-after': '1' }), () => json(201, { id: 'pay_1' })));
+    server.reply(
+      sequence(
+        () => problem(503, 'upstream-unavailable', { 'retry-after': '1' }),
+        () => json(201, { id: 'pay_1' }),
+      ),
+    );
     const r = await testClient().post('v1/payments', { json: PAYMENT });
     expect(r).toMatchObject({ status: 201, attempts: 2 });
     expect(server.seen.map((s) => s.key)).toEqual([r.key, r.key]);

@@ -39,7 +39,9 @@ describe('resume()', () => {
   it('uses the credentials of the resuming client, not those of the one that prepared the operation', async () => {
     const journal = memoryJournal();
     server.reply(() => 'network-error');
-    await testClient({ journal, retry: { limit: 0 } }).post('v1/payments', { json: PAYMENT }).catch(() => undefined);
+    await testClient({ journal, retry: { limit: 0 } })
+      .post('v1/payments', { json: PAYMENT })
+      .catch(() => undefined);
     server.reply(() => json(201, {}));
     await testClient({ journal, headers: { authorization: 'Bearer rotated' } }).resume();
     expect(server.seen.map((s) => s.headers.authorization)).toEqual(['Bearer rotated']);

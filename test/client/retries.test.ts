@@ -120,7 +120,13 @@ describe('retries', () => {
   });
 
   it('calls onAttempt per attempt, onRetry per retry with its reason, and onSettled once', async () => {
-    server.reply(sequence(() => problem(503, 'upstream-unavailable', { 'retry-after': '1' }), () => 'network-error', () => json(201, {})));
+    server.reply(
+      sequence(
+        () => problem(503, 'upstream-unavailable', { 'retry-after': '1' }),
+        () => 'network-error',
+        () => json(201, {}),
+      ),
+    );
     const attempts: AttemptEvent[] = [];
     const retries: RetryEvent[] = [];
     const settled: SettledEvent[] = [];

@@ -9,7 +9,14 @@ const server = useProtocolServer();
 
 describe('onUnanswered', () => {
   it('is called for each attempt that got no answer, and not for those the server answered', async () => {
-    server.reply(sequence(() => 'network-error', () => problem(503, 'upstream-unavailable', { 'retry-after': '1' }), () => 'network-error', () => json(201, {})));
+    server.reply(
+      sequence(
+        () => 'network-error',
+        () => problem(503, 'upstream-unavailable', { 'retry-after': '1' }),
+        () => 'network-error',
+        () => json(201, {}),
+      ),
+    );
     const unanswered: UnansweredEvent[] = [];
     const r = await testClient({ onUnanswered: (e) => unanswered.push(e) }).post('v1/payments', { json: PAYMENT });
     expect(unanswered.map((e) => [e.key, e.attempt])).toEqual([

@@ -349,7 +349,10 @@ export function runJournalContract(name: string, makeFixture: () => JournalFixtu
         const ops = Array.from({ length: 30 }, () => operation());
         await a.putMany(ops);
         const wins = await Promise.all(
-          ops.flatMap((op) => [a.claim(op.scope, op.key, 'tab-a', 60_000).then((ok) => (ok ? 'a' : '')), b.claim(op.scope, op.key, 'tab-b', 60_000).then((ok) => (ok ? 'b' : ''))]),
+          ops.flatMap((op) => [
+            a.claim(op.scope, op.key, 'tab-a', 60_000).then((ok) => (ok ? 'a' : '')),
+            b.claim(op.scope, op.key, 'tab-b', 60_000).then((ok) => (ok ? 'b' : '')),
+          ]),
         );
         const perOp = ops.map((_, i) => wins[2 * i]! + wins[2 * i + 1]!);
         expect(perOp.every((winner) => winner === 'a' || winner === 'b')).toBe(true);

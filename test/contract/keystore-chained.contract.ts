@@ -20,7 +20,9 @@ export function runKeyStoreChainedContract(name: string, factory: () => Promise<
     const record = (key: string, step: string) => async (tx: Tx) =>
       tx.run('INSERT INTO contract_chained (client_id, key, step) VALUES ($1, $2, $3)', [h.clientId, key, step]);
     const steps = async (key: string): Promise<string[]> =>
-      (await h.store.transaction((tx) => tx.all<{ step: string }>('SELECT step FROM contract_chained WHERE client_id = $1 AND key = $2', [h.clientId, key]))).map((row) => row.step);
+      (
+        await h.store.transaction((tx) => tx.all<{ step: string }>('SELECT step FROM contract_chained WHERE client_id = $1 AND key = $2', [h.clientId, key]))
+      ).map((row) => row.step);
     const owned = async (key: string, over: Partial<AdmitInput> = {}): Promise<Lease> => {
       const admitted = await h.store.admit(h.input(key, over));
       if (!admitted.owned) throw new Error('not owned');
@@ -135,12 +137,16 @@ export function runKeyStoreChainedContract(name: string, factory: () => Promise<
       });
     }
 
-    it('merges a mark and the phase\'s data as separate writes would, `undefined` values included', async () => {
+    it("merges a mark and the phase's data as separate writes would, `undefined` values included", async () => {
       await h.open();
       const lease = await owned('k9');
       await h.store.commitPhase(lease, { recoveryPoint: 'EXT1_SENT', data: { status: 'pending', kept: 1 }, leaseMs: 10_000 });
       const before = { recoveryPoint: 'EXT1_DONE', data: { status: 'captured' } };
-      const done = await h.store.commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, before, dataFrom: () => ({ status: undefined, h2: true }) }, async () => 'no statement');
+      const done = await h.store.commitPhase(
+        lease,
+        { recoveryPoint: 'H2_DONE', leaseMs: 10_000, before, dataFrom: () => ({ status: undefined, h2: true }) },
+        async () => 'no statement',
+      );
       expect(done.ok).toBe(true);
       expect((await h.store.load(h.clientId, 'k9'))?.data).toEqual({ status: 'captured', kept: 1, h2: true });
     });
@@ -176,7 +182,9 @@ export function runKeyStoreChainedContract(name: string, factory: () => Promise<
       expect(fresh).not.toBeNull();
       const before = { recoveryPoint: 'EXT1_DONE', data: { stale: true } };
       expect(await h.store.commitPhase(old, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, before }, record('k6', 'H2'))).toEqual({ ok: false });
-      expect(await h.store.commitPhase(old, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, before, after: { recoveryPoint: 'EXT2_SENT' } })).toEqual({ ok: false });
+      expect(await h.store.commitPhase(old, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, before, after: { recoveryPoint: 'EXT2_SENT' } })).toEqual({
+        ok: false,
+      });
       expect(await h.store.finish(old, { status: 201, headers: {}, body: '{}' }, undefined, before)).toEqual({ ok: false });
       expect(await h.store.load(h.clientId, 'k6')).toMatchObject({ state: 'started', recoveryPoint: 'EXT1_SENT', data: {} });
       expect(await steps('k6')).toEqual([]);

@@ -37,9 +37,9 @@ export function runKeyStoreValuesContract(name: string, factory: () => Promise<K
     const note = (key: string) => async (tx: Tx) =>
       tx.run('INSERT INTO contract_values (client_id, key, note) VALUES ($1, $2, $3)', [h.clientId, key, HOSTILE]);
     const notes = async (key: string): Promise<string[]> =>
-      (await h.store.transaction((tx) => tx.all<{ note: string }>('SELECT note FROM contract_values WHERE client_id = $1 AND key = $2', [h.clientId, key]))).map(
-        (row) => row.note,
-      );
+      (
+        await h.store.transaction((tx) => tx.all<{ note: string }>('SELECT note FROM contract_values WHERE client_id = $1 AND key = $2', [h.clientId, key]))
+      ).map((row) => row.note);
 
     it('stores hostile text verbatim through admission, a phase, an outcome mark and the final response', async () => {
       await h.open();
@@ -50,14 +50,29 @@ export function runKeyStoreValuesContract(name: string, factory: () => Promise<K
       });
       if (!admitted.owned) throw new Error('not owned');
       expect(admitted.row.data).toEqual({ given: HOSTILE, changed: 1, also: HOSTILE });
-      const phase = await h.store.commitPhase(admitted.lease, { recoveryPoint: 'H2_DONE', data: { h2: HOSTILE }, dataFrom: () => ({ h2b: HOSTILE }), leaseMs: 10_000 }, note(key));
+      const phase = await h.store.commitPhase(
+        admitted.lease,
+        { recoveryPoint: 'H2_DONE', data: { h2: HOSTILE }, dataFrom: () => ({ h2b: HOSTILE }), leaseMs: 10_000 },
+        note(key),
+      );
       expect(phase.ok).toBe(true);
       expect((await h.store.commitPhase(admitted.lease, { recoveryPoint: 'EXT1_DONE', data: { ext: HOSTILE }, leaseMs: 10_000 })).ok).toBe(true);
-      const response = { status: 201, headers: { 'x-note': HOSTILE.replace(/[\r\n]/g, ' '), 'content-type': 'application/json' }, body: JSON.stringify({ note: HOSTILE }) };
+      const response = {
+        status: 201,
+        headers: { 'x-note': HOSTILE.replace(/[\r\n]/g, ' '), 'content-type': 'application/json' },
+        body: JSON.stringify({ note: HOSTILE }),
+      };
       expect((await h.store.finish(admitted.lease, () => response, note(key))).ok).toBe(true);
 
       const row = await h.store.load(h.clientId, key);
-      expect(row).toMatchObject({ clientId: h.clientId, key, endpoint: h.input(key).endpoint, requestBody: h.input(key).requestBody, state: 'finished', response });
+      expect(row).toMatchObject({
+        clientId: h.clientId,
+        key,
+        endpoint: h.input(key).endpoint,
+        requestBody: h.input(key).requestBody,
+        state: 'finished',
+        response,
+      });
       expect(row?.data).toEqual({ given: HOSTILE, changed: 1, also: HOSTILE, h2: HOSTILE, h2b: HOSTILE, ext: HOSTILE });
       expect(Object.keys(row?.response?.headers ?? {})).toEqual(['x-note', 'content-type']);
       expect(await notes(key)).toEqual([HOSTILE, HOSTILE, HOSTILE]);

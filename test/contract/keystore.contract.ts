@@ -340,9 +340,7 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
           throw new Error('abort');
         }),
       ).rejects.toThrow('abort');
-      const rows = await store.transaction((tx) =>
-        tx.all<{ key: string }>('SELECT key FROM contract_effects WHERE client_id = $1 ORDER BY key', [clientId]),
-      );
+      const rows = await store.transaction((tx) => tx.all<{ key: string }>('SELECT key FROM contract_effects WHERE client_id = $1 ORDER BY key', [clientId]));
       expect(rows.map((r) => r.key)).toEqual(['t1']);
     });
   });

@@ -52,5 +52,8 @@ export function entryDiagnostics(files: readonly string[], browser: boolean, bas
   return ts
     .getPreEmitDiagnostics(program)
     .filter((d) => d.file === undefined || files.includes(d.file.fileName))
-    .map((d) => `${d.file ? `${d.file.fileName.slice(base.length + 1)}:${d.file.getLineAndCharacterOfPosition(d.start ?? 0).line + 1}` : ''} ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
+    .map(
+      (d) =>
+        `${d.file ? `${d.file.fileName.slice(base.length + 1)}:${d.file.getLineAndCharacterOfPosition(d.start ?? 0).line + 1}` : ''} ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`,
+    );
 }

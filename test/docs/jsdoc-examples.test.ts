@@ -10,7 +10,13 @@ import { allExamples, exampleDiagnostics, type Example } from './jsdoc-examples.
 
 const BROKEN: readonly Example[] = [
   { module: 'src/keys.ts', line: 9001, code: "const key = isValidKey();\nconst other = deriveKey('ns', { part: 1 });", tsx: false, standalone: false },
-  { module: 'src/keys.ts', line: 9101, code: "import { sqliteKeyStore } from 'oncely/server';\nconst store = sqliteKeyStore({ path: ':memory:' });", tsx: false, standalone: true },
+  {
+    module: 'src/keys.ts',
+    line: 9101,
+    code: "import { sqliteKeyStore } from 'oncely/server';\nconst store = sqliteKeyStore({ path: ':memory:' });",
+    tsx: false,
+    standalone: true,
+  },
   { module: 'src/errors.ts', line: 9201, code: 'const r = await client.post(42);', tsx: false, standalone: false },
 ];
 

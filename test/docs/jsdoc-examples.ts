@@ -66,7 +66,10 @@ export function examplesOf(path: string): Example[] {
   const found: Example[] = [];
   for (const range of docComments(file)) {
     const firstLine = file.getLineAndCharacterOfPosition(range.pos).line + 1;
-    const lines = text.slice(range.pos, range.end).split('\n').map((line) => line.replace(/^\s*\/?\*+\/?\s?/, ''));
+    const lines = text
+      .slice(range.pos, range.end)
+      .split('\n')
+      .map((line) => line.replace(/^\s*\/?\*+\/?\s?/, ''));
     let inExample = false;
     let fence: { lang: string; start: number; code: string[] } | undefined;
     lines.forEach((line, i) => {
@@ -188,7 +191,9 @@ function program(all: readonly Unit[], old?: ts.Program): ts.Program {
 function locate(unit: Unit, file: ts.SourceFile, position: number): { example: Example; line: number } | undefined {
   if (position < unit.prefix) return undefined;
   let index = -1;
-  unit.starts.forEach((start, i) => { if (start <= position) index = i; });
+  unit.starts.forEach((start, i) => {
+    if (start <= position) index = i;
+  });
   const example = unit.examples[index];
   const start = unit.starts[index];
   if (example === undefined || start === undefined) return undefined;

@@ -44,12 +44,17 @@ describe('the README', () => {
     expect(claim, 'the sentence saying what `npm install oncely` pulls').not.toBeNull();
     const [, count = '', list = ''] = claim ?? [];
     const installed = installedWithOncely();
-    expect(list.split(',').map((name) => name.trim()).sort()).toEqual(installed);
+    expect(
+      list
+        .split(',')
+        .map((name) => name.trim())
+        .sort(),
+    ).toEqual(installed);
     expect(NUMBERS.indexOf(count)).toBe(installed.length);
   });
 });
 
-describe('the middleware guide\'s example of a handler writing in the key\'s transaction', () => {
+describe("the middleware guide's example of a handler writing in the key's transaction", () => {
   /** The snippet as written, its `oncely/…` imports pointed at this repository's sources. */
   const snippet = (): string => {
     const code = [...readFileSync(join(ROOT, 'docs/middleware.md'), 'utf8').matchAll(/^```ts\n([\s\S]*?)^```/gm)]

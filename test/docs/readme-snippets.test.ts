@@ -17,7 +17,12 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const DIR = join(ROOT, 'node_modules/.oncely-readme-snippets');
 
 /** The pages a reader copies from: the README and every guide. */
-const PAGES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
+const PAGES = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`),
+];
 
 interface Snippet {
   readonly page: string;
@@ -46,7 +51,7 @@ const snippets = PAGES.flatMap(snippetsOf);
 afterAll(() => rmSync(DIR, { recursive: true, force: true }));
 
 describe('the snippets of the README and the guides', () => {
-  it('are there to check: the README\'s three first successes, the browser\'s, React\'s', () => {
+  it("are there to check: the README's three first successes, the browser's, React's", () => {
     expect(snippets.filter((s) => s.page === 'README.md').length).toBeGreaterThanOrEqual(3);
     expect(snippets.filter((s) => s.page === 'docs/react.md' && s.name.endsWith('.tsx')).length).toBeGreaterThanOrEqual(4);
     expect(snippets.filter((s) => s.browser && !s.name.endsWith('.tsx')).length).toBeGreaterThanOrEqual(3);
@@ -64,8 +69,16 @@ describe('the snippets of the README and the guides', () => {
       return { file, browser: snippet.browser };
     });
     const problems = [
-      ...entryDiagnostics(files.filter((f) => !f.browser).map((f) => f.file), false, DIR),
-      ...entryDiagnostics(files.filter((f) => f.browser).map((f) => f.file), true, DIR),
+      ...entryDiagnostics(
+        files.filter((f) => !f.browser).map((f) => f.file),
+        false,
+        DIR,
+      ),
+      ...entryDiagnostics(
+        files.filter((f) => f.browser).map((f) => f.file),
+        true,
+        DIR,
+      ),
     ];
     expect(problems).toEqual([]);
   }, 120_000);

@@ -30,7 +30,9 @@ const legacyRow = (key: string, seq: number) => ({
     // Older code journaled every non-credential header: x-api-key is dropped by the migration.
     headers: { 'content-type': 'application/json', 'x-api-key': 'SECRET-legacy' },
     body: legacyBody(seq),
-    fingerprint: createHash('sha256').update(fingerprintInput('POST', '/v1/payments', legacyBody(seq), { contentType: 'application/json' })).digest('hex'),
+    fingerprint: createHash('sha256')
+      .update(fingerprintInput('POST', '/v1/payments', legacyBody(seq), { contentType: 'application/json' }))
+      .digest('hex'),
     state: 'pending',
     createdAt: 1_764_756_000_000 + seq,
     updatedAt: 1_764_756_000_000 + seq,

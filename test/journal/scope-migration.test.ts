@@ -69,7 +69,10 @@ describe('SQLite journal schema 3 → 4', () => {
     await client.close();
     await journal.close();
 
-    const bytes = [path, `${path}-wal`].filter(existsSync).map((file) => readFileSync(file).toString('latin1')).join('');
+    const bytes = [path, `${path}-wal`]
+      .filter(existsSync)
+      .map((file) => readFileSync(file).toString('latin1'))
+      .join('');
     expect(['SECRET_v3_api_key', 'SECRET_v3_password', 'SECRET_v3_token'].filter((secret) => bytes.includes(secret))).toEqual([]);
     const raw = new Database(path, { readonly: true });
     expect(raw.pragma('user_version', { simple: true })).toBe(4);

@@ -222,7 +222,12 @@ describe('SQLite journal schema migration from version 3 (scopes)', () => {
     const journal = sqliteJournal({ path });
     const records = await journal.list();
     expect(records.map((r) => [r.scope, r.key, r.url, r.headers])).toEqual([
-      ['http://127.0.0.1:8787', '0193b8a0-3333-7000-8000-000000000001', 'http://127.0.0.1:8787/v1/payments', { 'content-type': 'application/json', accept: 'application/json' }],
+      [
+        'http://127.0.0.1:8787',
+        '0193b8a0-3333-7000-8000-000000000001',
+        'http://127.0.0.1:8787/v1/payments',
+        { 'content-type': 'application/json', accept: 'application/json' },
+      ],
       ['https://api.example.com', '0193b8a0-3333-7000-8000-000000000002', 'https://api.example.com/v1/refunds?page=2', { 'content-type': 'application/json' }],
     ]);
     expect(JSON.stringify(records)).not.toMatch(/SECRET/);

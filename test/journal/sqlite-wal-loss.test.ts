@@ -5,7 +5,20 @@
  * many are missing. A journal that lost nothing — reopened, killed, shared, replaced — opens as
  * before.
  */
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, truncateSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -121,7 +134,11 @@ describe('SQLite journal whose write-ahead log lost commits', () => {
     expect(left.length).toBe(rowsIn(path));
     await accepted.put({ ...(left[0] as NonNullable<(typeof left)[0]>), key: 'after-the-loss', submitted: true });
     await accepted.close();
-    expect(await sqliteJournal({ path }).list().then((records) => records.length)).toBe(left.length + 1);
+    expect(
+      await sqliteJournal({ path })
+        .list()
+        .then((records) => records.length),
+    ).toBe(left.length + 1);
   });
 
   it('reports a WAL cut short, as a partial copy leaves it', async () => {
@@ -148,7 +165,9 @@ describe('SQLite journal that lost nothing', () => {
     const path = join(dir, 'journal.db');
     const a = await journalPayments(path, 5);
     const b = await journalPayments(path, 5);
-    await a.journal.putMany([0, 1, 2].map((i) => ({ scope: BASE_URL, key: `a-${i}`, method: 'POST', url: `${BASE_URL}/v1/pay`, headers: {}, body: null, fingerprint: 'f' })));
+    await a.journal.putMany(
+      [0, 1, 2].map((i) => ({ scope: BASE_URL, key: `a-${i}`, method: 'POST', url: `${BASE_URL}/v1/pay`, headers: {}, body: null, fingerprint: 'f' })),
+    );
     await b.journal.close();
     await a.journal.close();
     const reopened = sqliteJournal({ path });

@@ -70,7 +70,7 @@ describe('a row whose body was edited after it was journaled', () => {
     const journal = sqliteJournal({ path });
     const keys = await submitted(journal, COUNT);
     const victim = keys[7] as string;
-    edit("UPDATE oncely_operations SET body = replace(body, '\"amount\":507', '\"amount\":999999') WHERE key = ?", victim);
+    edit('UPDATE oncely_operations SET body = replace(body, \'"amount":507\', \'"amount":999999\') WHERE key = ?', victim);
     const edited = rowOf(victim);
 
     const client = createClient({ baseUrl: server.url, journal, headers: { authorization: 'Bearer resumer' } });
@@ -96,7 +96,7 @@ describe('a row whose body was edited after it was journaled', () => {
     const journal = sqliteJournal({ path });
     const client = createClient({ baseUrl: server.url, journal });
     const op = await client.prepare('POST', 'v1/pay', { json: { amount: 500, currency: 'EUR' } });
-    edit("UPDATE oncely_operations SET body = '{\"amount\":999999,\"currency\":\"EUR\"}' WHERE key = ?", op.key);
+    edit('UPDATE oncely_operations SET body = \'{"amount":999999,"currency":"EUR"}\' WHERE key = ?', op.key);
 
     const error = await op.send().then(
       () => undefined,
@@ -116,7 +116,7 @@ describe('a row whose body was edited after it was journaled', () => {
     const client = createClient({ baseUrl: server.url, journal, retry: { limit: 0 } });
     const op = await client.prepare('POST', 'v1/busy', { json: { amount: 500, currency: 'EUR' } });
     await expect(op.send()).rejects.toMatchObject({ code: 'OPERATION_PENDING' });
-    edit("UPDATE oncely_operations SET body = '{\"amount\":999999,\"currency\":\"EUR\"}' WHERE key = ?", op.key);
+    edit('UPDATE oncely_operations SET body = \'{"amount":999999,"currency":"EUR"}\' WHERE key = ?', op.key);
 
     await expect(op.send()).rejects.toMatchObject({ code: 'JOURNAL_ERROR', damaged: { key: op.key } });
     expect(server.attempts.map((attempt) => [attempt.outcome, attempt.body.toString()])).toEqual([['busy', '{"amount":500,"currency":"EUR"}']]);
@@ -176,7 +176,9 @@ describe('a row moved to another origin', () => {
     const client = createClient({ baseUrl: server.url, journal, headers: { authorization: 'Bearer resumer' } });
     const outcomes = await client.resume();
     expect(outcomes.filter((o) => o.state === 'succeeded')).toHaveLength(COUNT - 1);
-    expect(outcomes.filter((o) => o.state === 'damaged')).toEqual([{ key: victim, state: 'damaged', reason: expect.stringMatching(/outside its scope's origin/) }]);
+    expect(outcomes.filter((o) => o.state === 'damaged')).toEqual([
+      { key: victim, state: 'damaged', reason: expect.stringMatching(/outside its scope's origin/) },
+    ]);
     expect(server.effects.size).toBe(COUNT - 1);
     expect(await client.pending()).toEqual([{ key: victim, state: 'damaged', reason: expect.stringMatching(/127\.0\.0\.2:9/) }]);
     await client.close();

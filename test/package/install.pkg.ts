@@ -26,7 +26,11 @@ let tarball: string;
 let server: { url: string; process: ChildProcess } | undefined;
 
 const npm = (cwd: string, args: string[]): string =>
-  execFileSync('npm', [...args, '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', '--loglevel=error'], { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  execFileSync('npm', [...args, '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', '--loglevel=error'], {
+    cwd,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 
 function project(name: string, packageJson: object, files: Record<string, string>): string {
   const dir = join(work, name);
@@ -59,7 +63,9 @@ const NODE_TSCONFIG = {
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'oncely-package-'));
-  const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', work], { cwd: ROOT, encoding: 'utf8' })) as Array<{ filename: string }>;
+  const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', work], { cwd: ROOT, encoding: 'utf8' })) as Array<{
+    filename: string;
+  }>;
   tarball = join(work, packed[0]?.filename ?? '');
 }, 240_000);
 
@@ -163,14 +169,25 @@ try {
   it('npx oncely upload: a wrong token exits 1 with rows pending; two rows of one key are both reported, nothing sent', async () => {
     server ??= await startServe(dir);
     const csv = join(dir, 'payroll.csv');
-    writeFileSync(csv, 'client_ref,operation,value_date,amount,currency,reference\nr-1,pay,2026-12-01,100,EUR,a\nr-2,pay,2026-12-01,200,EUR,b\nr-1,pay,2026-12-01,300,EUR,c\n');
+    writeFileSync(
+      csv,
+      'client_ref,operation,value_date,amount,currency,reference\nr-1,pay,2026-12-01,100,EUR,a\nr-2,pay,2026-12-01,200,EUR,b\nr-1,pay,2026-12-01,300,EUR,c\n',
+    );
     const oncely = join(dir, 'node_modules/.bin/oncely');
     const upload = (token: string, report: string) =>
-      spawnSync(oncely, ['upload', csv, '--url', `${server!.url}/v1/payments`, '--token', token, '--journal', join(dir, 'upload.db'), '--report', report], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
+      spawnSync(oncely, ['upload', csv, '--url', `${server!.url}/v1/payments`, '--token', token, '--journal', join(dir, 'upload.db'), '--report', report], {
+        cwd: dir,
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
     const wrong = upload('wrong-token', join(dir, 'wrong.json'));
     expect(wrong.status).toBe(1);
     expect(wrong.stdout).toContain('unauthorized: check --token');
-    const wrongReport = JSON.parse(readFileSync(join(dir, 'wrong.json'), 'utf8')) as { complete: boolean; executed: number; invalidRows: Array<{ line: number }> };
+    const wrongReport = JSON.parse(readFileSync(join(dir, 'wrong.json'), 'utf8')) as {
+      complete: boolean;
+      executed: number;
+      invalidRows: Array<{ line: number }>;
+    };
     expect([wrongReport.complete, wrongReport.executed, wrongReport.invalidRows.map((row) => row.line)]).toEqual([false, 0, [2, 4]]);
     const right = upload('test_acme', join(dir, 'right.json'));
     expect(right.status).toBe(0);
@@ -179,7 +196,11 @@ try {
   }, 120_000);
 
   it('names the package to install when an optional driver is missing', () => {
-    const bare = project('node-bare', { type: 'module' }, { 'tsconfig.json': JSON.stringify(NODE_TSCONFIG), 'src/missing-driver.ts': readFileSync(join(dir, 'src/missing-driver.ts'), 'utf8') });
+    const bare = project(
+      'node-bare',
+      { type: 'module' },
+      { 'tsconfig.json': JSON.stringify(NODE_TSCONFIG), 'src/missing-driver.ts': readFileSync(join(dir, 'src/missing-driver.ts'), 'utf8') },
+    );
     npm(bare, ['install', tarball, link('@types/node')]);
     tsc(bare);
     expect(String(run(bare, 'out/missing-driver.js').message)).toContain('npm install better-sqlite3@12');
@@ -315,7 +336,16 @@ describe('a Vite browser project', () => {
       {
         'index.html': '<!doctype html><html><body><button id="pay">Pay</button><script type="module" src="/src/main.ts"></script></body></html>',
         'tsconfig.json': JSON.stringify({
-          compilerOptions: { target: 'ES2022', module: 'ESNext', moduleResolution: 'bundler', lib: ['ES2022', 'DOM', 'DOM.Iterable'], strict: true, skipLibCheck: false, noEmit: true, types: [] },
+          compilerOptions: {
+            target: 'ES2022',
+            module: 'ESNext',
+            moduleResolution: 'bundler',
+            lib: ['ES2022', 'DOM', 'DOM.Iterable'],
+            strict: true,
+            skipLibCheck: false,
+            noEmit: true,
+            types: [],
+          },
           include: ['src'],
         }),
         'src/main.ts': `
@@ -339,7 +369,10 @@ void client.resume();
     execFileSync(process.execPath, [TSC, '-p', dir], { cwd: dir, encoding: 'utf8' });
     execFileSync('npx', ['vite', 'build', '--logLevel', 'warn'], { cwd: dir, encoding: 'utf8' });
     const assets = join(dir, 'dist/assets');
-    const bundle = readdirSync(assets).filter((file) => file.endsWith('.js')).map((file) => readFileSync(join(assets, file), 'utf8')).join('\n');
+    const bundle = readdirSync(assets)
+      .filter((file) => file.endsWith('.js'))
+      .map((file) => readFileSync(join(assets, file), 'utf8'))
+      .join('\n');
     expect(bundle).toContain('oncely');
     // Module specifiers only: the fingerprint code feature-detects process.getBuiltinModule('node:crypto') at run time.
     const imports = [...bundle.matchAll(/(?:from|import\(|require\()\s*["']([^"']+)["']/g)].map((match) => match[1] as string);

@@ -37,10 +37,33 @@ const SERVER_ENTRIES: Record<string, string> = {
 };
 
 /** The KeyStore contract: what a store of one's own implements, read and writes (not `Tx`: local steps run on it too). */
-const KEY_STORE_CONTRACT = ['KeyStore', 'AdmitInput', 'AdmitResult', 'AppSchema', 'Fenced', 'FinalResponse', 'FirstPhase', 'KeyRow', 'KeyState', 'Lease', 'PhaseCommit', 'PointWrite', 'StoredResponse', 'WatchEvent'];
+const KEY_STORE_CONTRACT = [
+  'KeyStore',
+  'AdmitInput',
+  'AdmitResult',
+  'AppSchema',
+  'Fenced',
+  'FinalResponse',
+  'FirstPhase',
+  'KeyRow',
+  'KeyState',
+  'Lease',
+  'PhaseCommit',
+  'PointWrite',
+  'StoredResponse',
+  'WatchEvent',
+];
 
 const files = [...new Set([...Object.values(ENTRIES), ...Object.values(SERVER_ENTRIES)])].map((file) => join(ROOT, file));
-const program = ts.createProgram(files, { target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, strict: true, jsx: ts.JsxEmit.ReactJSX, noEmit: true, skipLibCheck: true });
+const program = ts.createProgram(files, {
+  target: ts.ScriptTarget.ES2022,
+  module: ts.ModuleKind.NodeNext,
+  moduleResolution: ts.ModuleResolutionKind.NodeNext,
+  strict: true,
+  jsx: ts.JsxEmit.ReactJSX,
+  noEmit: true,
+  skipLibCheck: true,
+});
 const checker = program.getTypeChecker();
 
 /** Each exported name of an entry, with the declaration it stands for. */
@@ -48,9 +71,7 @@ function exportsOf(file: string): Map<string, ts.Symbol> {
   const source = program.getSourceFile(join(ROOT, file));
   const symbol = source && checker.getSymbolAtLocation(source);
   if (!symbol) throw new Error(`${file}: not a module the checker can read`);
-  return new Map(
-    checker.getExportsOfModule(symbol).map((s) => [s.name, s.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(s) : s]),
-  );
+  return new Map(checker.getExportsOfModule(symbol).map((s) => [s.name, s.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(s) : s]));
 }
 
 describe('the client entries', () => {
@@ -74,18 +95,20 @@ describe('the client entries', () => {
     expect(clashes).toEqual([]);
   });
 
-  it('keep the journal implementer\'s interface off the caller\'s entries', () => {
+  it("keep the journal implementer's interface off the caller's entries", () => {
     for (const entry of ['oncely/browser', 'oncely/node']) {
       const names = exportsOf(ENTRIES[entry] as string);
-      for (const name of ['Journal', 'OperationRecord', 'NewOperation', 'OperationPatch', 'StoredResult']) expect(names.has(name), `${entry} exports ${name}`).toBe(false);
+      for (const name of ['Journal', 'OperationRecord', 'NewOperation', 'OperationPatch', 'StoredResult'])
+        expect(names.has(name), `${entry} exports ${name}`).toBe(false);
     }
-    expect([...exportsOf('src/journal.ts').keys()]).toEqual(expect.arrayContaining(['Journal', 'OperationRecord', 'NewOperation', 'OperationPatch', 'StoredResult']));
+    expect([...exportsOf('src/journal.ts').keys()]).toEqual(
+      expect.arrayContaining(['Journal', 'OperationRecord', 'NewOperation', 'OperationPatch', 'StoredResult']),
+    );
   });
 });
 
-
 describe('the server entries', () => {
-  it('are the package\'s server subpaths, every one of them', () => {
+  it("are the package's server subpaths, every one of them", () => {
     const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { exports: Record<string, { types?: string }> };
     const server = Object.entries(pkg.exports)
       .filter(([, target]) => typeof target === 'object' && target.types?.startsWith('./dist/server/'))
@@ -113,7 +136,7 @@ describe('the server entries', () => {
     expect(clashes).toEqual([]);
   });
 
-  it('keep the key store implementer\'s interface off the server author\'s entries, on oncely/server/store', () => {
+  it("keep the key store implementer's interface off the server author's entries, on oncely/server/store", () => {
     for (const entry of Object.keys(SERVER_ENTRIES).filter((e) => e !== 'oncely/server/store')) {
       const names = exportsOf(SERVER_ENTRIES[entry] as string);
       for (const name of KEY_STORE_CONTRACT) expect(names.has(name), `${entry} exports ${name}`).toBe(false);
@@ -121,8 +144,21 @@ describe('the server entries', () => {
     expect([...exportsOf('src/server/store.ts').keys()]).toEqual(expect.arrayContaining([...KEY_STORE_CONTRACT, 'Tx']));
   });
 
-  it('keep the reference server\'s internals off every entry', () => {
-    const internal = ['createReplayCache', 'ReplayCache', 'CachedKey', 'problem', 'problemBody', 'ProblemBody', 'ProblemType', 'PROBLEM_BASE', 'MAX_JSON_DEPTH', 'jsonTextProblem', 'isFinalStatus', 'WireResponse'];
+  it("keep the reference server's internals off every entry", () => {
+    const internal = [
+      'createReplayCache',
+      'ReplayCache',
+      'CachedKey',
+      'problem',
+      'problemBody',
+      'ProblemBody',
+      'ProblemType',
+      'PROBLEM_BASE',
+      'MAX_JSON_DEPTH',
+      'jsonTextProblem',
+      'isFinalStatus',
+      'WireResponse',
+    ];
     for (const [entry, file] of [...Object.entries(SERVER_ENTRIES), ...Object.entries(ENTRIES)]) {
       const names = exportsOf(file);
       for (const name of internal) expect(names.has(name), `${entry} exports ${name}`).toBe(false);

@@ -168,11 +168,19 @@ describe.skipIf(!withBouncer).each(['transaction', 'session'] as PoolMode[])('Po
         urls[urls.length - 1] = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/payments`;
       }
       // Migrations of both instances at the same moment, through the pooler.
-      const ddl = { sqlite: '', postgres: 'CREATE TABLE IF NOT EXISTS payments (key text NOT NULL, amount int NOT NULL); CREATE TABLE IF NOT EXISTS ledger (key text NOT NULL, amount int NOT NULL)' };
+      const ddl = {
+        sqlite: '',
+        postgres:
+          'CREATE TABLE IF NOT EXISTS payments (key text NOT NULL, amount int NOT NULL); CREATE TABLE IF NOT EXISTS ledger (key text NOT NULL, amount int NOT NULL)',
+      };
       await Promise.all(pools.map((pool) => postgresKeyStore({ pool, schema }).migrate(ddl)));
       const prefix = `express-${mode}-${run}`;
       const post: Post = (target, key) =>
-        fetch(urls[target]!, { method: 'POST', headers: { 'idempotency-key': key, 'content-type': 'application/json' }, body: JSON.stringify({ amount: 1250 }) }).catch(() => undefined);
+        fetch(urls[target]!, {
+          method: 'POST',
+          headers: { 'idempotency-key': key, 'content-type': 'application/json' },
+          body: JSON.stringify({ amount: 1250 }),
+        }).catch(() => undefined);
       const verdict = judge(await load(post, prefix));
       expect(verdict, bouncer.log().slice(-2000)).toEqual({ originals: [], duplicates: [], late: [] });
       const [effects] = await inspect(

@@ -49,7 +49,13 @@ const anyValue = fc.oneof(
 const sfString = fc
   .array(
     fc.oneof(
-      { weight: 6, arbitrary: fc.integer({ min: 0x20, max: 0x7e }).filter((c) => c !== 0x22 && c !== 0x5c).map((c) => [String.fromCharCode(c), String.fromCharCode(c)] as const) },
+      {
+        weight: 6,
+        arbitrary: fc
+          .integer({ min: 0x20, max: 0x7e })
+          .filter((c) => c !== 0x22 && c !== 0x5c)
+          .map((c) => [String.fromCharCode(c), String.fromCharCode(c)] as const),
+      },
       { weight: 4, arbitrary: fc.constantFrom(...KEY_CHARS).map((c) => [c, c] as const) },
       { weight: 1, arbitrary: fc.constantFrom(['\\"', '"'] as const, ['\\\\', '\\'] as const) },
     ),
@@ -118,32 +124,38 @@ describe('the server and Idempotency-Key', () => {
   afterAll(async () => {
     await store.close();
   });
-  const keyRows = async (): Promise<number> =>
-    Number((await store.transaction((tx) => tx.get<{ n: number }>('SELECT COUNT(*) AS n FROM oncely_keys')))?.n);
+  const keyRows = async (): Promise<number> => Number((await store.transaction((tx) => tx.get<{ n: number }>('SELECT COUNT(*) AS n FROM oncely_keys')))?.n);
 
   it('answers 400 and stores nothing for every value the parser refuses, and executes under exactly the key the protocol reads otherwise', () =>
     checkProperty(
-      fc.asyncProperty(fc.oneof(headerValue, validKey, validKey.map((key) => `"${key}"`)), async (value) => {
-        const request = new Request(`http://oncely.test${ECHO_PATH}`, {
-          method: 'POST',
-          headers: { authorization: ECHO_TOKEN, 'content-type': 'application/json', 'idempotency-key': value },
-          body: '{"amount":1}',
-        });
-        // What the handler reads: Headers trims surrounding spaces and tabs.
-        const key = protocolParse(request.headers.get('idempotency-key') ?? '');
-        const before = await keyRows();
-        const response = await server.fetch(request);
-        if (key !== undefined) {
-          expect(response.status).toBe(201);
-          expect(response.headers.get('idempotency-key')).toBe(key);
-          expect(await store.load('acme', key)).toMatchObject({ key, state: 'finished' });
-        } else {
-          expect(response.status).toBe(400);
-          expect(response.headers.get('content-type')).toBe('application/problem+json');
-          expect(((await response.json()) as { type: string }).type).toMatch(/invalid-key/);
-          expect(await keyRows()).toBe(before);
-        }
-      }),
+      fc.asyncProperty(
+        fc.oneof(
+          headerValue,
+          validKey,
+          validKey.map((key) => `"${key}"`),
+        ),
+        async (value) => {
+          const request = new Request(`http://oncely.test${ECHO_PATH}`, {
+            method: 'POST',
+            headers: { authorization: ECHO_TOKEN, 'content-type': 'application/json', 'idempotency-key': value },
+            body: '{"amount":1}',
+          });
+          // What the handler reads: Headers trims surrounding spaces and tabs.
+          const key = protocolParse(request.headers.get('idempotency-key') ?? '');
+          const before = await keyRows();
+          const response = await server.fetch(request);
+          if (key !== undefined) {
+            expect(response.status).toBe(201);
+            expect(response.headers.get('idempotency-key')).toBe(key);
+            expect(await store.load('acme', key)).toMatchObject({ key, state: 'finished' });
+          } else {
+            expect(response.status).toBe(400);
+            expect(response.headers.get('content-type')).toBe('application/problem+json');
+            expect(((await response.json()) as { type: string }).type).toMatch(/invalid-key/);
+            expect(await keyRows()).toBe(before);
+          }
+        },
+      ),
       400,
     ));
 });

@@ -4,7 +4,10 @@ import { DEFAULT_SEED, checkProperty, propertyParameters } from './settings.js';
 
 const saved = { seed: process.env.ONCELY_FC_SEED, runs: process.env.ONCELY_FC_RUNS };
 afterEach(() => {
-  for (const [name, value] of [['ONCELY_FC_SEED', saved.seed], ['ONCELY_FC_RUNS', saved.runs]] as const) {
+  for (const [name, value] of [
+    ['ONCELY_FC_SEED', saved.seed],
+    ['ONCELY_FC_RUNS', saved.runs],
+  ] as const) {
     if (value === undefined) delete process.env[name];
     else process.env[name] = value;
   }

@@ -71,7 +71,7 @@ describe('reference app in-process: unknown outcomes and recovery', () => {
     expect((await t.getJson<{ count: number }>('/v1/rail/charges')).count).toBe(1);
     expect((await t.getJson<{ count: number }>('/v1/ledger')).count).toBe(1);
     expect(await t.steps('H2', 'pay-1')).toBe(1);
-    expect((await (await t.get('/metrics', null)).text())).toContain('oncely_recoveries_total 1');
+    expect(await (await t.get('/metrics', null)).text()).toContain('oncely_recoveries_total 1');
   });
 
   it('lets the recovery worker finish a payment released after a transient failure', async () => {
@@ -108,7 +108,7 @@ describe('reference app in-process: unknown outcomes and recovery', () => {
     expect((await t.getJson<{ count: number }>('/v1/rail/charges')).count).toBe(1);
     expect((await t.getJson<{ count: number }>('/v1/ledger')).count).toBe(1);
     expect(await t.steps('H3', 'pay-1')).toBe(1);
-    expect((await (await t.get('/metrics', null)).text())).toMatch(/oncely_leases_lost_total 1/);
+    expect(await (await t.get('/metrics', null)).text()).toMatch(/oncely_leases_lost_total 1/);
   });
 
   it('reaps a finished key after its retention window: the lookup is 404 and the payment record stays', async () => {
@@ -119,6 +119,6 @@ describe('reference app in-process: unknown outcomes and recovery', () => {
     expect(await t.app.reaper.runOnce()).toBe(1);
     expect((await t.get('/v1/idempotency-keys/short-lived')).status).toBe(404);
     expect((await t.getJson<{ count: number }>('/v1/ledger')).count).toBe(1);
-    expect((await (await t.get('/metrics', null)).text())).toContain('oncely_keys_reaped_total 1');
+    expect(await (await t.get('/metrics', null)).text()).toContain('oncely_keys_reaped_total 1');
   });
 });

@@ -47,11 +47,7 @@ describe('fault specs', () => {
   it('fires a probabilistic fault when the random draw falls below its probability', () => {
     const draws = [0.1, 0.3, 0.19];
     const faults = createFaults({ spec: 'unavailable:ext1:0.2', random: () => draws.shift() ?? 1 });
-    expect([faults.fires('unavailable', 'ext1'), faults.fires('unavailable', 'ext1'), faults.fires('unavailable', 'ext1')]).toEqual([
-      true,
-      false,
-      true,
-    ]);
+    expect([faults.fires('unavailable', 'ext1'), faults.fires('unavailable', 'ext1'), faults.fires('unavailable', 'ext1')]).toEqual([true, false, true]);
   });
 
   it('adds up the delay of slow faults per system', () => {

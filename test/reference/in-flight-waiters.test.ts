@@ -132,7 +132,9 @@ describe.skipIf(!(await canRunServerTests()))('100 waiting duplicates on Postgre
       most.active = Math.max(most.active, rows[0]!.active);
       most.open = Math.max(most.open, rows[0]!.open);
     });
-    console.info(`[waiters] ${DUPLICATES} waiting on PostgreSQL: at most ${most.inUse} pooled connections in use, ${most.queued} queued; ${most.active} busy of ${most.open} open in pg_stat_activity`);
+    console.info(
+      `[waiters] ${DUPLICATES} waiting on PostgreSQL: at most ${most.inUse} pooled connections in use, ${most.queued} queued; ${most.active} busy of ${most.open} open in pg_stat_activity`,
+    );
     // One waiter per connection would fill both pools (20 in use) and queue the other 80.
     expect(most.queued).toBe(0);
     expect(most.inUse).toBeLessThanOrEqual(2);

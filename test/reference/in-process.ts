@@ -32,8 +32,7 @@ export async function createInProcess(options: Omit<ReferenceAppOptions, 'store'
   const { store = sqliteKeyStore({ path: ':memory:' }), ...rest } = options;
   const app = createReferenceApp({ store, leaseMs: 2000, ...rest });
   await app.ready;
-  const auth = (token: string | null | undefined): Record<string, string> =>
-    token === null ? {} : { authorization: `Bearer ${token ?? 'test_acme'}` };
+  const auth = (token: string | null | undefined): Record<string, string> => (token === null ? {} : { authorization: `Bearer ${token ?? 'test_acme'}` });
   const count = async (table: string, where = '1 = 1', params: readonly unknown[] = []): Promise<number> => {
     const row = await app.store.transaction((tx) => tx.get<{ n: number }>(`SELECT COUNT(*) AS n FROM ${table} WHERE ${where}`, params));
     return Number(row?.n ?? 0);
@@ -45,9 +44,7 @@ export async function createInProcess(options: Omit<ReferenceAppOptions, 'store'
       for (const [name, value] of Object.entries(auth(postOptions.token))) headers.set(name, value);
       if (key !== null) headers.set('idempotency-key', key);
       headers.set('content-type', 'application/json');
-      return app.fetch(
-        new Request(`${BASE}/v1/payments`, { method: 'POST', headers, body: postOptions.raw ?? JSON.stringify(body) }),
-      );
+      return app.fetch(new Request(`${BASE}/v1/payments`, { method: 'POST', headers, body: postOptions.raw ?? JSON.stringify(body) }));
     },
     get: (path, token) => app.fetch(new Request(`${BASE}${path}`, { headers: auth(token) })),
     async getJson<T>(path: string, token?: string) {
@@ -56,10 +53,10 @@ export async function createInProcess(options: Omit<ReferenceAppOptions, 'store'
     },
     count,
     steps: (step, key, clientId = 'acme') =>
-      count(
-        'payment_steps',
-        'step = $1 AND client_id = $2 AND payment_id IN (SELECT id FROM payments WHERE idempotency_key = $3 AND client_id = $2)',
-        [step, clientId, key],
-      ),
+      count('payment_steps', 'step = $1 AND client_id = $2 AND payment_id IN (SELECT id FROM payments WHERE idempotency_key = $3 AND client_id = $2)', [
+        step,
+        clientId,
+        key,
+      ]),
   };
 }

@@ -31,7 +31,7 @@ describe('reference app: the consumer inbox', () => {
     const answers = await Promise.all(Array.from({ length: 100 }, async () => ((await (await deliver(event)).json()) as { status: string }).status));
     expect(answers.filter((status) => status === 'processed')).toHaveLength(1);
     expect(answers.filter((status) => status === 'duplicate')).toHaveLength(99);
-    expect(((await t.getJson<{ effects: number }>('/v1/events/evt_1'))).effects).toBe(1);
+    expect((await t.getJson<{ effects: number }>('/v1/events/evt_1')).effects).toBe(1);
     expect(await t.count('inbox_effects')).toBe(1);
   });
 

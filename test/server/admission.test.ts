@@ -42,20 +42,64 @@ const cached: CachedKey = {
 
 describe('classify', () => {
   const cases: ReadonlyArray<{ name: string; found: Found; requestHash?: string; inFlightWaitMs?: number; prefer?: string | null; expected: unknown }> = [
-    { name: 'a started row with another fingerprint is a mismatch (422), before its state is looked at', found: row(), requestHash: OTHER, expected: { branch: 'mismatch', endpoint: 'POST /v1/payments' } },
-    { name: 'a finished row with another fingerprint is a mismatch', found: row({ state: 'finished', response: RESPONSE, leaseRemainingMs: null }), requestHash: OTHER, expected: { branch: 'mismatch', endpoint: 'POST /v1/payments' } },
-    { name: 'a cached key with another fingerprint is a mismatch', found: cached, requestHash: OTHER, expected: { branch: 'mismatch', endpoint: 'POST /v1/payments' } },
-    { name: 'a finished row is replayed with its stored response', found: row({ state: 'finished', response: RESPONSE, leaseRemainingMs: null }), expected: { branch: 'replay', response: RESPONSE } },
+    {
+      name: 'a started row with another fingerprint is a mismatch (422), before its state is looked at',
+      found: row(),
+      requestHash: OTHER,
+      expected: { branch: 'mismatch', endpoint: 'POST /v1/payments' },
+    },
+    {
+      name: 'a finished row with another fingerprint is a mismatch',
+      found: row({ state: 'finished', response: RESPONSE, leaseRemainingMs: null }),
+      requestHash: OTHER,
+      expected: { branch: 'mismatch', endpoint: 'POST /v1/payments' },
+    },
+    {
+      name: 'a cached key with another fingerprint is a mismatch',
+      found: cached,
+      requestHash: OTHER,
+      expected: { branch: 'mismatch', endpoint: 'POST /v1/payments' },
+    },
+    {
+      name: 'a finished row is replayed with its stored response',
+      found: row({ state: 'finished', response: RESPONSE, leaseRemainingMs: null }),
+      expected: { branch: 'replay', response: RESPONSE },
+    },
     { name: 'a cached key is replayed', found: cached, expected: { branch: 'replay', response: RESPONSE } },
-    { name: 'a live lease is waited for, up to inFlightWaitMs', found: row({ leaseRemainingMs: 8000 }), inFlightWaitMs: 5000, expected: { branch: 'wait', ms: 5000 } },
+    {
+      name: 'a live lease is waited for, up to inFlightWaitMs',
+      found: row({ leaseRemainingMs: 8000 }),
+      inFlightWaitMs: 5000,
+      expected: { branch: 'wait', ms: 5000 },
+    },
     { name: 'a wait never outlasts the owner’s lease', found: row({ leaseRemainingMs: 3000 }), inFlightWaitMs: 5000, expected: { branch: 'wait', ms: 3000 } },
-    { name: 'a wait never outlasts Prefer: wait=N', found: row({ leaseRemainingMs: 8000 }), inFlightWaitMs: 5000, prefer: 'wait=2', expected: { branch: 'wait', ms: 2000 } },
-    { name: 'a live lease with no wait left (already waited) is in flight (409)', found: row({ leaseRemainingMs: 8000 }), inFlightWaitMs: 0, expected: { branch: 'in-flight' } },
-    { name: 'a live lease with Prefer: wait=0 is in flight at once', found: row({ leaseRemainingMs: 8000 }), prefer: 'wait=0', expected: { branch: 'in-flight' } },
+    {
+      name: 'a wait never outlasts Prefer: wait=N',
+      found: row({ leaseRemainingMs: 8000 }),
+      inFlightWaitMs: 5000,
+      prefer: 'wait=2',
+      expected: { branch: 'wait', ms: 2000 },
+    },
+    {
+      name: 'a live lease with no wait left (already waited) is in flight (409)',
+      found: row({ leaseRemainingMs: 8000 }),
+      inFlightWaitMs: 0,
+      expected: { branch: 'in-flight' },
+    },
+    {
+      name: 'a live lease with Prefer: wait=0 is in flight at once',
+      found: row({ leaseRemainingMs: 8000 }),
+      prefer: 'wait=0',
+      expected: { branch: 'in-flight' },
+    },
     { name: 'a lease too short to wait for is in flight', found: row({ leaseRemainingMs: 5 }), expected: { branch: 'in-flight' } },
     { name: 'an expired lease is taken over', found: row({ leaseRemainingMs: -1 }), expected: { branch: 'take-over' } },
     { name: 'a released row (no lease) is taken over', found: row({ leaseRemainingMs: null, recoveryPoint: 'H1_DONE' }), expected: { branch: 'take-over' } },
-    { name: 'a finished row without a response is not replayed (takeover refuses it, then 409)', found: row({ state: 'finished', response: null, leaseRemainingMs: null }), expected: { branch: 'take-over' } },
+    {
+      name: 'a finished row without a response is not replayed (takeover refuses it, then 409)',
+      found: row({ state: 'finished', response: null, leaseRemainingMs: null }),
+      expected: { branch: 'take-over' },
+    },
   ];
   for (const { name, found, requestHash = HASH, inFlightWaitMs = 5000, prefer = null, expected } of cases) {
     it(name, () => {
@@ -113,7 +157,12 @@ describe('admitRequest', () => {
     const cache = createReplayCache();
     const finished = row({ state: 'finished', response: RESPONSE, leaseRemainingMs: null, expiresAt: Date.now() + 86_400_000 });
     const decided = await admitRequest(policy({ cache }).value, request, sequence({ owned: false, row: finished }).admitOnce);
-    expect(decided.kind === 'answer' && decided.answer).toMatchObject({ outcome: 'replayed', status: 201, body: RESPONSE.body, headers: { 'idempotency-replay': 'true', 'idempotency-key': 'k1' } });
+    expect(decided.kind === 'answer' && decided.answer).toMatchObject({
+      outcome: 'replayed',
+      status: 201,
+      body: RESPONSE.body,
+      headers: { 'idempotency-replay': 'true', 'idempotency-key': 'k1' },
+    });
     expect(cache.get('acme', 'k1', Date.now())?.request).toBe(request.identity);
   });
 

@@ -24,8 +24,7 @@ await store.migrate({
   postgres: '',
 });
 
-const count = async (sql: string, params: unknown[] = []) =>
-  Number((await store.transaction((tx) => tx.get<{ n: number }>(sql, params)))?.n ?? 0);
+const count = async (sql: string, params: unknown[] = []) => Number((await store.transaction((tx) => tx.get<{ n: number }>(sql, params)))?.n ?? 0);
 
 const external = (system: number): ExternalStep<{ amount: number }> => ({
   kind: 'external',

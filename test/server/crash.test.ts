@@ -35,33 +35,29 @@ const CASES = [
 
 // The built-in SQLite store, and the minimal reference store over the primitives alone.
 describe.each(['sqlite', 'reference'])('a server process SIGKILLed after each recovery point (%s store)', (store) => {
-  it(
-    'is completed exactly once by a restarted process: by the client retry, or by the recovery worker alone',
-    { timeout: 120_000 },
-    async () => {
-      const results = await Promise.all(
-        CASES.map(async ({ point, recovery }, i) => {
-          const path = join(dir, `crash-${store}-${i}.db`);
-          const signal = await crash(path, point, store);
-          const { stdout } = await node([recovery, path], store);
-          return { point, recovery, signal, ...(JSON.parse(stdout) as Record<string, unknown>) };
-        }),
-      );
-      for (const result of results) {
-        expect(result).toEqual({
-          point: result.point,
-          recovery: result.recovery,
-          signal: 'SIGKILL',
-          status: 201,
-          replay: result.recovery === 'worker' ? 'true' : null,
-          recoveries: result.recovery === 'worker' ? 1 : 0,
-          ledger: 1,
-          h1: 1,
-          h2: 1,
-          applied1: 1,
-          applied2: 1,
-        });
-      }
-    },
-  );
+  it('is completed exactly once by a restarted process: by the client retry, or by the recovery worker alone', { timeout: 120_000 }, async () => {
+    const results = await Promise.all(
+      CASES.map(async ({ point, recovery }, i) => {
+        const path = join(dir, `crash-${store}-${i}.db`);
+        const signal = await crash(path, point, store);
+        const { stdout } = await node([recovery, path], store);
+        return { point, recovery, signal, ...(JSON.parse(stdout) as Record<string, unknown>) };
+      }),
+    );
+    for (const result of results) {
+      expect(result).toEqual({
+        point: result.point,
+        recovery: result.recovery,
+        signal: 'SIGKILL',
+        status: 201,
+        replay: result.recovery === 'worker' ? 'true' : null,
+        recoveries: result.recovery === 'worker' ? 1 : 0,
+        ledger: 1,
+        h1: 1,
+        h2: 1,
+        applied1: 1,
+        applied2: 1,
+      });
+    }
+  });
 });

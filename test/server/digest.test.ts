@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, canonicalisesJson, fingerprint, fingerprintInput, fingerprintInputParsed, type FingerprintBody, type FingerprintOptions } from '../../src/fingerprint.js';
+import {
+  canonicalJson,
+  canonicalisesJson,
+  fingerprint,
+  fingerprintInput,
+  fingerprintInputParsed,
+  type FingerprintBody,
+  type FingerprintOptions,
+} from '../../src/fingerprint.js';
 import { createReferenceApp } from '../../src/reference/app.js';
 import { readCappedBody } from '../../src/server/read-body.js';
 import { defaultDigest, webCryptoDigest } from '../../src/server/store.js';
@@ -72,7 +80,13 @@ describe('fingerprintInputParsed (the server reuses the JSON it parsed)', () => 
   const TEXT_CASES = [
     ...CASES.filter((c): c is [string, string, string, string, FingerprintOptions] => typeof c[3] === 'string'),
     ['a body that is not JSON, no content type', 'POST', '/p', 'not json', {}],
-    ['JSON with unicode escapes and a lone surrogate escape', 'POST', '/p', '{"b":"\\ud800","a":"\\u00e9"}', { contentType: 'application/json; charset=utf-8' }],
+    [
+      'JSON with unicode escapes and a lone surrogate escape',
+      'POST',
+      '/p',
+      '{"b":"\\ud800","a":"\\u00e9"}',
+      { contentType: 'application/json; charset=utf-8' },
+    ],
     ['a JSON number body', 'PUT', '/p?x=1', ' 12.50 ', {}],
   ] as ReadonlyArray<readonly [string, string, string, string, FingerprintOptions]>;
   it.each(TEXT_CASES)('gives the bytes fingerprintInput gives for %s', (_name, method, path, text, options) => {

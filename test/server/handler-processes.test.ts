@@ -24,9 +24,7 @@ describe('two server processes sharing one SQLite file', () => {
   it('execute 100 identical concurrent requests once between them; the rest are 409 or the replay', { timeout: 60_000 }, async () => {
     const path = join(dir, 'shared.db');
     const startAt = Date.now() + 4000;
-    const outputs = await Promise.all(
-      [0, 1].map(() => run(process.execPath, ['--import', 'tsx', child, path, String(startAt), '50'], { timeout: 50_000 })),
-    );
+    const outputs = await Promise.all([0, 1].map(() => run(process.execPath, ['--import', 'tsx', child, path, String(startAt), '50'], { timeout: 50_000 })));
     const results = outputs.map(({ stdout }) => JSON.parse(stdout) as { answers: Answer[]; railCalls: number });
     const answers = results.flatMap((r) => r.answers);
     expect(answers).toHaveLength(100);

@@ -10,7 +10,12 @@ const app = await createTestApp({ store: sqliteKeyStore({ path, busyTimeoutMs: 1
 await new Promise((resolve) => setTimeout(resolve, Math.max(0, Number(startAt) - Date.now())));
 const responses = await Promise.all(Array.from({ length: Number(count) }, () => app.post({ amount: 77 }, { key: 'shared-key' })));
 const answers = await Promise.all(
-  responses.map(async (r) => ({ status: r.status, replay: r.headers.get('idempotency-replay'), retryAfter: r.headers.get('retry-after'), body: await r.text() })),
+  responses.map(async (r) => ({
+    status: r.status,
+    replay: r.headers.get('idempotency-replay'),
+    retryAfter: r.headers.get('retry-after'),
+    body: await r.text(),
+  })),
 );
 process.stdout.write(JSON.stringify({ answers, railCalls: app.rail.calls }));
 await app.store.close();

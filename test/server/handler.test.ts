@@ -84,7 +84,7 @@ describe('createIdempotencyHandler: the response matrix', () => {
     expect(app.rail.calls).toBe(1);
   });
 
-  it('waits no longer than inFlightWaitMs or the client\'s Prefer: wait, then answers 409', async () => {
+  it("waits no longer than inFlightWaitMs or the client's Prefer: wait, then answers 409", async () => {
     app = await createTestApp({ inFlightWaitMs: 150 });
     let open!: () => void;
     app.rail.gate = new Promise((resolve) => (open = resolve));
@@ -103,19 +103,35 @@ describe('createIdempotencyHandler: the response matrix', () => {
     expect((await app.post({ amount: 10 }, { key: 'probe' })).status).toBe(201);
     const row = await app.store.load('acme', 'probe');
     // An owner elsewhere whose last commit left 3 s of a 10 s lease: it has been silent for 7 s.
-    await app.store.admit({ clientId: 'acme', key: 'key-1', requestHash: row!.requestHash, endpoint: row!.endpoint, requestBody: row!.requestBody, leaseMs: 3000, ttlMs: 60_000 });
+    await app.store.admit({
+      clientId: 'acme',
+      key: 'key-1',
+      requestHash: row!.requestHash,
+      endpoint: row!.endpoint,
+      requestBody: row!.requestBody,
+      leaseMs: 3000,
+      ttlMs: 60_000,
+    });
     const answer = await app.post({ amount: 10 });
     expect(answer.status).toBe(409);
     expect(answer.headers.get('retry-after')).toBe('3');
   });
 
-  it('takes a waited-for key over as soon as its dead owner\'s lease runs out, and runs it once', async () => {
+  it("takes a waited-for key over as soon as its dead owner's lease runs out, and runs it once", async () => {
     app = await createTestApp({ leaseMs: 10_000 });
     const fingerprinted = await app.post({ amount: 10 }, { key: 'probe' });
     expect(fingerprinted.status).toBe(201);
     const row = await app.store.load('acme', 'probe');
     // A dead owner (another process) holding key-1 for 300 ms more, with nothing committed.
-    await app.store.admit({ clientId: 'acme', key: 'key-1', requestHash: row!.requestHash, endpoint: row!.endpoint, requestBody: row!.requestBody, leaseMs: 300, ttlMs: 60_000 });
+    await app.store.admit({
+      clientId: 'acme',
+      key: 'key-1',
+      requestHash: row!.requestHash,
+      endpoint: row!.endpoint,
+      requestBody: row!.requestBody,
+      leaseMs: 300,
+      ttlMs: 60_000,
+    });
     const waited = await app.post({ amount: 10 });
     expect(waited.status).toBe(201);
     expect(waited.headers.get('idempotency-replay')).toBeNull();
@@ -361,7 +377,9 @@ describe('createIdempotencyHandler: fail closed', () => {
       ...inner,
       dialect: inner.dialect,
       commitPhase: (lease, phase, work) =>
-        phase.recoveryPoint === 'EXT1_SENT' && failures-- > 0 ? Promise.reject(new Error('SQLITE_BUSY: database is locked')) : inner.commitPhase(lease, phase, work),
+        phase.recoveryPoint === 'EXT1_SENT' && failures-- > 0
+          ? Promise.reject(new Error('SQLITE_BUSY: database is locked'))
+          : inner.commitPhase(lease, phase, work),
     };
     app = await createTestApp({ store: sentFails, hooks: { afterCommit: () => undefined } });
     expect((await app.post({ amount: 5 })).status).toBe(503);
@@ -384,7 +402,9 @@ describe('createIdempotencyHandler: fail closed', () => {
       dialect: inner.dialect,
       commitPhase: (lease, phase, work) => {
         if (phase.recoveryPoint === 'EXT1_DONE') marks += 1;
-        return phase.recoveryPoint === 'H2_DONE' && !failed++ ? Promise.reject(new Error('SQLITE_BUSY: database is locked')) : inner.commitPhase(lease, phase, work);
+        return phase.recoveryPoint === 'H2_DONE' && !failed++
+          ? Promise.reject(new Error('SQLITE_BUSY: database is locked'))
+          : inner.commitPhase(lease, phase, work);
       },
     };
     app = await createTestApp({ store: h2Fails });

@@ -64,7 +64,15 @@ function scripted(options: { readonly watch: boolean; readonly fails?: boolean; 
     },
     async startElsewhere(key) {
       await inner.migrate();
-      const admitted = await inner.admit({ clientId: 'acme', key, requestHash: 'h', endpoint: 'POST /v1/payments', requestBody: '{}', leaseMs: 10_000, ttlMs: 60_000 });
+      const admitted = await inner.admit({
+        clientId: 'acme',
+        key,
+        requestHash: 'h',
+        endpoint: 'POST /v1/payments',
+        requestBody: '{}',
+        leaseMs: 10_000,
+        ttlMs: 60_000,
+      });
       if (!admitted.owned) throw new Error(`${key} is not new`);
       return admitted.lease;
     },

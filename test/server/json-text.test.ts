@@ -14,16 +14,13 @@ describe('jsonTextProblem and repeated member names', () => {
     expect(jsonTextProblem(text)).toBe(`the body names the member ${name} twice in one object`);
   });
 
-  it.each([
-    '{"a":{"a":1},"b":[{"a":1},{"a":2}]}',
-    '{"a":"a","b":"a"}',
-    '["a","a",{"a":"a"}]',
-    '{"reference":"inv, \\"q\\": 7","q":1}',
-    '{"a":1,"A":2,"a ":3}',
-  ])('accepts %s: one name per object, values and array items free', (text) => {
-    expect(jsonTextProblem(text)).toBeUndefined();
-    expect(() => JSON.parse(text)).not.toThrow();
-  });
+  it.each(['{"a":{"a":1},"b":[{"a":1},{"a":2}]}', '{"a":"a","b":"a"}', '["a","a",{"a":"a"}]', '{"reference":"inv, \\"q\\": 7","q":1}', '{"a":1,"A":2,"a ":3}'])(
+    'accepts %s: one name per object, values and array items free',
+    (text) => {
+      expect(jsonTextProblem(text)).toBeUndefined();
+      expect(() => JSON.parse(text)).not.toThrow();
+    },
+  );
 });
 
 describe('jsonTextProblem and numbers beyond a double', () => {
@@ -31,7 +28,10 @@ describe('jsonTextProblem and numbers beyond a double', () => {
     expect(jsonTextProblem(text)).toMatch(/^the body holds the number -?[0-9.]+[eE][+-]?[0-9]+, beyond the range of a double$/);
   });
 
-  it.each(['{"x":1e308}', '{"x":-2.5E-400}', '{"e":"1e400","E":1}', '[1e-5,"x e y"]', '{"a":true,"b":false,"c":null}', '[true,false]'])('accepts %s: in range, or not a number', (text) => {
-    expect(jsonTextProblem(text)).toBeUndefined();
-  });
+  it.each(['{"x":1e308}', '{"x":-2.5E-400}', '{"e":"1e400","E":1}', '[1e-5,"x e y"]', '{"a":true,"b":false,"c":null}', '[true,false]'])(
+    'accepts %s: in range, or not a number',
+    (text) => {
+      expect(jsonTextProblem(text)).toBeUndefined();
+    },
+  );
 });

@@ -99,7 +99,15 @@ describe('a response larger than the store keeps', () => {
     const small = sqliteKeyStore({ path: ':memory:', maxResponseBytes: 1000 });
     await small.migrate();
     try {
-      const admitted = await small.admit({ clientId: 'acme', key: 'big', requestHash: 'h', endpoint: 'POST /x', requestBody: '', leaseMs: 10_000, ttlMs: 60_000 });
+      const admitted = await small.admit({
+        clientId: 'acme',
+        key: 'big',
+        requestHash: 'h',
+        endpoint: 'POST /x',
+        requestBody: '',
+        leaseMs: 10_000,
+        ttlMs: 60_000,
+      });
       if (!admitted.owned) throw new Error('not owned');
       const refused = small.finish(admitted.lease, { status: 201, headers: {}, body: 'x'.repeat(5000) });
       await expect(refused).rejects.toBeInstanceOf(ResponseTooLargeError);
@@ -107,7 +115,16 @@ describe('a response larger than the store keeps', () => {
 
       // The guard's own cap (64 KiB) is above the store's: the response is delivered, its replay says it was not stored.
       const guard = createGuard({ store: small });
-      const request = { clientId: 'acme', keyHeader: 'k-big', method: 'POST', route: '/x', path: '/x', contentType: null, body: { none: true as const }, prefer: null };
+      const request = {
+        clientId: 'acme',
+        keyHeader: 'k-big',
+        method: 'POST',
+        route: '/x',
+        path: '/x',
+        contentType: null,
+        body: { none: true as const },
+        prefer: null,
+      };
       const decision = await guard.decide(request);
       if (decision.kind !== 'run') throw new Error(decision.kind);
       const sent = await decision.execution.complete({ status: 201, headers: { 'content-type': 'text/plain' }, body: 'x'.repeat(5000) });

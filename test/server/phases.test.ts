@@ -39,7 +39,12 @@ describe('externalKey', () => {
 
   it('never names one external effect for two (client id, key) pairs that join to the same text', () => {
     // Joined with ':' these pairs all read 'org:acme:inv-1:ext1'.
-    const pairs = [['org:acme', 'inv-1'], ['org', 'acme:inv-1'], ['org:acme:inv-1', ''], ['', 'org:acme:inv-1']] as const;
+    const pairs = [
+      ['org:acme', 'inv-1'],
+      ['org', 'acme:inv-1'],
+      ['org:acme:inv-1', ''],
+      ['', 'org:acme:inv-1'],
+    ] as const;
     const keys = pairs.map(([clientId, key]) => externalKey(DEFAULT_NAMESPACE, clientId, key, 1));
     expect(new Set(keys).size).toBe(pairs.length);
   });

@@ -17,8 +17,7 @@ describe.each([
     backend = await open();
   });
   afterAll(() => backend?.close());
-  const app = async (options: Parameters<typeof createTestApp>[0] = {}): Promise<TestApp> =>
-    createTestApp({ ...options, store: await backend.store() });
+  const app = async (options: Parameters<typeof createTestApp>[0] = {}): Promise<TestApp> => createTestApp({ ...options, store: await backend.store() });
 
   it('executes once, then replays the stored response byte-identically with Idempotency-Replay: true', async () => {
     const t = await app();

@@ -38,73 +38,75 @@ describe.skipIf(!runnable)('the reference server while PostgreSQL restarts', () 
       body: paymentBody(100 + n, `inv-${n}`),
     }).catch(() => undefined);
 
-  it(
-    'answers 503 + Retry-After while the database is down, then completes every payment exactly once',
-    async () => {
-      const statuses: number[] = [];
-      let firstBody: string | undefined;
-      let next = 0;
-      // A retrying client: 20 payments at a time, each retried until its final 201.
-      const load = Promise.all(
-        Array.from({ length: 20 }, async () => {
-          while (next < PAYMENTS) {
-            const n = (next += 1);
-            for (let attempt = 0; ; attempt += 1) {
-              if (attempt > 400) throw new Error(`pay-${n}: no final answer`);
-              const response = await post(`pay-${n}`, n);
-              const status = response?.status ?? 0;
-              const text = (await response?.text()) ?? '';
-              if (n === 1 && status === 201) firstBody = text;
-              statuses.push(status);
-              if (status === 201) break;
-              if (![409, 202, 503].includes(status)) throw new Error(`pay-${n}: unexpected ${status}`);
-              await sleep(50 + Math.random() * 100);
-            }
+  it('answers 503 + Retry-After while the database is down, then completes every payment exactly once', async () => {
+    const statuses: number[] = [];
+    let firstBody: string | undefined;
+    let next = 0;
+    // A retrying client: 20 payments at a time, each retried until its final 201.
+    const load = Promise.all(
+      Array.from({ length: 20 }, async () => {
+        while (next < PAYMENTS) {
+          const n = (next += 1);
+          for (let attempt = 0; ; attempt += 1) {
+            if (attempt > 400) throw new Error(`pay-${n}: no final answer`);
+            const response = await post(`pay-${n}`, n);
+            const status = response?.status ?? 0;
+            const text = (await response?.text()) ?? '';
+            if (n === 1 && status === 201) firstBody = text;
+            statuses.push(status);
+            if (status === 201) break;
+            if (![409, 202, 503].includes(status)) throw new Error(`pay-${n}: unexpected ${status}`);
+            await sleep(50 + Math.random() * 100);
           }
-        }),
-      );
+        }
+      }),
+    );
 
-      await eventually(() => next >= PAYMENTS / 4 && firstBody !== undefined, 30_000);
-      await cluster.stop();
-      // While it is down: a new key gets 503 with Retry-After (nothing runs unrecorded); a key this
-      // server saw finish is replayed from its cache of finished keys, byte for byte — a finished
-      // response is final, so this is the stored answer, never a guess. (An uncached key during an
-      // outage is a 503: test/server/replay-cache.test.ts.)
-      await sleep(300);
-      const fresh = await post('during-outage', 0);
-      const replay = await post('pay-1', 1);
-      expect(fresh?.status).toBe(503);
-      expect(Number(fresh?.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-      expect(firstBody).toBeDefined();
-      expect([replay?.status, replay?.headers.get('idempotency-replay'), await replay?.text()]).toEqual([201, 'true', firstBody]);
-      await sleep(2000);
-      await cluster.start();
-      await load;
+    await eventually(() => next >= PAYMENTS / 4 && firstBody !== undefined, 30_000);
+    await cluster.stop();
+    // While it is down: a new key gets 503 with Retry-After (nothing runs unrecorded); a key this
+    // server saw finish is replayed from its cache of finished keys, byte for byte — a finished
+    // response is final, so this is the stored answer, never a guess. (An uncached key during an
+    // outage is a 503: test/server/replay-cache.test.ts.)
+    await sleep(300);
+    const fresh = await post('during-outage', 0);
+    const replay = await post('pay-1', 1);
+    expect(fresh?.status).toBe(503);
+    expect(Number(fresh?.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(firstBody).toBeDefined();
+    expect([replay?.status, replay?.headers.get('idempotency-replay'), await replay?.text()]).toEqual([201, 'true', firstBody]);
+    await sleep(2000);
+    await cluster.start();
+    await load;
 
-      const admin = new pg.Client({ connectionString: cluster.url });
-      await admin.connect();
-      try {
-        const count = async (sql: string): Promise<number> => Number((await admin.query<{ n: string }>(sql)).rows[0]!.n);
-        const settled = await eventually(async () => (await count(`SELECT count(*) AS n FROM ${schema}.oncely_keys WHERE state = 'started'`)) === 0, 15_000);
-        expect(settled).toBe(true);
-        expect(await count(`SELECT count(*) AS n FROM ${schema}.ledger_entries`)).toBe(PAYMENTS);
-        expect(await count(`SELECT count(DISTINCT idempotency_key) AS n FROM ${schema}.ledger_entries`)).toBe(PAYMENTS);
-        expect(await count(`SELECT count(*) AS n FROM ${schema}.rail_charges WHERE status = 'applied'`)).toBe(PAYMENTS);
-        expect(await count(`SELECT count(*) AS n FROM ${schema}.oncely_keys WHERE key = 'during-outage'`)).toBe(0);
-      } finally {
-        await admin.end();
-      }
-      console.info(`[restart] ${statuses.length} responses, ${statuses.filter((s) => s === 503).length} × 503 while PostgreSQL was down`);
-      expect(statuses.filter((s) => s === 503).length).toBeGreaterThan(0);
-      expect(statuses.every((s) => [201, 409, 202, 503].includes(s))).toBe(true);
-    },
-    120_000,
-  );
+    const admin = new pg.Client({ connectionString: cluster.url });
+    await admin.connect();
+    try {
+      const count = async (sql: string): Promise<number> => Number((await admin.query<{ n: string }>(sql)).rows[0]!.n);
+      const settled = await eventually(async () => (await count(`SELECT count(*) AS n FROM ${schema}.oncely_keys WHERE state = 'started'`)) === 0, 15_000);
+      expect(settled).toBe(true);
+      expect(await count(`SELECT count(*) AS n FROM ${schema}.ledger_entries`)).toBe(PAYMENTS);
+      expect(await count(`SELECT count(DISTINCT idempotency_key) AS n FROM ${schema}.ledger_entries`)).toBe(PAYMENTS);
+      expect(await count(`SELECT count(*) AS n FROM ${schema}.rail_charges WHERE status = 'applied'`)).toBe(PAYMENTS);
+      expect(await count(`SELECT count(*) AS n FROM ${schema}.oncely_keys WHERE key = 'during-outage'`)).toBe(0);
+    } finally {
+      await admin.end();
+    }
+    console.info(`[restart] ${statuses.length} responses, ${statuses.filter((s) => s === 503).length} × 503 while PostgreSQL was down`);
+    expect(statuses.filter((s) => s === 503).length).toBeGreaterThan(0);
+    expect(statuses.every((s) => [201, 409, 202, 503].includes(s))).toBe(true);
+  }, 120_000);
 
   it('rejects every store call while the database is down and serves again once it is back, with the same pool', async () => {
     const store = postgresKeyStore({ connectionString: cluster.url, schema: 'oncely_fail_closed', connectTimeoutMs: 1000 });
     const input = (key: string): AdmitInput => ({
-      clientId: 'acme', key, requestHash: 'h', endpoint: 'POST /v1/payments', requestBody: '{}', leaseMs: 10_000, ttlMs: 3_600_000,
+      clientId: 'acme',
+      key,
+      requestHash: 'h',
+      endpoint: 'POST /v1/payments',
+      requestBody: '{}',
+      leaseMs: 10_000,
+      ttlMs: 3_600_000,
     });
     try {
       await store.migrate();

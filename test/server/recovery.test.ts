@@ -58,31 +58,28 @@ describe.each(STORES)('%s', (_name, makeStore) => {
   const createTestApp: typeof createApp = (options = {}) => createApp(makeStore ? { store: makeStore(), ...options } : options);
 
   describe('takeover after a lost lease', () => {
-    it.each(POINTS)(
-      'resumes from %s on a client retry without re-running committed steps, and fences the old owner',
-      async (point) => {
-        const crash = freezeAfter(point);
-        // Duplicates answer at once here: the 409 below is the frozen owner's key seen in flight.
-        app = await createTestApp({ leaseMs: LEASE_MS, hooks: crash.hooks, inFlightWaitMs: 0 });
-        const zombie = app.post({ amount: 30 });
-        await crash.frozen;
-        expect((await app.post({ amount: 30 })).status).toBe(409);
-        await sleep(LEASE_MS + 100);
+    it.each(POINTS)('resumes from %s on a client retry without re-running committed steps, and fences the old owner', async (point) => {
+      const crash = freezeAfter(point);
+      // Duplicates answer at once here: the 409 below is the frozen owner's key seen in flight.
+      app = await createTestApp({ leaseMs: LEASE_MS, hooks: crash.hooks, inFlightWaitMs: 0 });
+      const zombie = app.post({ amount: 30 });
+      await crash.frozen;
+      expect((await app.post({ amount: 30 })).status).toBe(409);
+      await sleep(LEASE_MS + 100);
 
-        const retry = await app.post({ amount: 30 });
-        expect(retry.status).toBe(201);
-        expect(retry.headers.get('idempotency-replay')).toBeNull();
-        await assertCompletedOnce();
-        expect(app.handler.metrics.snapshot().events.lease_takeovers).toBe(1);
+      const retry = await app.post({ amount: 30 });
+      expect(retry.status).toBe(201);
+      expect(retry.headers.get('idempotency-replay')).toBeNull();
+      await assertCompletedOnce();
+      expect(app.handler.metrics.snapshot().events.lease_takeovers).toBe(1);
 
-        crash.wake();
-        const late = await zombie;
-        expect(late.status).toBe(409);
-        await assertCompletedOnce();
-        expect(app.handler.metrics.snapshot().events.leases_lost).toBe(1);
-        expect((await app.post({ amount: 30 })).headers.get('idempotency-replay')).toBe('true');
-      },
-    );
+      crash.wake();
+      const late = await zombie;
+      expect(late.status).toBe(409);
+      await assertCompletedOnce();
+      expect(app.handler.metrics.snapshot().events.leases_lost).toBe(1);
+      expect((await app.post({ amount: 30 })).headers.get('idempotency-replay')).toBe('true');
+    });
   });
 
   describe('outcome unknown', () => {

@@ -95,7 +95,12 @@ describe('createIdempotencyHandler: replays from the cache of finished keys', ()
       expect(admits()).toBe(1);
       for (let i = 0; i < 3; i += 1) {
         const replay = await app.post({ amount: 10 }, { key: 'k-cached' });
-        expect([replay.status, replay.headers.get('idempotency-replay'), replay.headers.get('idempotency-key'), await replay.text()]).toEqual([201, 'true', 'k-cached', original]);
+        expect([replay.status, replay.headers.get('idempotency-replay'), replay.headers.get('idempotency-key'), await replay.text()]).toEqual([
+          201,
+          'true',
+          'k-cached',
+          original,
+        ]);
       }
       expect((await app.post({ amount: 11 }, { key: 'k-cached' })).status).toBe(422);
       expect(admits()).toBe(1);
@@ -175,10 +180,14 @@ describe('createIdempotencyHandler: replays from the cache of finished keys', ()
     });
     try {
       const send = (body: string) =>
-        handler.handle(new Request('http://oncely.test/v1/things', { method: 'POST', headers: { 'idempotency-key': 'k-def', 'content-type': 'application/json' }, body }));
+        handler.handle(
+          new Request('http://oncely.test/v1/things', { method: 'POST', headers: { 'idempotency-key': 'k-def', 'content-type': 'application/json' }, body }),
+        );
       expect((await send('{"amount":1}'))?.status).toBe(201);
       expect((await send('{"amount":1,"currency":"EUR"}'))?.status).toBe(422);
-      expect((await store.load('acme', 'k-def'))?.requestHash).toBe(await fingerprint('POST', '/v1/things', '{"amount":1}', { contentType: 'application/json' }));
+      expect((await store.load('acme', 'k-def'))?.requestHash).toBe(
+        await fingerprint('POST', '/v1/things', '{"amount":1}', { contentType: 'application/json' }),
+      );
     } finally {
       await store.close();
     }

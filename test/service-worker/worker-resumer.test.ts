@@ -7,7 +7,12 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { fingerprint } from '../../src/fingerprint.js';
 import { memoryJournal } from '../../src/journal/memory.js';
 import { scopeOf, type Journal } from '../../src/journal/types.js';
-import { createServiceWorkerResumer, type ServiceWorkerResumer, type ServiceWorkerResumerOptions, type ServiceWorkerSettled } from '../../src/service-worker/index.js';
+import {
+  createServiceWorkerResumer,
+  type ServiceWorkerResumer,
+  type ServiceWorkerResumerOptions,
+  type ServiceWorkerSettled,
+} from '../../src/service-worker/index.js';
 import { BASE_URL, json, useProtocolServer } from '../support/protocol-server.js';
 
 const server = useProtocolServer();
@@ -21,12 +26,28 @@ afterEach(async () => {
 /** A payment the page journaled and submitted, then lost its tab. */
 async function submitted(journal: Journal, key: string): Promise<void> {
   const fp = await fingerprint('POST', '/v1/payments', '{"amount":1}', { contentType: 'application/json' });
-  await journal.put({ scope: SCOPE, key, method: 'POST', url: `${BASE_URL}/v1/payments`, headers: { 'content-type': 'application/json' }, body: '{"amount":1}', fingerprint: fp, submitted: true });
+  await journal.put({
+    scope: SCOPE,
+    key,
+    method: 'POST',
+    url: `${BASE_URL}/v1/payments`,
+    headers: { 'content-type': 'application/json' },
+    body: '{"amount":1}',
+    fingerprint: fp,
+    submitted: true,
+  });
 }
 
 function start(journal: Journal, options: Partial<ServiceWorkerResumerOptions> = {}): { resumer: ServiceWorkerResumer; worker: EventTarget } {
   const worker = new EventTarget();
-  const resumer = createServiceWorkerResumer({ baseUrl: BASE_URL, journal, worker, channel: null, retry: { backoffMs: 1, jitter: false, limit: 0 }, ...options });
+  const resumer = createServiceWorkerResumer({
+    baseUrl: BASE_URL,
+    journal,
+    worker,
+    channel: null,
+    retry: { backoffMs: 1, jitter: false, limit: 0 },
+    ...options,
+  });
   resumers.push(resumer);
   return { resumer, worker };
 }

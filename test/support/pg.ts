@@ -67,7 +67,11 @@ export async function resolvePgUrl(): Promise<string | undefined> {
   return undefined;
 }
 
-const slug = (label: string): string => label.toLowerCase().replace(/[^a-z0-9]+/g, '_').slice(0, 30);
+const slug = (label: string): string =>
+  label
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '_')
+    .slice(0, 30);
 
 /** A real server when one is available (see the module comment), else PGlite. */
 export async function openPgBackend(label: string): Promise<PgBackend> {
@@ -165,7 +169,10 @@ export function findPgBin(): string | undefined {
   const root = '/usr/lib/postgresql';
   if (!existsSync(root)) return undefined;
   const versions = readdirSync(root).sort((a, b) => Number(a) - Number(b));
-  return versions.map((v) => join(root, v, 'bin')).filter((bin) => existsSync(join(bin, 'initdb'))).at(-1);
+  return versions
+    .map((v) => join(root, v, 'bin'))
+    .filter((bin) => existsSync(join(bin, 'initdb')))
+    .at(-1);
 }
 
 function freePort(): Promise<number> {

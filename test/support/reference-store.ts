@@ -11,7 +11,21 @@
  */
 import { randomUUID } from 'node:crypto';
 import Database from 'better-sqlite3';
-import type { AdmitInput, AdmitResult, AppSchema, Fenced, FinalResponse, FirstPhase, KeyRow, KeyStore, Lease, PhaseCommit, PointWrite, StoredResponse, Tx } from '../../src/server/store/types.js';
+import type {
+  AdmitInput,
+  AdmitResult,
+  AppSchema,
+  Fenced,
+  FinalResponse,
+  FirstPhase,
+  KeyRow,
+  KeyStore,
+  Lease,
+  PhaseCommit,
+  PointWrite,
+  StoredResponse,
+  Tx,
+} from '../../src/server/store/types.js';
 
 const TABLE = `CREATE TABLE IF NOT EXISTS ref_keys (
   client_id TEXT NOT NULL, key TEXT NOT NULL, request_hash TEXT NOT NULL, endpoint TEXT NOT NULL,
@@ -113,16 +127,20 @@ export function referenceKeyStore(path: string): KeyStore {
     };
   };
   const held = (lease: Lease): Raw | undefined =>
-    db.prepare(`SELECT * FROM ref_keys WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`).get(lease.clientId, lease.key, lease.token) as
-      | Raw
-      | undefined;
+    db
+      .prepare(`SELECT * FROM ref_keys WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`)
+      .get(lease.clientId, lease.key, lease.token) as Raw | undefined;
 
   /**
    * The fenced write both commitPhase and finish are: the work's statements run only while the
    * lease holds the row (checked before each: inside BEGIN IMMEDIATE no one else can write), then
    * `write`. A lost lease rolls everything back, even if the work swallowed the error.
    */
-  const fenced = <T>(lease: Lease, work: ((tx: Tx) => Promise<T>) | undefined, write: (current: Raw, result: T | undefined) => void): Promise<Fenced<T | undefined>> => {
+  const fenced = <T>(
+    lease: Lease,
+    work: ((tx: Tx) => Promise<T>) | undefined,
+    write: (current: Raw, result: T | undefined) => void,
+  ): Promise<Fenced<T | undefined>> => {
     let ended = false;
     const lost = new Error('referenceKeyStore: the lease no longer holds the row');
     const guard = (): void => {
@@ -148,7 +166,10 @@ export function referenceKeyStore(path: string): KeyStore {
   const writePhase = <T>(lease: Lease, current: Raw, phase: PhaseCommit<T>, result: T | undefined): void => {
     // Through JSON, as a row's data is: a key holding `undefined` is no change.
     const patches = [phase.before?.data, phase.data, phase.dataFrom?.(result) ?? undefined, phase.after?.data];
-    const data = patches.reduce<object>((merged, patch) => ({ ...merged, ...(JSON.parse(JSON.stringify(patch ?? {})) as object) }), JSON.parse(current.data) as object);
+    const data = patches.reduce<object>(
+      (merged, patch) => ({ ...merged, ...(JSON.parse(JSON.stringify(patch ?? {})) as object) }),
+      JSON.parse(current.data) as object,
+    );
     db.prepare('UPDATE ref_keys SET recovery_point = ?, data = ?, lease_until = ? WHERE client_id = ? AND key = ?').run(
       (phase.after ?? phase).recoveryPoint,
       JSON.stringify(data),
@@ -174,15 +195,22 @@ export function referenceKeyStore(path: string): KeyStore {
             `INSERT INTO ref_keys (client_id, key, request_hash, endpoint, request_body, state, lease_token, lease_until, created_at, expires_at)
              VALUES (?, ?, ?, ?, ?, 'started', ?, ?, ?, ?) ON CONFLICT (client_id, key) DO NOTHING RETURNING *`,
           )
-          .get(input.clientId, input.key, input.requestHash, input.endpoint, input.requestBody, token, at + input.leaseMs, at, at + input.ttlMs) as Raw | undefined;
-        if (!inserted) return { owned: false, row: row(db.prepare('SELECT * FROM ref_keys WHERE client_id = ? AND key = ?').get(input.clientId, input.key) as Raw) };
+          .get(input.clientId, input.key, input.requestHash, input.endpoint, input.requestBody, token, at + input.leaseMs, at, at + input.ttlMs) as
+          Raw | undefined;
+        if (!inserted)
+          return { owned: false, row: row(db.prepare('SELECT * FROM ref_keys WHERE client_id = ? AND key = ?').get(input.clientId, input.key) as Raw) };
         const lease = { clientId: input.clientId, key: input.key, token };
         if (!first) return { owned: true, lease, row: row(inserted) };
         // The first phase in the admission's transaction: a throw rolls the key back with it.
         let ended = false;
         const value = await first.work(txFor(() => ended)).finally(() => (ended = true));
         writePhase(lease, inserted, first.phase, value);
-        return { owned: true, lease, row: row(db.prepare('SELECT * FROM ref_keys WHERE client_id = ? AND key = ?').get(input.clientId, input.key) as Raw), first: { value } };
+        return {
+          owned: true,
+          lease,
+          row: row(db.prepare('SELECT * FROM ref_keys WHERE client_id = ? AND key = ?').get(input.clientId, input.key) as Raw),
+          first: { value },
+        };
       }),
     load: (clientId, key) =>
       serial(() => {
@@ -200,7 +228,8 @@ export function referenceKeyStore(path: string): KeyStore {
           .get(token, now() + leaseMs, clientId, key, now());
         return won ? { clientId, key, token } : null;
       }),
-    commitPhase: <T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>) => fenced(lease, work, (current, result) => writePhase(lease, current, phase, result)),
+    commitPhase: <T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>) =>
+      fenced(lease, work, (current, result) => writePhase(lease, current, phase, result)),
     finish: <T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>, before?: PointWrite) =>
       fenced(lease, work, (current, result) => {
         const final = typeof response === 'function' ? response(result) : response;
@@ -209,21 +238,24 @@ export function referenceKeyStore(path: string): KeyStore {
         // The outcome mark before the response, in the same transaction.
         if (before) writePhase(lease, current, { ...before, leaseMs: 0 }, undefined);
         // Kept its retention from now: a key that finished late is not reaped at once.
-        db.prepare(`UPDATE ref_keys SET state = 'finished', response = ?, lease_token = NULL, lease_until = NULL, expires_at = ? + expires_at - created_at WHERE client_id = ? AND key = ?`).run(
-          JSON.stringify(final),
-          now(),
-          lease.clientId,
-          lease.key,
-        );
+        db.prepare(
+          `UPDATE ref_keys SET state = 'finished', response = ?, lease_token = NULL, lease_until = NULL, expires_at = ? + expires_at - created_at WHERE client_id = ? AND key = ?`,
+        ).run(JSON.stringify(final), now(), lease.clientId, lease.key);
       }),
     release: (lease, { forget }) =>
       transaction(() => {
         const fence = [lease.clientId, lease.key, lease.token];
-        if (forget && db.prepare('DELETE FROM ref_keys WHERE client_id = ? AND key = ? AND lease_token = ? AND recovery_point IS NULL').run(...fence).changes === 1) {
+        if (
+          forget &&
+          db.prepare('DELETE FROM ref_keys WHERE client_id = ? AND key = ? AND lease_token = ? AND recovery_point IS NULL').run(...fence).changes === 1
+        ) {
           return true;
         }
-        return db.prepare(`UPDATE ref_keys SET lease_token = NULL, lease_until = NULL WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`).run(...fence)
-          .changes === 1;
+        return (
+          db
+            .prepare(`UPDATE ref_keys SET lease_token = NULL, lease_until = NULL WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`)
+            .run(...fence).changes === 1
+        );
       }),
     park: (lease, { retryAfterMs }) =>
       transaction(

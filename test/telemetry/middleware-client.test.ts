@@ -31,14 +31,20 @@ describe('middleware telemetry', () => {
     web.post('/v1/orders/:id', guard, async (c) => c.json({ ok: true }, status as 201));
     web.get('/v1/orders/:id', (c) => c.json({ ok: true }));
     const post = (body: unknown, key = 'key-secret-3a1d') =>
-      web.request('/v1/orders/7?token=query-secret-6c2e', { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key, 'x-user': 'user-secret-9d4f', authorization: 'Bearer bearer-secret-1b8a' }, body: JSON.stringify(body) });
+      web.request('/v1/orders/7?token=query-secret-6c2e', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': key, 'x-user': 'user-secret-9d4f', authorization: 'Bearer bearer-secret-1b8a' },
+        body: JSON.stringify(body),
+      });
     expect((await post({ item: 'body-secret-5e7c' })).status).toBe(201);
     expect((await post({ item: 'body-secret-5e7c' })).headers.get('idempotency-replay')).toBe('true');
     expect((await post({ item: 'other' })).status).toBe(422);
     status = 503;
     expect((await post({ item: 'x' }, 'k2')).status).toBe(503);
     expect((await web.request('/v1/orders/7')).status).toBe(200);
-    expect(rec.spans('oncely.request').map((s) => [s.attributes['oncely.outcome'], s.attributes['http.response.status_code'], s.attributes['oncely.endpoint']])).toEqual([
+    expect(
+      rec.spans('oncely.request').map((s) => [s.attributes['oncely.outcome'], s.attributes['http.response.status_code'], s.attributes['oncely.endpoint']]),
+    ).toEqual([
       ['executed', 201, 'POST /v1/orders/:id'],
       ['replayed', 201, 'POST /v1/orders/:id'],
       ['mismatch', 422, 'POST /v1/orders/:id'],
@@ -54,14 +60,15 @@ describe('client telemetry', () => {
     const rec = recorder();
     app = await createTestApp();
     const handler = app.handler;
-    const clientOf = () => createClient({
-      baseUrl: 'http://oncely.test/',
-      headers: { authorization: 'Bearer test_acme' },
-      journal: memoryJournal(),
-      fetch: async (request) => (await handler.handle(request)) ?? new Response(null, { status: 404 }),
-      retry: { limit: 3, backoffMs: 1, jitter: false, maxRetryAfterMs: 5 },
-      telemetry: rec.telemetry,
-    });
+    const clientOf = () =>
+      createClient({
+        baseUrl: 'http://oncely.test/',
+        headers: { authorization: 'Bearer test_acme' },
+        journal: memoryJournal(),
+        fetch: async (request) => (await handler.handle(request)) ?? new Response(null, { status: 404 }),
+        retry: { limit: 3, backoffMs: 1, jitter: false, maxRetryAfterMs: 5 },
+        telemetry: rec.telemetry,
+      });
     const client = clientOf();
     app.rail.script.push('unavailable');
     const json = { amount: 10, note: 'body-secret-2f6a' };
@@ -69,7 +76,14 @@ describe('client telemetry', () => {
     // Another client (its own journal) sending the same key: the server replays.
     expect((await clientOf().post('v1/payments?page=query-secret-8e1b', { json, key: 'client-key-secret-4c9e' })).status).toBe(201);
     const attempts = rec.spans('oncely.attempt');
-    expect(attempts.map((s) => [s.attributes['oncely.attempt'], s.attributes['http.response.status_code'], s.attributes['oncely.retry_after'], s.attributes['oncely.replayed']])).toEqual([
+    expect(
+      attempts.map((s) => [
+        s.attributes['oncely.attempt'],
+        s.attributes['http.response.status_code'],
+        s.attributes['oncely.retry_after'],
+        s.attributes['oncely.replayed'],
+      ]),
+    ).toEqual([
       [1, 503, '2', false],
       [2, 201, undefined, false],
       [1, 201, undefined, true],

@@ -12,7 +12,11 @@ const otel = (inputs: readonly string[]): string[] => inputs.filter((input) => i
 
 describe('telemetry when not enabled', () => {
   it('no entry bundles @opentelemetry: the browser client, the neutral server and the Hono middleware', async () => {
-    const bundles = await Promise.all([bundleBrowserEntry(), bundleBrowserEntry({ entry: entry('server/index.ts') }), bundleBrowserEntry({ entry: entry('server/middleware/hono.ts'), external: ['hono'] })]);
+    const bundles = await Promise.all([
+      bundleBrowserEntry(),
+      bundleBrowserEntry({ entry: entry('server/index.ts') }),
+      bundleBrowserEntry({ entry: entry('server/middleware/hono.ts'), external: ['hono'] }),
+    ]);
     for (const bundle of bundles) {
       expect(bundle.inputs.length).toBeGreaterThan(5);
       expect(otel(bundle.inputs)).toEqual([]);

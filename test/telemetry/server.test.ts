@@ -88,11 +88,19 @@ describe('server telemetry', () => {
     expect(rec.spans('oncely.request').find((s) => s.attributes['oncely.waited'] === true)?.attributes['oncely.outcome']).toBe('replayed');
   });
 
-  it('marks a takeover of a dead owner\'s key', async () => {
+  it("marks a takeover of a dead owner's key", async () => {
     await traced({ leaseMs: 10_000 });
     await app.post({ amount: 10 }, { key: 'probe' });
     const row = await app.store.load('acme', 'probe');
-    await app.store.admit({ clientId: 'acme', key: 'key-1', requestHash: row!.requestHash, endpoint: row!.endpoint, requestBody: row!.requestBody, leaseMs: 300, ttlMs: 60_000 });
+    await app.store.admit({
+      clientId: 'acme',
+      key: 'key-1',
+      requestHash: row!.requestHash,
+      endpoint: row!.endpoint,
+      requestBody: row!.requestBody,
+      leaseMs: 300,
+      ttlMs: 60_000,
+    });
     expect((await app.post({ amount: 10 })).status).toBe(201);
     expect(request(1).attributes).toMatchObject({ 'oncely.outcome': 'executed', 'oncely.taken_over': true, 'oncely.waited': true });
   });
@@ -104,7 +112,11 @@ describe('server telemetry', () => {
     await new Promise((r) => setTimeout(r, 20));
     expect(await app.handler.resume((await app.store.load('acme', 'key-1'))!)).toBe('finished');
     const recovery = rec.spans('oncely.recovery')[0]!;
-    expect(recovery.attributes).toMatchObject({ 'oncely.endpoint': 'POST /v1/payments', 'oncely.recovery.outcome': 'finished', 'oncely.recovery_point': 'finished' });
+    expect(recovery.attributes).toMatchObject({
+      'oncely.endpoint': 'POST /v1/payments',
+      'oncely.recovery.outcome': 'finished',
+      'oncely.recovery_point': 'finished',
+    });
     const probe = rec.spans('oncely.external').find((s) => s.attributes['oncely.external.probe'] === true)!;
     expect(probe.attributes).toMatchObject({ 'oncely.external.system': 2, 'oncely.external.outcome': 'done' });
     expect(probe.parentSpanContext?.spanId).toBe(recovery.spanContext().spanId);
@@ -128,7 +140,19 @@ describe('server telemetry', () => {
     await app.post({ amount: 1 }, { key: 'other', token: 'test_globex' });
     expect(rec.spans().length).toBeGreaterThan(8);
     const all = rec.everything();
-    for (const secret of ['body-secret-7f3a', '987654', 'key-secret-91c2', 'cookie-secret', 'tok-secret', 'test_acme', 'test_globex', 'Bearer', 'acme', 'globex', 'other']) {
+    for (const secret of [
+      'body-secret-7f3a',
+      '987654',
+      'key-secret-91c2',
+      'cookie-secret',
+      'tok-secret',
+      'test_acme',
+      'test_globex',
+      'Bearer',
+      'acme',
+      'globex',
+      'other',
+    ]) {
       expect(all).not.toContain(secret);
     }
   });

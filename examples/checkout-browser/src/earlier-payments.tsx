@@ -16,7 +16,8 @@ import { describeStatus } from './status.js';
 function label(record: OperationRecord): string {
   try {
     const body = JSON.parse(record.body ?? '{}') as { amount?: number; currency?: string; reference?: string };
-    if (typeof body.amount === 'number' && typeof body.currency === 'string') return `${body.reference ?? record.key} · ${formatAmount(body.amount, body.currency)}`;
+    if (typeof body.amount === 'number' && typeof body.currency === 'string')
+      return `${body.reference ?? record.key} · ${formatAmount(body.amount, body.currency)}`;
   } catch {
     // Not this page's JSON: the key is label enough.
   }

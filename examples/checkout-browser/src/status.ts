@@ -88,19 +88,27 @@ export function describeStatus(view: OperationView, online: boolean): StatusText
       }
       if (!online) return confirming(OFFLINE, 'Payment pending');
       return confirming(
-        view.retryAt === null ? 'Payment pending: no answer yet. It is sent again with the same key — you will not be charged twice.' : 'The connection dropped; trying again with the same payment…',
+        view.retryAt === null
+          ? 'Payment pending: no answer yet. It is sent again with the same key — you will not be charged twice.'
+          : 'The connection dropped; trying again with the same payment…',
         'Payment pending',
       );
     }
     case 'succeeded':
       return { status: CheckoutStatus.Paid, badge: 'Paid', message: view.result.replayed ? 'Already paid — thank you!' : 'Payment confirmed — thank you!' };
     case 'failed': {
-      const detail = isOncelyError(view.error, ErrorCode.Http) ? (problemDetail(view.error.body) ?? `The payment service answered ${view.error.status}.`) : view.error.message;
+      const detail = isOncelyError(view.error, ErrorCode.Http)
+        ? (problemDetail(view.error.body) ?? `The payment service answered ${view.error.status}.`)
+        : view.error.message;
       const declined = isOncelyError(view.error, ErrorCode.Http) && view.error.status === 402;
       return { status: CheckoutStatus.Declined, badge: 'Declined', message: declined ? `Your payment was declined. ${detail}` : detail };
     }
     case 'expired':
-      return { status: CheckoutStatus.Unresolved, badge: 'Needs attention', message: 'This payment is too old to be sent again; contact support with its key.' };
+      return {
+        status: CheckoutStatus.Unresolved,
+        badge: 'Needs attention',
+        message: 'This payment is too old to be sent again; contact support with its key.',
+      };
     case 'unavailable':
       return {
         status: CheckoutStatus.Unresolved,

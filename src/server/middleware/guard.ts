@@ -125,7 +125,8 @@ export function createGuard(options: GuardOptions): Guard {
       const parsedKey = parseKeyHeader(request.keyHeader);
       const echo: Record<string, string> = parsedKey.ok ? { 'idempotency-key': parsedKey.key } : {};
       const clientId = request.clientId;
-      if (clientId === null || clientId === '') return answer(problemAnswer('invalid', ProblemType.Unauthorized, 'this request has no caller', { ...echo, 'www-authenticate': 'Bearer' }));
+      if (clientId === null || clientId === '')
+        return answer(problemAnswer('invalid', ProblemType.Unauthorized, 'this request has no caller', { ...echo, 'www-authenticate': 'Bearer' }));
       if (!parsedKey.ok) return answer(problemAnswer('invalid', ProblemType.InvalidKey, parsedKey.reason));
       const body = typeof request.body === 'function' ? await request.body() : request.body;
       if (body === 'too-large') return answer(problemAnswer('invalid', ProblemType.TooLarge, `the body is larger than ${maxBodyBytes} bytes`, echo));

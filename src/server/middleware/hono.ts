@@ -101,7 +101,9 @@ export function idempotent<E extends Env = any>(options: HonoIdempotentOptions<E
       const read = await readCappedBody(c.req.raw, max);
       if (!read.ok) return 'too-large';
       const bytes = read.bytes;
-      (c.req.bodyCache as Record<string, Promise<unknown>>)['arrayBuffer'] = Promise.resolve(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer);
+      (c.req.bodyCache as Record<string, Promise<unknown>>)['arrayBuffer'] = Promise.resolve(
+        bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer,
+      );
       return bytes.byteLength === 0 ? { none: true } : { raw: bytes };
     };
     const decision = await guard.decide({

@@ -21,9 +21,7 @@ interface TracedExecution {
 
 /** The guard's `Decision`, over its execution type. */
 type TracedDecision<E extends TracedExecution> =
-  | { readonly kind: 'pass' }
-  | { readonly kind: 'answer'; readonly response: Answer }
-  | { readonly kind: 'run'; readonly execution: E };
+  { readonly kind: 'pass' } | { readonly kind: 'answer'; readonly response: Answer } | { readonly kind: 'run'; readonly execution: E };
 
 /** The guard's shape, over its request and execution types. */
 export interface TracedGuard<R extends { readonly method: string; readonly route: string }, E extends TracedExecution> {
@@ -56,7 +54,10 @@ function close(span: TelemetrySpan, outcome: RequestOutcome, status: number): vo
  * return traceGuard(guard, tracingOf(options.telemetry));
  * ```
  */
-export function traceGuard<R extends { readonly method: string; readonly route: string }, E extends TracedExecution>(guard: TracedGuard<R, E>, tracing: Tracing | undefined): TracedGuard<R, E> {
+export function traceGuard<R extends { readonly method: string; readonly route: string }, E extends TracedExecution>(
+  guard: TracedGuard<R, E>,
+  tracing: Tracing | undefined,
+): TracedGuard<R, E> {
   if (tracing === undefined) return guard;
   return {
     guards: (method) => guard.guards(method),

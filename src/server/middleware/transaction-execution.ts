@@ -105,10 +105,12 @@ export class TransactionExecution implements Execution {
       if (!isFinalStatus(response.status)) throw new NotFinal('not a final response');
       return captureStored(response, maxResponseBytes);
     };
-    const finished: Promise<Finished> = run.store.finish(run.lease, (stored: StoredResponse | undefined) => stored!, work).then(
-      (done) => ({ ok: done.ok }),
-      (error: unknown) => ({ error }),
-    );
+    const finished: Promise<Finished> = run.store
+      .finish(run.lease, (stored: StoredResponse | undefined) => stored!, work)
+      .then(
+        (done) => ({ ok: done.ok }),
+        (error: unknown) => ({ error }),
+      );
     const first = await Promise.race([opened.promise, finished]);
     if ('run' in first) {
       const execution = new TransactionExecution(run, new FencedTx(first), answered, finished, leaseMs);

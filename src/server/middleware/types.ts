@@ -79,9 +79,7 @@ export interface Execution {
 
 /** The guard's decision for a request. */
 export type Decision =
-  | { readonly kind: 'pass' }
-  | { readonly kind: 'answer'; readonly response: Answer }
-  | { readonly kind: 'run'; readonly execution: Execution };
+  { readonly kind: 'pass' } | { readonly kind: 'answer'; readonly response: Answer } | { readonly kind: 'run'; readonly execution: Execution };
 
 /** The guard built by {@link createGuard}. */
 export interface Guard {

@@ -204,7 +204,11 @@ export function fencedWrite<T, S>(session: FencedSession<S>, write: FencedWrite<
   }
   try {
     const written = session.alone(statement);
-    if (written) return written.then(() => ({ ok: true, value: undefined }), (error: unknown) => unlessLanded(session, write, error, undefined));
+    if (written)
+      return written.then(
+        () => ({ ok: true, value: undefined }),
+        (error: unknown) => unlessLanded(session, write, error, undefined),
+      );
     return { ok: true, value: undefined };
   } catch (error) {
     return unlessLanded(session, write, error, undefined);

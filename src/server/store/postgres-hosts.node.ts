@@ -107,7 +107,9 @@ export function createPool(driver: typeof pg, config: pg.PoolConfig): pg.Pool {
   class ListPool extends driver.Pool {
     override connect(): Promise<pg.PoolClient>;
     override connect(callback: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void): void;
-    override connect(callback?: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void): Promise<pg.PoolClient> | void {
+    override connect(
+      callback?: (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void,
+    ): Promise<pg.PoolClient> | void {
       const attempt = async (): Promise<pg.PoolClient> => {
         for (let tries = 1; ; tries += 1) {
           const target = list!.current();

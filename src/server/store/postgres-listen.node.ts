@@ -113,7 +113,11 @@ export function listenForEnds(
     if (link !== undefined) return link.ready.then(() => link!);
     if (closed) return Promise.reject(new Error('postgresKeyStore.watch: the store is closed'));
     if (pooled) {
-      return Promise.reject(new Error('postgresKeyStore.watch: not listening: the store reaches PostgreSQL through a pooler; give the store a listenUrl (oncely serve --pg-listen-url)'));
+      return Promise.reject(
+        new Error(
+          'postgresKeyStore.watch: not listening: the store reaches PostgreSQL through a pooler; give the store a listenUrl (oncely serve --pg-listen-url)',
+        ),
+      );
     }
     if (Date.now() - failedAt < RETRY_MS) return Promise.reject(new Error('postgresKeyStore.watch: not listening (the last connection failed)'));
     const client = new (requirePeer<typeof pg>('pg').Client)(config);

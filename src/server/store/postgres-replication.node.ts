@@ -100,7 +100,8 @@ export const REPLICATION_SQL = `SELECT pg_is_in_recovery() AS in_recovery,
  */
 export function judgeReplication(facts: ReplicationFacts): ReplicationReport {
   const report = (state: ReplicationState, warning?: string): ReplicationReport => ({ state, warning, facts });
-  if (facts.inRecovery) return report(ReplicationState.Standby, 'PostgreSQL: connected to a standby (pg_is_in_recovery() = true): the key store needs the primary');
+  if (facts.inRecovery)
+    return report(ReplicationState.Standby, 'PostgreSQL: connected to a standby (pg_is_in_recovery() = true): the key store needs the primary');
   const names = facts.synchronousStandbyNames.trim();
   const waits = !['off', 'local'].includes(facts.synchronousCommit);
   if (names === '' && facts.standbys === 0) return report(ReplicationState.Single);
@@ -113,7 +114,10 @@ export function judgeReplication(facts: ReplicationFacts): ReplicationReport {
     );
   }
   if (facts.syncStandbys === 0) {
-    return report(ReplicationState.Waiting, `PostgreSQL: synchronous_standby_names = '${names}' but no standby is connected as synchronous: every commit waits until one is`);
+    return report(
+      ReplicationState.Waiting,
+      `PostgreSQL: synchronous_standby_names = '${names}' but no standby is connected as synchronous: every commit waits until one is`,
+    );
   }
   return report(ReplicationState.Synchronous);
 }
@@ -140,9 +144,19 @@ export type ReplicationSource = { readonly connectionString: string } | { readon
  * ```
  */
 export async function checkReplication(source: ReplicationSource): Promise<ReplicationReport> {
-  const pool = 'pool' in source ? source.pool : createPool(requirePeer<typeof pg>('pg'), { connectionString: source.connectionString, max: 1, connectionTimeoutMillis: 5000 });
+  const pool =
+    'pool' in source
+      ? source.pool
+      : createPool(requirePeer<typeof pg>('pg'), { connectionString: source.connectionString, max: 1, connectionTimeoutMillis: 5000 });
   try {
-    const { rows } = await pool.query<{ in_recovery: boolean; synchronous_commit: string; synchronous_standby_names: string; standbys: number; visible: number; sync_standbys: number }>(REPLICATION_SQL);
+    const { rows } = await pool.query<{
+      in_recovery: boolean;
+      synchronous_commit: string;
+      synchronous_standby_names: string;
+      standbys: number;
+      visible: number;
+      sync_standbys: number;
+    }>(REPLICATION_SQL);
     const row = rows[0]!;
     return judgeReplication({
       inRecovery: row.in_recovery,

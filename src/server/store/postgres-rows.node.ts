@@ -52,10 +52,7 @@ export const toRow = (raw: RawRow): KeyRow => ({
   state: raw.state,
   recoveryPoint: raw.recovery_point,
   data: raw.data,
-  response:
-    raw.response_status === null
-      ? null
-      : { status: raw.response_status, headers: raw.response_headers ?? {}, body: raw.response_body ?? '' },
+  response: raw.response_status === null ? null : { status: raw.response_status, headers: raw.response_headers ?? {}, body: raw.response_body ?? '' },
   leaseRemainingMs: raw.lease_remaining_ms,
   attempts: raw.attempts,
   createdAt: raw.created_ms,
@@ -66,8 +63,7 @@ export const toRow = (raw: RawRow): KeyRow => ({
 const fromJson = (json: JsonRow, nowMs: number): KeyRow =>
   toRow({
     ...json,
-    lease_remaining_ms:
-      json.lease_token === null || json.lease_until === null ? null : Math.max(0, Math.ceil(Date.parse(json.lease_until) - nowMs)),
+    lease_remaining_ms: json.lease_token === null || json.lease_until === null ? null : Math.max(0, Math.ceil(Date.parse(json.lease_until) - nowMs)),
     created_ms: Date.parse(json.created_at),
     expires_ms: Date.parse(json.expires_at),
   });

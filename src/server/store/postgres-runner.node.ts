@@ -15,7 +15,6 @@ import { urlOptions, withoutOptions } from './postgres-url.node.js';
 import { beginSql, sessionProbe } from './postgres-session.node.js';
 import type { OpenTransaction, Opened, Query, QueryResult, Runner, Statement } from './postgres-transport.node.js';
 
-
 /** Options of {@link createPgRunner}. */
 export interface PgRunnerOptions {
   readonly connectionString?: string | undefined;

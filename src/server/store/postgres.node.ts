@@ -158,7 +158,12 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
         { session: options.listenUrl !== undefined },
       );
   const SQL = postgresSql(schema);
-  const fenced = async <T>(lease: Lease, work: ((tx: Tx) => Promise<T>) | undefined, statement: (result: T | undefined) => Statement, at?: string): Promise<Fenced<T | undefined>> =>
+  const fenced = async <T>(
+    lease: Lease,
+    work: ((tx: Tx) => Promise<T>) | undefined,
+    statement: (result: T | undefined) => Statement,
+    at?: string,
+  ): Promise<Fenced<T | undefined>> =>
     fencedWrite(pgSession(runner, SQL, lease), {
       store: 'postgresKeyStore',
       dialect: 'postgres',
@@ -270,7 +275,8 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
       return rows[0]?.n ?? 0;
     },
 
-    transaction: <T>(work: (tx: Tx) => Promise<T>) => runner.transaction((query) => work(txOver('postgres', async (op, sql, params) => shaped(op, await query(sql, params))))),
+    transaction: <T>(work: (tx: Tx) => Promise<T>) =>
+      runner.transaction((query) => work(txOver('postgres', async (op, sql, params) => shaped(op, await query(sql, params))))),
 
     ...(ends === undefined ? {} : { watch: ends.watch }),
 

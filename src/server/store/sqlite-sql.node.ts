@@ -112,8 +112,7 @@ export function rowOf(raw: RawRow, nowMs: number): KeyRow {
     recoveryPoint: raw.recovery_point,
     data: JSON.parse(raw.data) as Record<string, unknown>,
     response,
-    leaseRemainingMs:
-      raw.lease_token === null || raw.lease_expires_at === null ? null : Math.max(0, raw.lease_expires_at - nowMs),
+    leaseRemainingMs: raw.lease_token === null || raw.lease_expires_at === null ? null : Math.max(0, raw.lease_expires_at - nowMs),
     attempts: raw.attempts,
     createdAt: raw.created_at,
     expiresAt: raw.expires_at,

@@ -49,7 +49,8 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
   const now = options.now ?? Date.now;
   const { db, prepare, locked, immediate, write: groupWrite, tx } = openSqlite(options.path, busyTimeoutMs);
   const checkpointIntervalMs = options.checkpointIntervalMs ?? 50;
-  const checkpointer = db.memory || checkpointIntervalMs <= 0 ? undefined : startCheckpointer(db, options.path, { intervalMs: checkpointIntervalMs, busyTimeoutMs });
+  const checkpointer =
+    db.memory || checkpointIntervalMs <= 0 ? undefined : startCheckpointer(db, options.path, { intervalMs: checkpointIntervalMs, busyTimeoutMs });
   // Every 64th write, once it has committed, checks the log's size under the lock (no transaction
   // of this connection is open then) and checkpoints in this thread if the worker fell behind.
   let writes = 0;
@@ -79,7 +80,11 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
    * the write's savepoint and checks the lease first (an owner that lost its row must not do its
    * work); inside `BEGIN IMMEDIATE` no other process can take the row over between check and write.
    */
-  async function fenced<T>(lease: Lease, work: ((tx: Tx) => Promise<T>) | undefined, statement: (result: T | undefined) => number): Promise<Fenced<T | undefined>> {
+  async function fenced<T>(
+    lease: Lease,
+    work: ((tx: Tx) => Promise<T>) | undefined,
+    statement: (result: T | undefined) => number,
+  ): Promise<Fenced<T | undefined>> {
     const send = (op: TxOp, sql: string, params: readonly unknown[]): Promise<unknown> => tx[op](sql, params);
     try {
       return await write((scope) => {
@@ -158,7 +163,9 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
       if (!first) return admitted;
       return firstPhase(admitted, first, tx, (point) => {
         assertInTransaction(db);
-        if (prepare(SQL.commitFirst).run(point.recoveryPoint, JSON.stringify(point.data), now() + point.leaseMs, input.clientId, input.key, token).changes !== 1) {
+        if (
+          prepare(SQL.commitFirst).run(point.recoveryPoint, JSON.stringify(point.data), now() + point.leaseMs, input.clientId, input.key, token).changes !== 1
+        ) {
           throw new Error('sqliteKeyStore: the row admitted in this transaction is gone');
         }
       });
@@ -201,7 +208,17 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
         const headers = JSON.stringify(final.headers);
         // The outcome mark before the response, in the same statement.
         if (before && hasData(before.data)) {
-          return prepare(SQL.finishAfterMark).run(now(), before.recoveryPoint, JSON.stringify(before.data), final.status, headers, final.body, clientId, key, token).changes;
+          return prepare(SQL.finishAfterMark).run(
+            now(),
+            before.recoveryPoint,
+            JSON.stringify(before.data),
+            final.status,
+            headers,
+            final.body,
+            clientId,
+            key,
+            token,
+          ).changes;
         }
         if (before) return prepare(SQL.finishAfterPoint).run(now(), before.recoveryPoint, final.status, headers, final.body, clientId, key, token).changes;
         return prepare(SQL.finish).run(now(), final.status, headers, final.body, clientId, key, token).changes;
@@ -214,8 +231,7 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
         return prepare(SQL.release).run(lease.clientId, lease.key, lease.token).changes === 1;
       }),
 
-    park: (lease, { retryAfterMs }) =>
-      write(() => prepare(SQL.park).run(now() + retryAfterMs, lease.clientId, lease.key, lease.token).changes === 1),
+    park: (lease, { retryAfterMs }) => write(() => prepare(SQL.park).run(now() + retryAfterMs, lease.clientId, lease.key, lease.token).changes === 1),
 
     sweep: (limit) =>
       locked(() => {

@@ -63,7 +63,8 @@ afterEach(async () => {
 
 function describeView(view: OperationView): string {
   if (view.state === 'failed') return `failed ${'status' in view.error ? String(view.error.status) : ''}`;
-  if (view.state === 'pending') return `pending${typeof view.error === 'object' && view.error !== null && 'status' in view.error ? ` ${String(view.error.status)}` : ''}`;
+  if (view.state === 'pending')
+    return `pending${typeof view.error === 'object' && view.error !== null && 'status' in view.error ? ` ${String(view.error.status)}` : ''}`;
   return view.state;
 }
 
@@ -81,7 +82,13 @@ function Checkout({ reference }: { reference: string }) {
 
 function InProgress() {
   const pending = usePendingOperations();
-  return <ul data-testid="in-progress">{pending?.map((op) => <li key={op.key}>{op.key}</li>)}</ul>;
+  return (
+    <ul data-testid="in-progress">
+      {pending?.map((op) => (
+        <li key={op.key}>{op.key}</li>
+      ))}
+    </ul>
+  );
 }
 
 function mount(client: Client, children: React.ReactNode): HTMLElement {
@@ -183,7 +190,7 @@ describe('useOperation under StrictMode', () => {
 });
 
 describe('useOperation when the checkout changes', () => {
-  it('never shows the previous order\'s operation for the new one', async () => {
+  it("never shows the previous order's operation for the new one", async () => {
     const client = newClient(indexedDbJournal({ dbName: `react-switch-${crypto.randomUUID()}` }), paymentServer());
     const renders: Array<[string, string | undefined, string]> = [];
     function Tracked({ reference }: { reference: string }) {

@@ -48,7 +48,11 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);
   if (typeof value !== 'object' || value === null) return value;
-  return Object.fromEntries(Object.keys(value).sort().map((name) => [name, canonical((value as Record<string, unknown>)[name])]));
+  return Object.fromEntries(
+    Object.keys(value)
+      .sort()
+      .map((name) => [name, canonical((value as Record<string, unknown>)[name])]),
+  );
 }
 
 /** Starts the endpoint at `http://127.0.0.1:PORT/v1/things`. */
@@ -62,7 +66,13 @@ export async function startFlawedEndpoint(flaws: Flaws = {}): Promise<{ url: str
   const problem = (res: ServerResponse, status: number, type: string, headers: Record<string, string> = {}): void =>
     send(res, status, JSON.stringify({ type: `https://example.test/${type}`, status }), headers);
 
-  async function execute(res: ServerResponse, req: IncomingMessage, value: Record<string, unknown>, entry: Entry | undefined, release: () => void): Promise<void> {
+  async function execute(
+    res: ServerResponse,
+    req: IncomingMessage,
+    value: Record<string, unknown>,
+    entry: Entry | undefined,
+    release: () => void,
+  ): Promise<void> {
     if (value['slow'] === true) await sleep(300);
     else if (flaws.workMs !== undefined) await sleep(flaws.workMs);
     if (req.headers['x-fault'] !== undefined) {

@@ -31,9 +31,7 @@ export function startCli(args: readonly string[], env: NodeJS.ProcessEnv = {}, c
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const done = new Promise<RunResult>((resolve) =>
-    child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr })),
-  );
+  const done = new Promise<RunResult>((resolve) => child.once('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
   return { child, done };
 }
 

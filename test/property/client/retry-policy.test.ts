@@ -18,7 +18,10 @@ const ref = { method: 'POST', url: 'http://oncely.test/v1/payments', key: 'k-1' 
 /** PROTOCOL.md's classification, written out here so that the policy is checked against it. */
 const WAIT = new Set([202, 409, 429, 503]);
 const retryable = (outcome: AttemptOutcome): boolean =>
-  outcome.kind !== 'response' || WAIT.has(outcome.status) || outcome.status === 408 || (outcome.status >= 500 && outcome.status !== 501 && outcome.status !== 505);
+  outcome.kind !== 'response' ||
+  WAIT.has(outcome.status) ||
+  outcome.status === 408 ||
+  (outcome.status >= 500 && outcome.status !== 501 && outcome.status !== 505);
 
 const retryAfter = fc.oneof(
   fc.constant(null),

@@ -114,7 +114,12 @@ class AdvanceCommand implements fc.AsyncCommand<JournalModel, Journal> {
   }
 }
 
-const result = (status: number): StoredResult => ({ status, headers: { 'content-type': 'application/json' }, body: `{"status":${status},"note":"Zürich 💶"}`, replayed: false });
+const result = (status: number): StoredResult => ({
+  status,
+  headers: { 'content-type': 'application/json' },
+  body: `{"status":${status},"note":"Zürich 💶"}`,
+  replayed: false,
+});
 
 /**
  * The commands of a run. `ttls`: the claim lengths calls ask for (a backend whose claims are
@@ -175,10 +180,7 @@ export function journalCommands(ttls: readonly number[]): Array<fc.Arbitrary<fc.
     .tuple(scope, key)
     .chain(([s, k]) => fc.tuple(fc.array(opOn(fc.constant(s), fc.constant(k)), { minLength: 2, maxLength: 3 }), fc.scheduler()))
     .map(([ops, scheduler]) => new ConcurrentCommand(ops, scheduler));
-  const filter: fc.Arbitrary<ListFilter> = fc.record(
-    { scope, state: fc.constantFrom(...STATES), limit: fc.integer({ min: 1, max: 3 }) },
-    { requiredKeys: [] },
-  );
+  const filter: fc.Arbitrary<ListFilter> = fc.record({ scope, state: fc.constantFrom(...STATES), limit: fc.integer({ min: 1, max: 3 }) }, { requiredKeys: [] });
   return [
     fc.oneof(
       { weight: 10, arbitrary: single.map((op): fc.AsyncCommand<JournalModel, Journal> => new OpCommand(op)) },

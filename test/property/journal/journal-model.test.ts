@@ -48,9 +48,13 @@ describe('Journal model', () => {
       fc.asyncProperty(fc.commands(journalCommands(ttls), { maxCommands: 40, size: 'medium' }), (cmds) => {
         databases += 1;
         const dbName = `oncely-model-${databases}`;
-        return runJournalModel(() => indexedDbJournal({ dbName, locks: locks === 'Web Locks' ? fakeWebLocks() : null }), cmds, () => {
-          indexedDB.deleteDatabase(dbName);
-        });
+        return runJournalModel(
+          () => indexedDbJournal({ dbName, locks: locks === 'Web Locks' ? fakeWebLocks() : null }),
+          cmds,
+          () => {
+            indexedDB.deleteDatabase(dbName);
+          },
+        );
       }),
       30,
     ),

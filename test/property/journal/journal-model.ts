@@ -66,7 +66,13 @@ const fingerprintOf = (state: State): string =>
  * The states that explain what `calls` (run in some serial order) answered and left behind;
  * `orders` lists the serial orders to try.
  */
-export function explain(model: JournalModel, ops: readonly Op[], orders: readonly number[][], answers: readonly unknown[], records: readonly OperationRecord[]): State[] {
+export function explain(
+  model: JournalModel,
+  ops: readonly Op[],
+  orders: readonly number[][],
+  answers: readonly unknown[],
+  records: readonly OperationRecord[],
+): State[] {
   const next = new Map<string, State>();
   for (const state of model.states) {
     for (const serial of orders) {
@@ -194,7 +200,11 @@ export const START = Date.UTC(2026, 11, 6, 9, 0, 0);
  * Runs `commands` on a fresh journal from `open`, with `Date` faked from {@link START}; closes the
  * journal and restores the clock whatever happens.
  */
-export async function runJournalModel(open: () => Journal | Promise<Journal>, commands: Iterable<fc.AsyncCommand<JournalModel, Journal>>, cleanup?: () => Promise<void> | void): Promise<void> {
+export async function runJournalModel(
+  open: () => Journal | Promise<Journal>,
+  commands: Iterable<fc.AsyncCommand<JournalModel, Journal>>,
+  cleanup?: () => Promise<void> | void,
+): Promise<void> {
   vi.useFakeTimers({ toFake: ['Date'] });
   vi.setSystemTime(START);
   const journal = await open();

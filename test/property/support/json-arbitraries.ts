@@ -25,9 +25,7 @@ export function jsonEqual(a: Json, b: Json): boolean {
  * server refuses both with a `400`, PROTOCOL.md "Request bodies").
  */
 export const jsonValue = (maxDepth = 4): fc.Arbitrary<Json> =>
-  fc
-    .jsonValue({ maxDepth, stringUnit: 'grapheme' })
-    .filter((value) => !JSON.stringify(value).includes('\\u0000')) as fc.Arbitrary<Json>;
+  fc.jsonValue({ maxDepth, stringUnit: 'grapheme' }).filter((value) => !JSON.stringify(value).includes('\\u0000')) as fc.Arbitrary<Json>;
 
 const WHITESPACE = fc.stringMatching(/^[ \t\n\r]{0,3}$/);
 
@@ -69,7 +67,12 @@ export function mutate(value: Json, g: fc.GeneratorValue): Json {
       if (Array.isArray(value)) {
         const copy = [...value];
         if (kind === 'remove') copy.splice(at, 1);
-        if (kind === 'insert') copy.splice(g(() => fc.nat({ max: copy.length })), 0, g(() => jsonValue(2)));
+        if (kind === 'insert')
+          copy.splice(
+            g(() => fc.nat({ max: copy.length })),
+            0,
+            g(() => jsonValue(2)),
+          );
         if (kind === 'swap') {
           const other = g(() => fc.nat({ max: copy.length - 1 }));
           [copy[at], copy[other]] = [copy[other] as Json, copy[at] as Json];
@@ -85,7 +88,9 @@ export function mutate(value: Json, g: fc.GeneratorValue): Json {
       return Object.fromEntries([...others, [fresh(), child]]);
     }
     if (kind === 'insert' || kind === 'add') {
-      return Array.isArray(value) ? [g(() => jsonValue(2))] : Object.fromEntries([[g(() => fc.string({ unit: 'grapheme', maxLength: 6 })), g(() => jsonValue(2))]]);
+      return Array.isArray(value)
+        ? [g(() => jsonValue(2))]
+        : Object.fromEntries([[g(() => fc.string({ unit: 'grapheme', maxLength: 6 })), g(() => jsonValue(2))]]);
     }
   }
   return g(() => jsonValue(2).filter((other) => !jsonEqual(other, value)));

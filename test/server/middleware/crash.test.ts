@@ -156,7 +156,11 @@ describe.skipIf(!withPostgres)('a server SIGKILLed inside a guarded handler, aft
 async function crashAndRetry(framework: string, store: string, backend: Backend): Promise<void> {
   const env = backend.env(`${framework}-${store}`);
   const doomedEnv = { ...env, ONCELY_APP_KILL: '1', ONCELY_APP_LEASE_MS: String(DOOMED_LEASE_MS) };
-  const [tx, plain, replacement] = await Promise.all([start(framework, doomedEnv), start(framework, doomedEnv), start(framework, { ...env, ONCELY_APP_LEASE_MS: '500' })]);
+  const [tx, plain, replacement] = await Promise.all([
+    start(framework, doomedEnv),
+    start(framework, doomedEnv),
+    start(framework, { ...env, ONCELY_APP_LEASE_MS: '500' }),
+  ]);
   const modes = [
     { key: `order-${framework}-${store}-tx`, doomed: tx },
     { key: `order-${framework}-${store}-plain`, doomed: plain },
@@ -193,5 +197,9 @@ async function crashOnce(key: string, doomed: App, replacement: App): Promise<vo
     body: { key, item: 'espresso', pid: replacement.pid },
   });
   const replay = await post(replacement.url, key);
-  expect({ status: replay.status, replay: replay.headers.get('idempotency-replay'), body: await replay.text() }).toEqual({ status: 201, replay: 'true', body: text });
+  expect({ status: replay.status, replay: replay.headers.get('idempotency-replay'), body: await replay.text() }).toEqual({
+    status: 201,
+    replay: 'true',
+    body: text,
+  });
 }

@@ -139,10 +139,15 @@ describe('oncely/hono behind a middleware that read the body first', () => {
   it("takes the body from Hono's cache after a JSON validator: the handler runs once, a retry replays, a reordered body is the same request, another body 422", async () => {
     let runs = 0;
     const app = new Hono();
-    app.post('/orders', validator('json', (value) => value as { item: string; qty: number }), honoIdempotent({ store, clientId }), (c) => {
-      runs += 1;
-      return c.json({ id: `ord_${runs}`, item: c.req.valid('json').item }, 201);
-    });
+    app.post(
+      '/orders',
+      validator('json', (value) => value as { item: string; qty: number }),
+      honoIdempotent({ store, clientId }),
+      (c) => {
+        runs += 1;
+        return c.json({ id: `ord_${runs}`, item: c.req.valid('json').item }, 201);
+      },
+    );
     const url = `${await listenHono(app)}/orders`;
     const first = await post(url, 'k-v', '{"item":"book","qty":1}');
     expect([first.status, await first.json()]).toEqual([201, { id: 'ord_1', item: 'book' }]);
@@ -227,7 +232,12 @@ describe('oncely/fastify with route options of its own', () => {
     closers.push(() => app.close());
     const base = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
     const from = (origin: string, path = '/orders') =>
-      fetch(`${base}${path}`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/json', 'idempotency-key': `k-cors${path}`, origin }, body: '{}' });
+      fetch(`${base}${path}`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/json', 'idempotency-key': `k-cors${path}`, origin },
+        body: '{}',
+      });
     const first = await from('https://a.example');
     const replay = await from('https://b.example');
     const seen = (r: Response) => [r.headers.get('access-control-allow-origin'), r.headers.get('x-request-id'), r.headers.get('x-order')];
@@ -236,12 +246,12 @@ describe('oncely/fastify with route options of its own', () => {
     expect(await replay.text()).toBe(await first.text());
     const moved = await from('https://a.example', '/moved');
     const movedAgain = await from('https://a.example', '/moved');
-    expect([movedAgain.status, movedAgain.headers.get('idempotency-replay'), movedAgain.headers.get('location'), movedAgain.headers.get('content-type')]).toEqual([
-      303,
-      'true',
-      '/orders/ord_1',
-      moved.headers.get('content-type'),
-    ]);
+    expect([
+      movedAgain.status,
+      movedAgain.headers.get('idempotency-replay'),
+      movedAgain.headers.get('location'),
+      movedAgain.headers.get('content-type'),
+    ]).toEqual([303, 'true', '/orders/ord_1', moved.headers.get('content-type')]);
   });
 
   it('replays a Buffer reply with the headers it was sent with (no charset added to its content type)', async () => {

@@ -110,7 +110,7 @@ describe('express response capture', () => {
     expect(replay.headers.get('content-length')).toBeNull();
   });
 
-  it('sends and replays a single end(Buffer) as it is, with the handler\'s headers', async () => {
+  it("sends and replays a single end(Buffer) as it is, with the handler's headers", async () => {
     const url = await serve((_req, res) => {
       res.status(201).setHeader('content-type', 'application/octet-stream');
       res.setHeader('x-order', 'ord_1');
@@ -119,7 +119,12 @@ describe('express response capture', () => {
     const first = await post(url, 'k-1');
     const replay = await post(url, 'k-1');
     for (const answer of [first, replay]) {
-      expect([answer.status, answer.text, answer.headers.get('x-order'), answer.headers.get('content-type')]).toEqual([201, 'ord_1 paid', 'ord_1', 'application/octet-stream']);
+      expect([answer.status, answer.text, answer.headers.get('x-order'), answer.headers.get('content-type')]).toEqual([
+        201,
+        'ord_1 paid',
+        'ord_1',
+        'application/octet-stream',
+      ]);
       expect(answer.headers.get('idempotency-key')).toBe('k-1');
     }
     expect([first.headers.get('idempotency-replay'), replay.headers.get('idempotency-replay')]).toEqual([null, 'true']);

@@ -32,7 +32,12 @@ interface Sent {
   readonly text: string;
 }
 
-async function post(app: RunningApp, key: string | null, body: unknown, init: { path?: string; headers?: Record<string, string>; raw?: string } = {}): Promise<Sent> {
+async function post(
+  app: RunningApp,
+  key: string | null,
+  body: unknown,
+  init: { path?: string; headers?: Record<string, string>; raw?: string } = {},
+): Promise<Sent> {
   const headers: Record<string, string> = { 'content-type': 'application/json', ...init.headers };
   if (key !== null) headers['idempotency-key'] = key;
   const response = await fetch(`${app.url}${init.path ?? '/v1/orders/7'}`, { method: 'POST', headers, body: init.raw ?? JSON.stringify(body) });

@@ -121,10 +121,16 @@ describe.skipIf(!withPostgres).each(Object.keys(APPS) as Framework[])('%s with t
     return app.url;
   };
   const post = (base: string, key: string, headers: Record<string, string> = {}): Promise<Response> =>
-    fetch(`${base}/orders`, { method: 'POST', headers: { 'idempotency-key': key, 'content-type': 'application/json', ...headers }, body: '{"item":"espresso"}' });
+    fetch(`${base}/orders`, {
+      method: 'POST',
+      headers: { 'idempotency-key': key, 'content-type': 'application/json', ...headers },
+      body: '{"item":"espresso"}',
+    });
   /** The attempts whose order row committed, and the key's state and stored status. */
   const ledger = async (key: string) => ({
-    orders: (await admin.query<{ attempt: number }>(`SELECT attempt FROM ${schema}.orders WHERE key = $1 ORDER BY attempt`, [key])).rows.map((row) => row.attempt),
+    orders: (await admin.query<{ attempt: number }>(`SELECT attempt FROM ${schema}.orders WHERE key = $1 ORDER BY attempt`, [key])).rows.map(
+      (row) => row.attempt,
+    ),
     keys: (await admin.query(`SELECT state, response_status AS status FROM ${schema}.oncely_keys WHERE key = $1`, [key])).rows,
   });
   /** INSERTs the order through the guard's transaction and answers `status` with the attempt. */
@@ -153,7 +159,11 @@ describe.skipIf(!withPostgres).each(Object.keys(APPS) as Framework[])('%s with t
     expect(await ledger('k-commit')).toEqual({ orders: [1], keys: [{ state: 'finished', status: 201 }] });
 
     const replay = await post(base, 'k-commit');
-    expect({ status: replay.status, replay: replay.headers.get('idempotency-replay'), body: await replay.json() }).toEqual({ status: 201, replay: 'true', body: { attempt: 1 } });
+    expect({ status: replay.status, replay: replay.headers.get('idempotency-replay'), body: await replay.json() }).toEqual({
+      status: 201,
+      replay: 'true',
+      body: { attempt: 1 },
+    });
     expect(runs).toBe(1);
   });
 
@@ -167,7 +177,11 @@ describe.skipIf(!withPostgres).each(Object.keys(APPS) as Framework[])('%s with t
 
     status = 201;
     const retried = await post(base, 'k-500');
-    expect({ status: retried.status, replay: retried.headers.get('idempotency-replay'), body: await retried.json() }).toEqual({ status: 201, replay: null, body: { attempt: 2 } });
+    expect({ status: retried.status, replay: retried.headers.get('idempotency-replay'), body: await retried.json() }).toEqual({
+      status: 201,
+      replay: null,
+      body: { attempt: 2 },
+    });
     expect(await ledger('k-500')).toEqual({ orders: [2], keys: [{ state: 'finished', status: 201 }] });
   });
 
@@ -212,7 +226,11 @@ describe.skipIf(!withPostgres).each(Object.keys(APPS) as Framework[])('%s with t
     expect(reported).toEqual([expect.objectContaining({ message: expect.stringContaining('the lease ran out') })]);
     expect(await ledger('k-lost')).toEqual({ orders: [2], keys: [{ state: 'finished', status: 201 }] });
     const replay = await post(base, 'k-lost');
-    expect({ status: replay.status, replay: replay.headers.get('idempotency-replay'), body: await replay.json() }).toEqual({ status: 201, replay: 'true', body: { attempt: 2 } });
+    expect({ status: replay.status, replay: replay.headers.get('idempotency-replay'), body: await replay.json() }).toEqual({
+      status: 201,
+      replay: 'true',
+      body: { attempt: 2 },
+    });
     expect(runs).toBe(2);
   });
 

@@ -7,10 +7,12 @@ import { describe, expect, it } from 'vitest';
 import { finalOf, hasData, pointOf } from '../../../src/server/store/core.js';
 
 describe('pointOf', () => {
-  it('leaves the row at the last point given, with the phase\'s lease', () => {
+  it("leaves the row at the last point given, with the phase's lease", () => {
     expect(pointOf({ recoveryPoint: 'H2_DONE', leaseMs: 1000 }, undefined)).toEqual({ recoveryPoint: 'H2_DONE', leaseMs: 1000, data: {} });
     expect(pointOf({ recoveryPoint: 'H2_DONE', leaseMs: 1000, before: { recoveryPoint: 'EXT1_DONE' } }, undefined).recoveryPoint).toBe('H2_DONE');
-    expect(pointOf({ recoveryPoint: 'H2_DONE', leaseMs: 1000, before: { recoveryPoint: 'EXT1_DONE' }, after: { recoveryPoint: 'EXT2_SENT' } }, undefined)).toEqual({
+    expect(
+      pointOf({ recoveryPoint: 'H2_DONE', leaseMs: 1000, before: { recoveryPoint: 'EXT1_DONE' }, after: { recoveryPoint: 'EXT2_SENT' } }, undefined),
+    ).toEqual({
       recoveryPoint: 'EXT2_SENT',
       leaseMs: 1000,
       data: {},
@@ -42,8 +44,14 @@ describe('hasData and finalOf', () => {
     expect(hasData({ risk: 'low' })).toBe(true);
   });
 
-  it('computes the response from the work\'s result and refuses one over the limit, naming the store and both sizes', () => {
-    expect(finalOf('s', 'k', 10, (n: number | undefined) => ({ status: 201, headers: {}, body: String(n) }), 7)).toEqual({ status: 201, headers: {}, body: '7' });
-    expect(() => finalOf('myStore', 'k1', 3, { status: 201, headers: {}, body: 'é12' }, undefined)).toThrow('myStore: the 4-byte response of key "k1" exceeds maxResponseBytes (3)');
+  it("computes the response from the work's result and refuses one over the limit, naming the store and both sizes", () => {
+    expect(finalOf('s', 'k', 10, (n: number | undefined) => ({ status: 201, headers: {}, body: String(n) }), 7)).toEqual({
+      status: 201,
+      headers: {},
+      body: '7',
+    });
+    expect(() => finalOf('myStore', 'k1', 3, { status: 201, headers: {}, body: 'é12' }, undefined)).toThrow(
+      'myStore: the 4-byte response of key "k1" exceeds maxResponseBytes (3)',
+    );
   });
 });

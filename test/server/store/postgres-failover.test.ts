@@ -14,10 +14,15 @@ import type { AdmitInput } from '../../../src/server/store/types.js';
 import { eventually, spawnServe } from '../../reference/serve-process.js';
 
 const facts = (patch: Partial<ReplicationFacts>): ReplicationFacts => ({
-  inRecovery: false, standbys: 1, syncStandbys: 1, synchronousCommit: 'on', synchronousStandbyNames: 'standby1', ...patch,
+  inRecovery: false,
+  standbys: 1,
+  syncStandbys: 1,
+  synchronousCommit: 'on',
+  synchronousStandbyNames: 'standby1',
+  ...patch,
 });
 
-describe('judging a primary\'s replication', () => {
+describe("judging a primary's replication", () => {
   it('is synchronous when commits wait for a named standby that is connected as sync', () => {
     expect(judgeReplication(facts({})).state).toBe(ReplicationState.Synchronous);
     expect(judgeReplication(facts({ synchronousCommit: 'remote_apply' })).warning).toBeUndefined();
@@ -27,14 +32,20 @@ describe('judging a primary\'s replication', () => {
 
   it('warns of asynchronous replication when standbys stream but commits do not wait for them', () => {
     const unnamed = judgeReplication(facts({ synchronousStandbyNames: ' ', syncStandbys: 0 }));
-    expect([unnamed.state, unnamed.warning]).toEqual([ReplicationState.Asynchronous, expect.stringMatching(/synchronous_standby_names is empty.*lose acknowledged keys/)]);
+    expect([unnamed.state, unnamed.warning]).toEqual([
+      ReplicationState.Asynchronous,
+      expect.stringMatching(/synchronous_standby_names is empty.*lose acknowledged keys/),
+    ]);
     const local = judgeReplication(facts({ synchronousCommit: 'local' }));
     expect([local.state, local.warning]).toEqual([ReplicationState.Asynchronous, expect.stringMatching(/synchronous_commit = local/)]);
   });
 
   it('warns that commits block when the named standby is not connected, and is quiet on a single server', () => {
     expect(judgeReplication(facts({ standbys: 0, syncStandbys: 0 })).state).toBe(ReplicationState.Waiting);
-    expect(judgeReplication(facts({ standbys: 0, syncStandbys: 0, synchronousStandbyNames: '' }))).toMatchObject({ state: ReplicationState.Single, warning: undefined });
+    expect(judgeReplication(facts({ standbys: 0, syncStandbys: 0, synchronousStandbyNames: '' }))).toMatchObject({
+      state: ReplicationState.Single,
+      warning: undefined,
+    });
     expect(judgeReplication(facts({ inRecovery: true })).state).toBe(ReplicationState.Standby);
   });
 });
@@ -78,7 +89,9 @@ describe.skipIf(!runnable)('a primary with a streaming standby', () => {
     const url = `postgres://postgres@127.0.0.1:${pair.standbyPort},127.0.0.1:${pair.primaryPort}/postgres`;
     const pool = createPool(pg, { connectionString: url, max: 2 });
     try {
-      const answers = await Promise.all([1, 2, 3].map(() => pool.query<{ standby: boolean; port: number }>("SELECT pg_is_in_recovery() AS standby, current_setting('port')::int AS port")));
+      const answers = await Promise.all(
+        [1, 2, 3].map(() => pool.query<{ standby: boolean; port: number }>("SELECT pg_is_in_recovery() AS standby, current_setting('port')::int AS port")),
+      );
       expect(answers.map(({ rows }) => [rows[0]!.standby, rows[0]!.port])).toEqual(Array(3).fill([false, pair.primaryPort]));
       expect(hostList(url)!.current().port).toBe(pair.primaryPort);
     } finally {
@@ -90,7 +103,15 @@ describe.skipIf(!runnable)('a primary with a streaming standby', () => {
     const pair = pairs[1]!;
     const schema = 'oncely_t_failover';
     const store = postgresKeyStore({ connectionString: pair.url, schema, connectTimeoutMs: 1000 });
-    const input = (key: string): AdmitInput => ({ clientId: 'acme', key, requestHash: 'h', endpoint: 'POST /v1/payments', requestBody: '{}', leaseMs: 10_000, ttlMs: 3_600_000 });
+    const input = (key: string): AdmitInput => ({
+      clientId: 'acme',
+      key,
+      requestHash: 'h',
+      endpoint: 'POST /v1/payments',
+      requestBody: '{}',
+      leaseMs: 10_000,
+      ttlMs: 3_600_000,
+    });
     try {
       await store.migrate();
       expect((await store.admit(input('before'))).owned).toBe(true);

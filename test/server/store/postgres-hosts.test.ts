@@ -95,7 +95,15 @@ describe.skipIf(!(await canRunServerTests()))('a multi-host URL whose first host
     const store = postgresKeyStore({ connectionString: url, schema });
     try {
       await store.migrate();
-      const admitted = await store.admit({ clientId: 'acme', key: 'k1', requestHash: 'h', endpoint: 'POST /v1/payments', requestBody: '{}', leaseMs: 10_000, ttlMs: 60_000 });
+      const admitted = await store.admit({
+        clientId: 'acme',
+        key: 'k1',
+        requestHash: 'h',
+        endpoint: 'POST /v1/payments',
+        requestBody: '{}',
+        leaseMs: 10_000,
+        ttlMs: 60_000,
+      });
       expect(admitted.owned).toBe(true);
       expect((await store.load('acme', 'k1'))?.state).toBe('started');
     } finally {

@@ -77,9 +77,11 @@ describe.skipIf(!(await canRunServerTests()))('postgresKeyStore.watch: LISTEN/NO
     const phase = nextEvent(b, 'quiet-1', 500, () => a.commitPhase(lease, { recoveryPoint: 'H1_DONE', leaseMs: 10_000 }));
     expect(await phase).toBe('none');
     const failing = nextEvent(b, 'quiet-1', 500, () =>
-      a.finish(lease, RESPONSE, async (tx) => {
-        await tx.run('SELECT 1 / 0');
-      }).catch(() => undefined),
+      a
+        .finish(lease, RESPONSE, async (tx) => {
+          await tx.run('SELECT 1 / 0');
+        })
+        .catch(() => undefined),
     );
     expect(await failing).toBe('none');
     expect((await b.load('acme', 'quiet-1'))?.state).toBe('started');
@@ -114,7 +116,12 @@ describe.skipIf(!(await canRunServerTests()))('postgresKeyStore.watch: LISTEN/NO
     listener.on('notification', (message) => payloads.push(message.payload ?? ''));
     await listener.query(`LISTEN ${endChannel(schema)}`);
     // The last two joined with a newline (as version 1 of the schema did) spell one payload.
-    const pairs = [['org:ä', 'acme:inv-1'], ['org:ä:acme', 'inv-1'], ['line\nbreak', 'k'], ['line', 'break\nk']] as const;
+    const pairs = [
+      ['org:ä', 'acme:inv-1'],
+      ['org:ä:acme', 'inv-1'],
+      ['line\nbreak', 'k'],
+      ['line', 'break\nk'],
+    ] as const;
     try {
       for (const [i, [clientId, key]] of pairs.entries()) {
         const admitted = await a.admit({ clientId, key, requestHash: 'h', endpoint: 'POST /v1/payments', requestBody: '{}', leaseMs: 10_000, ttlMs: 60_000 });
@@ -152,10 +159,7 @@ describe.skipIf(!(await canRunServerTests()))('postgresKeyStore.watch: LISTEN/NO
     const events: WatchEvent[] = [];
     await b.watch!('acme', 'drop-1', (event) => events.push(event));
     const waited = createInFlight(b, 10_000).wait('acme', 'drop-1', 8000);
-    const killed = await admin.query(
-      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN%'`,
-      [appName],
-    );
+    const killed = await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN%'`, [appName]);
     expect(killed.rowCount).toBe(1);
     for (let i = 0; i < 100 && events.length === 0; i += 1) await sleep(20);
     expect(events).toEqual([WatchEvent.Lost]);

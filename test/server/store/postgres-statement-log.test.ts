@@ -92,7 +92,11 @@ async function exercise(store: KeyStore): Promise<void> {
   });
   const post = async (key: string, memo = MARK.body): Promise<Response> => {
     const response = await handler.handle(
-      new Request('http://oncely.test/v1/notes', { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify({ memo }) }),
+      new Request('http://oncely.test/v1/notes', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': key },
+        body: JSON.stringify({ memo }),
+      }),
     );
     if (!response) throw new Error('no operation matched');
     return response;
@@ -115,13 +119,21 @@ async function exercise(store: KeyStore): Promise<void> {
 
 /** The markers found in `texts` (none, for the store to pass). */
 const leaked = (texts: readonly string[]): Array<{ marker: string; text: string }> =>
-  texts.flatMap((text) => Object.values(MARK).filter((marker) => text.includes(marker)).map((marker) => ({ marker, text })));
+  texts.flatMap((text) =>
+    Object.values(MARK)
+      .filter((marker) => text.includes(marker))
+      .map((marker) => ({ marker, text })),
+  );
 
 function expectClean(capture: Capture): void {
   // The capture saw the run: the store's statements, and every marker on its way to the engine.
   expect(capture.texts.some((text) => /INSERT INTO \w+\.oncely_keys/.test(text))).toBe(true);
   const sent = [...capture.texts, ...capture.values];
-  for (const marker of Object.values(MARK)) expect(sent.some((value) => value.includes(marker)), marker).toBe(true);
+  for (const marker of Object.values(MARK))
+    expect(
+      sent.some((value) => value.includes(marker)),
+      marker,
+    ).toBe(true);
   expect(leaked(capture.texts)).toEqual([]);
 }
 

@@ -22,7 +22,6 @@ const input = (key: string, over: Partial<AdmitInput> = {}): AdmitInput => ({
 const created: StoredResponse = { status: 201, headers: { 'content-type': 'application/json' }, body: '{"id":"pay_1"}' };
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-
 export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>): void {
   describe(name, () => {
     let backend: PgBackend;
@@ -43,7 +42,7 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       expect(await count('race-1')).toBe(1);
     });
 
-    it('answers duplicates that waited for the owner\'s COMMIT with the row at its first recovery point', async () => {
+    it("answers duplicates that waited for the owner's COMMIT with the row at its first recovery point", async () => {
       // The owner's transaction holds its new row while its first phase runs: the duplicates'
       // INSERTs wait for it, and their statements' snapshots predate its COMMIT, so each must
       // read the row again to answer.
@@ -142,7 +141,7 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       expect((await store.load('acme', 'phase-1'))?.data).toEqual({ a: 1, rows: 1 });
     });
 
-    it('writes EXTn_SENT as the phase\'s own point: when that write fails, nothing of the phase commits and the call fails', async () => {
+    it("writes EXTn_SENT as the phase's own point: when that write fails, nothing of the phase commits and the call fails", async () => {
       await store.transaction((tx) => tx.run(`CREATE TABLE IF NOT EXISTS ${store.schema}.work_log (note text)`));
       // A lease of 1e300 ms overflows PostgreSQL's interval: the write of the phase with EXT1_SENT
       // after it, and with it the phase's transaction, fails.
@@ -159,7 +158,9 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       }
       // The lease still holds: the same phase with a valid lease commits, its point and data with it.
       const sent = { recoveryPoint: 'EXT1_SENT', data: { sent: 1 } };
-      expect(await store.commitPhase(admitted.lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, data: { h2: true }, after: sent }, note('h2-again'))).toEqual({ ok: true, value: 1 });
+      expect(await store.commitPhase(admitted.lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, data: { h2: true }, after: sent }, note('h2-again'))).toEqual(
+        { ok: true, value: 1 },
+      );
       expect(await store.load('acme', 'next-2')).toMatchObject({ recoveryPoint: 'EXT1_SENT', data: { h2: true, sent: 1 } });
       const notes = await backend.query<{ note: string }>(`SELECT note FROM ${store.schema}.work_log WHERE note LIKE 'h%' ORDER BY note`);
       expect(notes.map((n) => n.note)).toEqual(['h1', 'h2-again']);
@@ -170,7 +171,10 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       const cases = [
         // NUL cannot be stored in text (22021), nor \u0000 in jsonb (22P05): the server answers ERROR.
         { key: 'refused-finish', run: (lease: Lease) => store.finish(lease, { status: 201, headers: {}, body: 'a\u0000b' }, undefined, mark) },
-        { key: 'refused-phase', run: (lease: Lease) => store.commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, data: { bad: 'a\u0000b' }, before: mark }) },
+        {
+          key: 'refused-phase',
+          run: (lease: Lease) => store.commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, data: { bad: 'a\u0000b' }, before: mark }),
+        },
       ];
       for (const { key, run } of cases) {
         const admitted = await store.admit(input(key));
@@ -187,7 +191,15 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
     it('stores the final response verbatim and clears the lease on finish', async () => {
       const admitted = await store.admit(input('finish-1'));
       if (!admitted.owned) throw new Error('not owned');
-      expect((await store.finish(admitted.lease, () => created, async () => 'x')).ok).toBe(true);
+      expect(
+        (
+          await store.finish(
+            admitted.lease,
+            () => created,
+            async () => 'x',
+          )
+        ).ok,
+      ).toBe(true);
       const row = await store.load('acme', 'finish-1');
       expect(row).toMatchObject({ state: 'finished', response: created, leaseRemainingMs: null });
       const again = await store.admit(input('finish-1'));
@@ -273,7 +285,9 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       await backend.query(`CREATE SCHEMA ${schema}`);
       await backend.query(`CREATE TABLE ${schema}.oncely_schema_version (version int NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
       await backend.query(`INSERT INTO ${schema}.oncely_schema_version (version) VALUES (1)`);
-      await backend.query(`CREATE TABLE ${schema}.oncely_keys (client_id text, key text, expires_at timestamptz, PRIMARY KEY (client_id, key, expires_at)) PARTITION BY RANGE (expires_at)`);
+      await backend.query(
+        `CREATE TABLE ${schema}.oncely_keys (client_id text, key text, expires_at timestamptz, PRIMARY KEY (client_id, key, expires_at)) PARTITION BY RANGE (expires_at)`,
+      );
       await expect(backend.open(schema).migrate()).rejects.toThrow(/partitioned key table of a development build/);
     });
 
@@ -286,7 +300,9 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
         `SELECT count(*)::int AS n, count(DISTINCT version)::int AS distinct_versions, max(version) AS top FROM ${schema}.oncely_schema_version`,
       );
       expect(versions[0]).toEqual({ n: 2, distinct_versions: 2, top: 2 });
-      const probe = await backend.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = $1 AND tablename = 'payments_probe'`, [schema]);
+      const probe = await backend.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_tables WHERE schemaname = $1 AND tablename = 'payments_probe'`, [
+        schema,
+      ]);
       expect(probe[0]!.n).toBe(1);
       const admitted = await peers[3]!.admit(input('after-migrate'));
       expect(admitted.owned).toBe(true);

@@ -24,7 +24,13 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
     await store.migrate({ sqlite: '', postgres: 'CREATE TABLE IF NOT EXISTS pool_probe (n int)' });
     await store.transaction((tx) => tx.run('INSERT INTO pool_probe (n) VALUES ($1)', [7]));
     const admitted = await store.admit({
-      clientId: 'acme', key: 'k', requestHash: 'h', endpoint: 'POST /x', requestBody: '{}', leaseMs: 1000, ttlMs: 60_000,
+      clientId: 'acme',
+      key: 'k',
+      requestHash: 'h',
+      endpoint: 'POST /x',
+      requestBody: '{}',
+      leaseMs: 1000,
+      ttlMs: 60_000,
     });
     expect(admitted.owned).toBe(true);
     await store.close();
@@ -32,7 +38,7 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
     expect(rows.rows).toEqual([{ n: 7 }]);
   });
 
-  it('takes its schema from a URL whose options set search_path, and keeps the URL\'s other settings', async () => {
+  it("takes its schema from a URL whose options set search_path, and keeps the URL's other settings", async () => {
     const urlSchema = `${schema}_url`;
     const withOptions = `${url}?options=${encodeURIComponent(`-c search_path=${urlSchema} -c synchronous_commit=off`)}`;
     const store = postgresKeyStore({ connectionString: withOptions });
@@ -89,9 +95,24 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
       const before = { recoveryPoint: 'EXT1_DONE', data: { risk: 'low' } };
       const note = (tx: Tx) => tx.run('INSERT INTO notes (note) VALUES ($1)', ['h2']);
       const cases = [
-        { key: 'phase', loses: /oncely_point.*risk/s, at: { state: 'started', recoveryPoint: 'EXT2_SENT', data: { risk: 'low' } }, run: (lease: Lease) => store.commitPhase(lease, { recoveryPoint: 'EXT2_SENT', leaseMs: 10_000, before }) },
-        { key: 'phase-work', loses: /oncely_point.*"H2_DONE"/s, at: { state: 'started', recoveryPoint: 'H2_DONE', data: { risk: 'low' } }, run: (lease: Lease) => store.commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, before }, note) },
-        { key: 'finish', loses: /oncely_finish_after/, at: { state: 'finished', recoveryPoint: 'EXT1_DONE', data: { risk: 'low' } }, run: (lease: Lease) => store.finish(lease, { status: 201, headers: {}, body: '{}' }, undefined, before) },
+        {
+          key: 'phase',
+          loses: /oncely_point.*risk/s,
+          at: { state: 'started', recoveryPoint: 'EXT2_SENT', data: { risk: 'low' } },
+          run: (lease: Lease) => store.commitPhase(lease, { recoveryPoint: 'EXT2_SENT', leaseMs: 10_000, before }),
+        },
+        {
+          key: 'phase-work',
+          loses: /oncely_point.*"H2_DONE"/s,
+          at: { state: 'started', recoveryPoint: 'H2_DONE', data: { risk: 'low' } },
+          run: (lease: Lease) => store.commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, before }, note),
+        },
+        {
+          key: 'finish',
+          loses: /oncely_finish_after/,
+          at: { state: 'finished', recoveryPoint: 'EXT1_DONE', data: { risk: 'low' } },
+          run: (lease: Lease) => store.finish(lease, { status: 201, headers: {}, body: '{}' }, undefined, before),
+        },
       ];
       for (const { key, loses, at, run } of cases) {
         const admitted = await store.admit(input(key));
@@ -140,7 +161,10 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
       ];
       for (const { point, loses, work, value } of cases) {
         const gone = lose(loses);
-        expect(await store.commitPhase(admitted.lease, { recoveryPoint: `H${point}_DONE`, leaseMs: 10_000, after: sent(point) }, work), `EXT${point}`).toEqual({ ok: true, value });
+        expect(await store.commitPhase(admitted.lease, { recoveryPoint: `H${point}_DONE`, leaseMs: 10_000, after: sent(point) }, work), `EXT${point}`).toEqual({
+          ok: true,
+          value,
+        });
         expect(gone(), `EXT${point}`).toBe(true);
         expect(await store.load('acme', 'landed')).toMatchObject({ state: 'started', recoveryPoint: `EXT${point}_SENT` });
       }
@@ -235,7 +259,11 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
     const awaiting = new Map<number, number>();
     const log = (tx: number, query: Sent, params?: unknown[]): void => {
       const trip = tx !== 0 && (awaiting.get(tx) ?? 0) > 0 ? sent.findLast((s) => s.tx === tx)!.trip : (trips += 1);
-      sent.push(typeof query === 'string' ? { tx, trip, text: query, params: params ?? [] } : { tx, trip, text: query.text, params: query.values ?? [], named: 'name' in query });
+      sent.push(
+        typeof query === 'string'
+          ? { tx, trip, text: query, params: params ?? [] }
+          : { tx, trip, text: query.text, params: query.values ?? [], named: 'name' in query },
+      );
     };
     traced.query = ((text: Sent, params?: unknown[]) => (log(0, text, params), direct(text as string, params))) as typeof traced.query;
     // pool.query checks a client out with a callback (logged above, as statement 0): left alone.
@@ -260,12 +288,15 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
       // BEGIN and COMMIT took their own).
       // No round trip carries only BEGIN, COMMIT or ROLLBACK.
       // (BEGIN sets READ COMMITTED and the schema for its transaction in its own message: still only BEGIN.)
-      const working = new Set(sent.filter((s) => !/^\s*(BEGIN( ISOLATION LEVEL READ COMMITTED)?(\s*;\s*SET LOCAL [^;]+)*|COMMIT|ROLLBACK)\s*;?\s*$/i.test(s.text)).map((s) => s.trip));
+      const working = new Set(
+        sent.filter((s) => !/^\s*(BEGIN( ISOLATION LEVEL READ COMMITTED)?(\s*;\s*SET LOCAL [^;]+)*|COMMIT|ROLLBACK)\s*;?\s*$/i.test(s.text)).map((s) => s.trip),
+      );
       expect(sent.filter((s) => !working.has(s.trip))).toEqual([]);
       expect(new Set(sent.map((s) => s.trip)).size).toBe(7);
       const transactions = transactionsOf(sent);
       // Each recovery point's write, in the transaction it committed in.
-      const isPoint = (statement: Traced, point?: string): boolean => statement.text.includes('oncely_point(') && (point === undefined || statement.params[3] === point);
+      const isPoint = (statement: Traced, point?: string): boolean =>
+        statement.text.includes('oncely_point(') && (point === undefined || statement.params[3] === point);
       const writesOf = (point: string): Traced[][] => transactions.filter((tx) => tx.some((statement) => isPoint(statement, point)));
       const has = (tx: Traced[], text: string): boolean => tx.some((statement) => statement.text.includes(text));
       const admission = transactions.find((tx) => tx.some((statement) => /INSERT INTO \w+\.oncely_keys/.test(statement.text)));
@@ -293,13 +324,26 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
       await store.load('acme', 'no-such-key');
       expect(sent.map((s) => s.named)).toEqual([true]);
       // …and the flag does what it says: the function turns synchronous_commit off for its transaction.
-      const admitted = await store.admit({ clientId: 'acme', key: 'sync-probe', requestHash: 'h', endpoint: 'POST /x', requestBody: '{}', leaseMs: 10_000, ttlMs: 60_000 });
+      const admitted = await store.admit({
+        clientId: 'acme',
+        key: 'sync-probe',
+        requestHash: 'h',
+        endpoint: 'POST /x',
+        requestBody: '{}',
+        leaseMs: 10_000,
+        ttlMs: 60_000,
+      });
       if (!admitted.owned) throw new Error('not owned');
       const client = await traced.connect();
       try {
         for (const durable of [true, false]) {
           await client.query('BEGIN');
-          await client.query(`SELECT ${schema}_durable.oncely_point($1, $2, $3, 'X', '{}', 1000, true, $4)`, ['acme', 'sync-probe', admitted.lease.token, durable]);
+          await client.query(`SELECT ${schema}_durable.oncely_point($1, $2, $3, 'X', '{}', 1000, true, $4)`, [
+            'acme',
+            'sync-probe',
+            admitted.lease.token,
+            durable,
+          ]);
           expect((await client.query('SHOW synchronous_commit')).rows[0].synchronous_commit).toBe(durable ? 'on' : 'off');
           await client.query('ROLLBACK');
         }

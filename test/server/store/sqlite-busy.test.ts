@@ -47,28 +47,32 @@ describe('sqliteKeyStore on a file another process holds locked', () => {
     await store.close();
   });
 
-  it('fails a write with an error naming the file and busyTimeoutMs once the lock outlasts it, commits nothing, and works after', { timeout: 20_000 }, async () => {
-    const path = join(dir, `timeout-${(n += 1)}.db`);
-    const store = sqliteKeyStore({ path, busyTimeoutMs: 300 });
-    await store.migrate();
-    const holder = await holdWriteLock(path, 1500);
-    const loop = watchEventLoop();
-    const started = performance.now();
-    const failure = await store.admit(admission('k1')).then(
-      () => undefined,
-      (error: unknown) => error,
-    );
-    const waited = performance.now() - started;
-    const longestTurn = loop.stop();
-    expect(failure).toBeInstanceOf(Error);
-    expect((failure as Error).message).toMatch(/locked by another connection for over 300 ms/);
-    expect((failure as Error).message).toContain(path);
-    expect(waited).toBeGreaterThanOrEqual(290);
-    expect(waited).toBeLessThan(1200);
-    expect(longestTurn).toBeLessThan(50);
-    await holder.released;
-    expect(await store.load('acme', 'k1')).toBeUndefined();
-    expect((await store.admit(admission('k1'))).owned).toBe(true);
-    await store.close();
-  });
+  it(
+    'fails a write with an error naming the file and busyTimeoutMs once the lock outlasts it, commits nothing, and works after',
+    { timeout: 20_000 },
+    async () => {
+      const path = join(dir, `timeout-${(n += 1)}.db`);
+      const store = sqliteKeyStore({ path, busyTimeoutMs: 300 });
+      await store.migrate();
+      const holder = await holdWriteLock(path, 1500);
+      const loop = watchEventLoop();
+      const started = performance.now();
+      const failure = await store.admit(admission('k1')).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
+      const waited = performance.now() - started;
+      const longestTurn = loop.stop();
+      expect(failure).toBeInstanceOf(Error);
+      expect((failure as Error).message).toMatch(/locked by another connection for over 300 ms/);
+      expect((failure as Error).message).toContain(path);
+      expect(waited).toBeGreaterThanOrEqual(290);
+      expect(waited).toBeLessThan(1200);
+      expect(longestTurn).toBeLessThan(50);
+      await holder.released;
+      expect(await store.load('acme', 'k1')).toBeUndefined();
+      expect((await store.admit(admission('k1'))).owned).toBe(true);
+      await store.close();
+    },
+  );
 });

@@ -77,7 +77,15 @@ describe('sqliteKeyStore: background checkpoints', () => {
     for (let batch = 0; batch < 160; batch += 1) {
       await Promise.all(
         Array.from({ length: 100 }, (_, i) =>
-          store.admit({ clientId: 'c', key: `b${batch}-${i}`, requestHash: 'h'.repeat(64), endpoint: 'POST /x', requestBody: 'x'.repeat(8000), leaseMs: 10_000, ttlMs: 60_000 }),
+          store.admit({
+            clientId: 'c',
+            key: `b${batch}-${i}`,
+            requestHash: 'h'.repeat(64),
+            endpoint: 'POST /x',
+            requestBody: 'x'.repeat(8000),
+            leaseMs: 10_000,
+            ttlMs: 60_000,
+          }),
         ),
       );
       largest = Math.max(largest, statSync(`${path}-wal`).size);

@@ -21,7 +21,15 @@ describe('sqliteKeyStore response cap', () => {
   it('refuses to store a response body over maxResponseBytes and commits nothing', async () => {
     const store = sqliteKeyStore({ path: ':memory:', maxResponseBytes: 10 });
     await store.migrate();
-    const admitted = await store.admit({ clientId: 'acme', key: 'k', requestHash: 'h', endpoint: 'POST /x', requestBody: '{}', leaseMs: 10_000, ttlMs: 60_000 });
+    const admitted = await store.admit({
+      clientId: 'acme',
+      key: 'k',
+      requestHash: 'h',
+      endpoint: 'POST /x',
+      requestBody: '{}',
+      leaseMs: 10_000,
+      ttlMs: 60_000,
+    });
     if (!admitted.owned) throw new Error('not owned');
     await expect(store.finish(admitted.lease, { status: 200, headers: {}, body: 'x'.repeat(11) })).rejects.toThrow(/maxResponseBytes/);
     expect((await store.load('acme', 'k'))?.state).toBe('started');
@@ -167,7 +175,9 @@ describe('sqliteKeyStore group commit: failure paths', () => {
   it('stores no key when SQLite rolled the admission back under a first phase whose work swallowed the error', async () => {
     const store = sqliteKeyStore({ path: join(dir, 'admit-swallowed.db') });
     await store.migrate({ sqlite: 'CREATE TABLE IF NOT EXISTS work (w TEXT);', postgres: '' });
-    await store.transaction((tx) => tx.run("CREATE TRIGGER roll_back BEFORE INSERT ON work WHEN NEW.w = 'boom' BEGIN SELECT RAISE(ROLLBACK, 'disk full'); END"));
+    await store.transaction((tx) =>
+      tx.run("CREATE TRIGGER roll_back BEFORE INSERT ON work WHEN NEW.w = 'boom' BEGIN SELECT RAISE(ROLLBACK, 'disk full'); END"),
+    );
     const swallowed: string[] = [];
     const admitted = store.admit(admission('k-swallowed'), {
       phase: { recoveryPoint: 'H1_DONE', leaseMs: 10_000, after: { recoveryPoint: 'EXT1_SENT' } },
@@ -200,7 +210,9 @@ describe('sqliteKeyStore group commit: failure paths', () => {
     expect((await store.commitPhase(admitted.lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 })).ok).toBe(true);
     // The phase's UPDATE, which carries the mark's data, fails after the work's statements ran, as a full disk would make it.
     await store.transaction((tx) =>
-      tx.run(`CREATE TRIGGER refuse_mark BEFORE UPDATE ON oncely_keys WHEN json_extract(NEW.data, '$.charge') IS NOT NULL BEGIN SELECT RAISE(${raise}, 'no room'); END`),
+      tx.run(
+        `CREATE TRIGGER refuse_mark BEFORE UPDATE ON oncely_keys WHEN json_extract(NEW.data, '$.charge') IS NOT NULL BEGIN SELECT RAISE(${raise}, 'no room'); END`,
+      ),
     );
     const failed: string[] = [];
     const phase = store.commitPhase(

@@ -172,7 +172,9 @@ export function storeCommands(durations: readonly number[], clocked: boolean): A
   const duration = fc.constantFrom(...durations);
   const lease = fc.nat({ max: 11 });
   const work = fc.constantFrom<Work>('none', 'insert', 'throw');
-  const data = fc.dictionary(fc.constantFrom('risk', 'charge', 'note'), fc.oneof(fc.integer({ min: -5, max: 5 }), fc.constantFrom('ok', 'ch_1', 'é')), { maxKeys: 2 });
+  const data = fc.dictionary(fc.constantFrom('risk', 'charge', 'note'), fc.oneof(fc.integer({ min: -5, max: 5 }), fc.constantFrom('ok', 'ch_1', 'é')), {
+    maxKeys: 2,
+  });
   const admit = fc.record({ kind: fc.constant('admit' as const), key, hash: fc.constantFrom(...HASHES), leaseMs: duration, ttlMs: duration });
   const takeOver = fc.record({ kind: fc.constant('takeOver' as const), key, leaseMs: duration });
   const commit = fc.record({ kind: fc.constant('commit' as const), lease, point: fc.constantFrom(...POINTS), data, leaseMs: duration, work });
@@ -184,7 +186,16 @@ export function storeCommands(durations: readonly number[], clocked: boolean): A
   const racing = (k: string): fc.Arbitrary<Op> =>
     fc.oneof(
       // Admissions weigh most: of any number at once, exactly one may own a new row.
-      { weight: 3, arbitrary: fc.record({ kind: fc.constant('admit' as const), key: fc.constant(k), hash: fc.constantFrom(...HASHES), leaseMs: fc.constant(HOUR), ttlMs: duration }) },
+      {
+        weight: 3,
+        arbitrary: fc.record({
+          kind: fc.constant('admit' as const),
+          key: fc.constant(k),
+          hash: fc.constantFrom(...HASHES),
+          leaseMs: fc.constant(HOUR),
+          ttlMs: duration,
+        }),
+      },
       fc.record({ kind: fc.constant('takeOver' as const), key: fc.constant(k), leaseMs: fc.constant(HOUR) }),
       fc.record({ kind: fc.constant('commit' as const), lease, point: fc.constantFrom(...POINTS), data, leaseMs: fc.constant(HOUR), work }),
       finish,
@@ -202,7 +213,9 @@ export function storeCommands(durations: readonly number[], clocked: boolean): A
       { weight: 4, arbitrary: concurrent },
       { weight: 1, arbitrary: fc.constant(new SweepCommand()) },
       { weight: 1, arbitrary: fc.constant(new ReapCommand()) },
-      ...(clocked ? [{ weight: 2, arbitrary: fc.constantFrom(1, 50, 100, 1_000, HOUR).map((ms): fc.AsyncCommand<StoreModel, RealStore> => new AdvanceCommand(ms)) }] : []),
+      ...(clocked
+        ? [{ weight: 2, arbitrary: fc.constantFrom(1, 50, 100, 1_000, HOUR).map((ms): fc.AsyncCommand<StoreModel, RealStore> => new AdvanceCommand(ms)) }]
+        : []),
     ),
   ];
 }

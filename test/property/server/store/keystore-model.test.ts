@@ -17,22 +17,26 @@ import { EFFECTS_SCHEMA, HOUR, emptyModel, type RealStore } from './keystore-mod
 const START = Date.UTC(2026, 11, 6, 12, 0, 0);
 
 describe('KeyStore model: SQLite', () => {
-  it('agrees with the model on every answer and every row, its clock moved by the run', () =>
-    checkProperty(
-      fc.asyncProperty(fc.commands(storeCommands([0, 1, 100, 1_000, HOUR], true), { maxCommands: 40, size: "medium" }), async (commands) => {
-        const clock = { now: START };
-        const store = sqliteKeyStore({ path: ':memory:', now: () => clock.now });
-        try {
-          await store.migrate(EFFECTS_SCHEMA);
-          const real: RealStore = { store, clientId: 'acme', clock, leases: [] };
-          await fc.asyncModelRun(() => ({ model: emptyModel(START), real }), commands);
-        } finally {
-          await store.close();
-        }
-      }),
-      60,
-      40_000,
-    ), 45_000);
+  it(
+    'agrees with the model on every answer and every row, its clock moved by the run',
+    () =>
+      checkProperty(
+        fc.asyncProperty(fc.commands(storeCommands([0, 1, 100, 1_000, HOUR], true), { maxCommands: 40, size: 'medium' }), async (commands) => {
+          const clock = { now: START };
+          const store = sqliteKeyStore({ path: ':memory:', now: () => clock.now });
+          try {
+            await store.migrate(EFFECTS_SCHEMA);
+            const real: RealStore = { store, clientId: 'acme', clock, leases: [] };
+            await fc.asyncModelRun(() => ({ model: emptyModel(START), real }), commands);
+          } finally {
+            await store.close();
+          }
+        }),
+        60,
+        40_000,
+      ),
+    45_000,
+  );
 });
 
 describe('KeyStore model: PostgreSQL', () => {
@@ -47,15 +51,19 @@ describe('KeyStore model: PostgreSQL', () => {
     await backend?.close();
   });
 
-  it('agrees with the model on every answer and every row, leases of zero or an hour on the database clock', () =>
-    checkProperty(
-      fc.asyncProperty(fc.commands(storeCommands([0, HOUR], false), { maxCommands: 40, size: "medium" }), async (commands) => {
-        // Sweep and reap see every client's rows: each run starts from an empty table.
-        await backend.query(`DELETE FROM ${store.schema}.oncely_keys`);
-        const real: RealStore = { store, clientId: `c${randomUUID().slice(0, 8)}`, clock: undefined, leases: [] };
-        await fc.asyncModelRun(() => ({ model: emptyModel(0), real }), commands);
-      }),
-      25,
-      40_000,
-    ), 45_000);
+  it(
+    'agrees with the model on every answer and every row, leases of zero or an hour on the database clock',
+    () =>
+      checkProperty(
+        fc.asyncProperty(fc.commands(storeCommands([0, HOUR], false), { maxCommands: 40, size: 'medium' }), async (commands) => {
+          // Sweep and reap see every client's rows: each run starts from an empty table.
+          await backend.query(`DELETE FROM ${store.schema}.oncely_keys`);
+          const real: RealStore = { store, clientId: `c${randomUUID().slice(0, 8)}`, clock: undefined, leases: [] };
+          await fc.asyncModelRun(() => ({ model: emptyModel(0), real }), commands);
+        }),
+        25,
+        40_000,
+      ),
+    45_000,
+  );
 });

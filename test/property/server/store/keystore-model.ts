@@ -66,7 +66,14 @@ export type Work = 'none' | 'insert' | 'throw';
 export type Op =
   | { readonly kind: 'admit'; readonly key: string; readonly hash: string; readonly leaseMs: number; readonly ttlMs: number }
   | { readonly kind: 'takeOver'; readonly key: string; readonly leaseMs: number }
-  | { readonly kind: 'commit'; readonly lease: number; readonly point: string; readonly data: Readonly<Record<string, unknown>>; readonly leaseMs: number; readonly work: Work }
+  | {
+      readonly kind: 'commit';
+      readonly lease: number;
+      readonly point: string;
+      readonly data: Readonly<Record<string, unknown>>;
+      readonly leaseMs: number;
+      readonly work: Work;
+    }
   | { readonly kind: 'finish'; readonly lease: number; readonly status: number; readonly work: Work }
   | { readonly kind: 'release'; readonly lease: number; readonly forget: boolean }
   | { readonly kind: 'park'; readonly lease: number; readonly retryAfterMs: number };
@@ -175,7 +182,15 @@ export async function runOp(real: RealStore, op: Op): Promise<{ readonly answer:
   };
   switch (op.kind) {
     case 'admit': {
-      const result = await store.admit({ clientId, key: op.key, requestHash: op.hash, endpoint: 'POST /v1/model', requestBody: '{}', leaseMs: op.leaseMs, ttlMs: op.ttlMs });
+      const result = await store.admit({
+        clientId,
+        key: op.key,
+        requestHash: op.hash,
+        endpoint: 'POST /v1/model',
+        requestBody: '{}',
+        leaseMs: op.leaseMs,
+        ttlMs: op.ttlMs,
+      });
       if (result.owned) return { answer: { owned: true }, lease: result.lease };
       return { answer: { owned: false, state: result.row.state, requestHash: result.row.requestHash, point: result.row.recoveryPoint } };
     }
