@@ -8,6 +8,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { pointOf } from '../../src/server/store/core.js';
+import { isWholeRequest } from '../../src/server/store/core.js';
+import type { WholeRequest } from '../../src/server/store/types.js';
 import type {
   AdmitInput,
   AdmitResult,
@@ -47,7 +49,7 @@ export function noStore(): KeyStore {
   return {
     dialect: 'sqlite',
     migrate: async () => undefined,
-    async admit<T>(input: AdmitInput, first?: FirstPhase<T>): Promise<AdmitResult<T>> {
+    async admit<T>(input: AdmitInput, first?: FirstPhase<T> | WholeRequest<T>): Promise<AdmitResult<T>> {
       await turn();
       const existing = rows.get(id(input.clientId, input.key));
       if (existing) return { owned: false, row: existing };
@@ -73,6 +75,7 @@ export function noStore(): KeyStore {
         rows.set(id(input.clientId, input.key), { ...row, token });
         return { owned: true, lease, row };
       }
+      if (isWholeRequest(first)) return unsupported('a whole request')();
       const value = await first.work(tx);
       const phased = merge(row, pointOf(first.phase, value));
       rows.set(id(input.clientId, input.key), { ...phased, token });

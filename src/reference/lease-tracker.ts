@@ -46,7 +46,8 @@ export function trackLeases(store: KeyStore): LeaseTracker {
     migrate: (app) => store.migrate(app),
     async admit(input, first) {
       const result = await store.admit(input, first);
-      if (result.owned) hold(result.lease);
+      // A whole request comes back finished: no lease is left to hold.
+      if (result.owned && result.row.state !== 'finished') hold(result.lease);
       return result;
     },
     load: (clientId, key) => store.load(clientId, key),

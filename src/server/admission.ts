@@ -15,6 +15,7 @@
  * | started, lease live, a wait worth waiting        | `wait`      | wait, then decide again (once)       |
  * | started, lease live, no wait left                | `in-flight` | `409` + `Retry-After`                |
  * | started, lease expired or released               | `take-over` | take the row over and run it         |
+ * | nothing visible: an owner's whole request still open in its transaction for the whole wait | — | `409` + `Retry-After` (the driver) |
  *
  * {@link admitRequest} drives it: admit, classify, wait and decide again, take over, or `409` when
  * the takeover was lost. What runs after a request owns its key is the front end's business.
@@ -87,7 +88,13 @@ export function classify(found: Found, asking: Asking): Classified {
 /** What a front end gives the driver, built once. */
 export interface AdmissionPolicy {
   readonly store: Pick<KeyStore, 'takeOver'>;
-  readonly keys: Pick<InFlight, 'wait'>;
+  readonly keys: Pick<InFlight, 'wait' | 'running'>;
+  /**
+   * Whether an owner's admission is invisible until its work commits (a whole request in one
+   * transaction): a duplicate of a key this process runs then waits for it here, holding no
+   * database connection, instead of in the store.
+   */
+  readonly invisibleOwners?: boolean | undefined;
   readonly cache: ReplayCache | undefined;
   readonly leaseMs: number;
   readonly inFlightWaitMs: number;
@@ -109,16 +116,28 @@ export interface KeyedRequest {
   readonly waited?: (() => void) | undefined;
 }
 
-/** The result of one admission attempt: the store's, or an answer the front end already has (its first step failed). */
-export type AdmitAttempt<R extends AdmitResult> = R | Answer;
+/** A key this request owns, as the front end's admission gives it (the store's owned result, or the front end's own). */
+export type Owned = { readonly owned: true };
+
+/** What the store found instead of an owned key. */
+export type NotOwned = Extract<AdmitResult, { owned: false }>;
+
+/**
+ * The result of one admission attempt: the key owned, what the store found instead, or an answer
+ * the front end already has (its first step failed).
+ */
+export type AdmitAttempt<O extends Owned> = O | NotOwned | Answer;
+
+/** Admits once; `waitMs`: how long the store may wait for another admission of the key still open. */
+export type AdmitOnce<O extends Owned> = (waitMs: number) => Promise<AdmitAttempt<O>>;
 
 /** What admission decided: run (a fresh row, or one taken over), or answer now. */
-export type Admitted<R extends AdmitResult> =
-  | { readonly kind: 'owned'; readonly admitted: Extract<R, { owned: true }> }
+export type Admitted<O extends Owned> =
+  | { readonly kind: 'owned'; readonly admitted: O }
   | { readonly kind: 'taken-over'; readonly lease: Lease; readonly row: KeyRow }
   | { readonly kind: 'answer'; readonly answer: Answer };
 
-const isAnswer = <R extends AdmitResult>(result: AdmitAttempt<R>): result is Answer => 'outcome' in result;
+const isAnswer = <O extends Owned>(result: AdmitAttempt<O>): result is Answer => 'outcome' in result;
 
 /**
  * Admits `request` with `admitOnce` (the store's admission, as the front end calls it), then
@@ -131,17 +150,25 @@ const isAnswer = <R extends AdmitResult>(result: AdmitAttempt<R>): result is Ans
  * if (admitted.kind === 'answer') return admitted.answer;
  * ```
  */
-export async function admitRequest<R extends AdmitResult>(
-  policy: AdmissionPolicy,
-  request: KeyedRequest,
-  admitOnce: () => Promise<AdmitAttempt<R>>,
-): Promise<Admitted<R>> {
+export async function admitRequest<O extends Owned>(policy: AdmissionPolicy, request: KeyedRequest, admitOnce: AdmitOnce<O>): Promise<Admitted<O>> {
   let inFlightWaitMs = policy.inFlightWaitMs;
   for (;;) {
-    const result = await admitOnce();
+    if (policy.invisibleOwners && policy.keys.running(request.clientId, request.key)) {
+      // The owner runs here: wait for it in process (once), and answer 409 if it still runs.
+      const ms = waitBudget(inFlightWaitMs, request.prefer, Number.POSITIVE_INFINITY);
+      if (ms > 0) {
+        request.waited?.();
+        await policy.keys.wait(request.clientId, request.key, ms);
+        inFlightWaitMs = 0;
+      }
+      if (policy.keys.running(request.clientId, request.key)) return { kind: 'answer', answer: inFlight(1000, request.echo) };
+    }
+    const result = await admitOnce(waitBudget(inFlightWaitMs, request.prefer, Number.POSITIVE_INFINITY));
     if (isAnswer(result)) return { kind: 'answer', answer: result };
-    if (result.owned) return { kind: 'owned', admitted: result as Extract<R, { owned: true }> };
+    if (result.owned) return { kind: 'owned', admitted: result };
     const row = result.row;
+    // Another admission of the key stayed open in its transaction for the whole wait.
+    if (row === null) return { kind: 'answer', answer: inFlight(1000, request.echo) };
     const classified = classify(row, { requestHash: request.requestHash, inFlightWaitMs, prefer: request.prefer });
     switch (classified.branch) {
       case Branch.Mismatch:

@@ -171,7 +171,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       echo,
       waited: trace ? () => trace.waited() : undefined,
     };
-    const decided = await admitRequest<AdmitResult>(policy, request, async () => {
+    const decided = await admitRequest<Extract<AdmitResult, { owned: true }>>(policy, request, async () => {
       const attempt = await admitWithFirstStep(operation, input, admission, echo, trace);
       first = attempt.first;
       return attempt.result;

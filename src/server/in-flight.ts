@@ -45,6 +45,8 @@ interface Group {
 export interface InFlight {
   /** Marks the key as running in this process until the returned function is called (which wakes its waiters). */
   begin(clientId: string, key: string): () => void;
+  /** Whether the key runs in this process now (between {@link InFlight.begin} and its end). */
+  running(clientId: string, key: string): boolean;
   /** Waits up to `ms` for the key's owner to end; resolves either way. */
   wait(clientId: string, key: string, ms: number): Promise<void>;
   /** `Retry-After` (ms) for a `409` on `row`. */
@@ -145,6 +147,7 @@ export function createInFlight(store: KeyStore, leaseMs: number): InFlight {
         if (group !== undefined) settle(group);
       };
     },
+    running: (clientId, key) => running.has(id(clientId, key)),
     wait(clientId, key, ms) {
       const at = id(clientId, key);
       return new Promise<void>((resolve) => {

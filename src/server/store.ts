@@ -10,6 +10,7 @@
  * @module
  */
 export { KeyState, WatchEvent } from './store/types.js';
+export { isWholeRequest } from './store/core.js';
 export type {
   AdmitInput,
   AdmitResult,
@@ -24,5 +25,6 @@ export type {
   PointWrite,
   StoredResponse,
   Tx,
+  WholeRequest,
 } from './store/types.js';
 export { defaultDigest, webCryptoDigest, type FingerprintDigest } from '../fingerprint.js';

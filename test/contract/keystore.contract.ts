@@ -68,9 +68,9 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       const result = await store.admit(input('k1'));
       expect(result.owned).toBe(true);
       expect(result.row).toMatchObject({ clientId, key: 'k1', state: 'started', recoveryPoint: null, response: null, attempts: 0 });
-      expect(result.row.requestBody).toBe('{"amount":5}');
-      expect(result.row.leaseRemainingMs).toBeGreaterThan(5_000);
-      expect(result.row.expiresAt - result.row.createdAt).toBe(86_400_000);
+      expect(result.row!.requestBody).toBe('{"amount":5}');
+      expect(result.row!.leaseRemainingMs).toBeGreaterThan(5_000);
+      expect(result.row!.expiresAt - result.row!.createdAt).toBe(86_400_000);
     });
 
     it('returns the existing row, unchanged, to a second admission of the same key', async () => {
@@ -78,8 +78,8 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       await store.admit(input('k1'));
       const second = await store.admit(input('k1', { requestHash: 'b'.repeat(64), requestBody: '{}' }));
       expect(second.owned).toBe(false);
-      expect(second.row.requestHash).toBe('a'.repeat(64));
-      expect(second.row.requestBody).toBe('{"amount":5}');
+      expect(second.row!.requestHash).toBe('a'.repeat(64));
+      expect(second.row!.requestBody).toBe('{"amount":5}');
     });
 
     it('gives exactly one of 100 concurrent admissions of one key ownership', async () => {
@@ -138,7 +138,7 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
         let ran = 0;
         const second = await store.admit(input('f3'), first('f3', { onRun: () => (ran += 1) }));
         expect(second.owned).toBe(false);
-        expect(second.row.recoveryPoint).toBe('H1_DONE');
+        expect(second.row!.recoveryPoint).toBe('H1_DONE');
         expect(ran).toBe(0);
         expect(await effects('f3')).toBe(1);
       });
@@ -149,7 +149,7 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
         const results = await Promise.all(Array.from({ length: 100 }, () => store.admit(input('f4'), first('f4', { onRun: () => (ran += 1) }))));
         expect(results.filter((r) => r.owned)).toHaveLength(1);
         // The first phase commits with the admission: no duplicate ever sees the row without it.
-        expect(results.filter((r) => !r.owned).every((r) => r.row.recoveryPoint === 'H1_DONE')).toBe(true);
+        expect(results.filter((r) => !r.owned).every((r) => r.row!.recoveryPoint === 'H1_DONE')).toBe(true);
         expect(ran).toBe(1);
         expect(await effects('f4')).toBe(1);
       });

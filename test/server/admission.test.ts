@@ -122,7 +122,7 @@ describe('admitRequest', () => {
           return overrides.takeOver === undefined ? lease : overrides.takeOver;
         },
       },
-      keys: { wait: async (_clientId, _key, ms) => void waits.push(ms) },
+      keys: { wait: async (_clientId, _key, ms) => void waits.push(ms), running: () => false },
       cache: overrides.cache,
       leaseMs: 30_000,
       inFlightWaitMs: 5000,

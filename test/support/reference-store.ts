@@ -2,9 +2,8 @@
  * A minimal KeyStore, written the way a third party would write one (docs/key-store.md): each
  * primitive is one plain transaction on one better-sqlite3 connection (`BEGIN IMMEDIATE …
  * COMMIT`, one at a time), with no group commit and no batching. A phase with the points around
- * it is one UPDATE of the last point; a first phase runs inside the admission's transaction. It
- * proves that the
- * neutral handler is correct over the primitives alone: it runs the KeyStore contract suites
+ * it is one UPDATE of the last point; a first phase (or a whole request, finished) runs inside
+ * the admission's transaction. It proves that the neutral handler is correct over the primitives alone: it runs the KeyStore contract suites
  * and the crash matrix (`test/server/store/reference-store.test.ts`, `test/server/crash.test.ts`).
  *
  * Not for production: every call waits for the one before it.
@@ -25,7 +24,9 @@ import type {
   PointWrite,
   StoredResponse,
   Tx,
+  WholeRequest,
 } from '../../src/server/store/types.js';
+import { isWholeRequest } from '../../src/server/store/core.js';
 
 const TABLE = `CREATE TABLE IF NOT EXISTS ref_keys (
   client_id TEXT NOT NULL, key TEXT NOT NULL, request_hash TEXT NOT NULL, endpoint TEXT NOT NULL,
@@ -179,6 +180,16 @@ export function referenceKeyStore(path: string): KeyStore {
     );
   };
 
+  /** The response stored and the lease cleared (the size checked first: nothing is written past it). */
+  const writeFinish = (lease: Lease, final: StoredResponse): void => {
+    const bytes = Buffer.byteLength(final.body, 'utf8');
+    if (bytes > MAX_RESPONSE_BYTES) throw new RangeError(`referenceKeyStore: a ${bytes}-byte response exceeds maxResponseBytes (${MAX_RESPONSE_BYTES})`);
+    // Kept its retention from now: a key that finished late is not reaped at once.
+    db.prepare(
+      `UPDATE ref_keys SET state = 'finished', response = ?, lease_token = NULL, lease_until = NULL, expires_at = ? + expires_at - created_at WHERE client_id = ? AND key = ?`,
+    ).run(JSON.stringify(final), now(), lease.clientId, lease.key);
+  };
+
   return {
     dialect: 'sqlite',
     migrate: (app?: AppSchema) =>
@@ -186,7 +197,7 @@ export function referenceKeyStore(path: string): KeyStore {
         db.exec(TABLE);
         if (app) db.exec(app.sqlite);
       }),
-    admit: <T>(input: AdmitInput, first?: FirstPhase<T>) =>
+    admit: <T>(input: AdmitInput, first?: FirstPhase<T> | WholeRequest<T>) =>
       transaction(async (): Promise<AdmitResult<T>> => {
         const at = now();
         const token = randomUUID();
@@ -204,7 +215,9 @@ export function referenceKeyStore(path: string): KeyStore {
         // The first phase in the admission's transaction: a throw rolls the key back with it.
         let ended = false;
         const value = await first.work(txFor(() => ended)).finally(() => (ended = true));
-        writePhase(lease, inserted, first.phase, value);
+        // The whole request: its response stored in the same transaction.
+        if (isWholeRequest(first)) writeFinish(lease, first.response(value));
+        else writePhase(lease, inserted, first.phase, value);
         return {
           owned: true,
           lease,
@@ -233,14 +246,9 @@ export function referenceKeyStore(path: string): KeyStore {
     finish: <T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>, before?: PointWrite) =>
       fenced(lease, work, (current, result) => {
         const final = typeof response === 'function' ? response(result) : response;
-        const bytes = Buffer.byteLength(final.body, 'utf8');
-        if (bytes > MAX_RESPONSE_BYTES) throw new RangeError(`referenceKeyStore: a ${bytes}-byte response exceeds maxResponseBytes (${MAX_RESPONSE_BYTES})`);
         // The outcome mark before the response, in the same transaction.
         if (before) writePhase(lease, current, { ...before, leaseMs: 0 }, undefined);
-        // Kept its retention from now: a key that finished late is not reaped at once.
-        db.prepare(
-          `UPDATE ref_keys SET state = 'finished', response = ?, lease_token = NULL, lease_until = NULL, expires_at = ? + expires_at - created_at WHERE client_id = ? AND key = ?`,
-        ).run(JSON.stringify(final), now(), lease.clientId, lease.key);
+        writeFinish(lease, final);
       }),
     release: (lease, { forget }) =>
       transaction(() => {

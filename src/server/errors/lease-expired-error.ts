@@ -8,7 +8,8 @@ import type { Lease } from '../store/types.js';
 
 /**
  * Reported to the middleware's `onError` (never thrown at the caller): the handler answered
- * after its lease ran out and another request took the key over, so its response was not
+ * after its lease ran out (another request took the key over, or, with `transaction: true`, its
+ * transaction was rolled back at the lease), so its response was not
  * stored. Raise `leaseMs` above the handler's slowest run.
  *
  * @example
@@ -28,7 +29,7 @@ export class LeaseExpiredError extends OncelyError {
   constructor(lease: Pick<Lease, 'clientId' | 'key'>) {
     super(
       ErrorCode.LeaseExpired,
-      `oncely: the lease ran out before the handler of key ${JSON.stringify(lease.key.slice(0, 64))} answered and another request took the key over; raise leaseMs`,
+      `oncely: the lease ran out before the handler of key ${JSON.stringify(lease.key.slice(0, 64))} answered: its response was not stored (its transaction rolled back, or another request took the key over); raise leaseMs`,
     );
     this.clientId = lease.clientId;
     this.key = lease.key;

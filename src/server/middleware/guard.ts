@@ -31,7 +31,7 @@
  * @internal
  */
 import { parseKeyHeader } from '../../keys.js';
-import { admitRequest, fromCache, type AdmissionPolicy } from '../admission.js';
+import { admitRequest, fromCache, type AdmissionPolicy, type AdmitAttempt } from '../admission.js';
 import { problemAnswer, storeUnavailable, type Answer } from '../answers.js';
 import { InvalidOptionError } from '../errors/invalid-option-error.js';
 import { createInFlight } from '../in-flight.js';
@@ -44,7 +44,7 @@ import { PlainExecution } from './plain-execution.js';
 import { TransactionExecution } from './transaction-execution.js';
 import { traceGuard } from './telemetry-guard.js';
 import { tracingOf } from '../../telemetry/spans.js';
-import type { Lease } from '../store/types.js';
+import type { AdmitInput, Lease } from '../store/types.js';
 import type { Decision, Guard, GuardOptions, GuardedRequest } from './types.js';
 
 export { isFinalStatus } from './wire.js';
@@ -87,6 +87,8 @@ export function createGuard(options: GuardOptions): Guard {
   const policy: AdmissionPolicy = {
     store,
     keys,
+    // `transaction: true` admits with the whole request: the owner's key is invisible until it commits.
+    invisibleOwners: options.transaction === true,
     cache,
     leaseMs,
     inFlightWaitMs: waitMs,
@@ -102,10 +104,29 @@ export function createGuard(options: GuardOptions): Guard {
     return { kind: 'run', execution: new PlainExecution(run, maxResponseBytes) };
   }
 
+  /**
+   * `transaction: true`: one admission attempt with the whole request (admission, handler and
+   * response in one transaction), the key marked in flight here from before its INSERT so that a
+   * duplicate in this process waits here, not in the database.
+   */
+  async function admitWhole(input: AdmitInput): Promise<AdmitAttempt<{ readonly owned: true; readonly decision: Decision }>> {
+    const run = new LeasedRun(store, { clientId: input.clientId, key: input.key, token: '' }, keys.begin(input.clientId, input.key), report);
+    const begun = await TransactionExecution.admit(run, input, leaseMs, maxResponseBytes);
+    if (!('found' in begun)) return { owned: true, decision: begun };
+    run.end();
+    return begun.found;
+  }
+
   async function admitted(request: GuardedRequest, clientId: string, key: string, requestHash: string, echo: Record<string, string>): Promise<Decision> {
     const input = { clientId, key, requestHash, endpoint: `${request.method.toUpperCase()} ${request.route}`, requestBody: '', leaseMs, ttlMs };
     // Empty identity: the guard compares fingerprints, never request text.
-    const decided = await admitRequest(policy, { clientId, key, requestHash, identity: '', prefer: request.prefer, echo }, () => store.admit(input));
+    const asking = { clientId, key, requestHash, identity: '', prefer: request.prefer, echo };
+    if (options.transaction) {
+      const decided = await admitRequest(policy, asking, (waitMs) => admitWhole({ ...input, waitMs }));
+      if (decided.kind === 'owned') return decided.admitted.decision;
+      return decided.kind === 'answer' ? answer(decided.answer) : execution(decided.lease);
+    }
+    const decided = await admitRequest(policy, asking, () => store.admit(input));
     switch (decided.kind) {
       case 'answer':
         return answer(decided.answer);

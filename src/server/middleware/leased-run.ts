@@ -20,13 +20,30 @@ export class LeasedRun {
 
   constructor(
     readonly store: KeyStore,
+    /**
+     * The lease the run holds. A whole request's admission (`transaction: true` on a fresh key)
+     * holds its key by its open transaction instead, and has no token before it commits: its
+     * lease's token is `''`, never sent (nothing is released or finished under it).
+     */
     readonly lease: Lease,
-    /** Ends the key's in-flight mark (wakes its waiters); called once the run is settled. */
-    readonly end: () => void,
+    /** Ends the key's in-flight mark (wakes its waiters). */
+    end: () => void,
     private readonly reporter: Reporter,
   ) {
     this.echo = { 'idempotency-key': lease.key };
+    let ended = false;
+    this.end = () => {
+      if (ended) return;
+      ended = true;
+      end();
+    };
   }
+
+  /**
+   * Ends the key's in-flight mark, waking its waiters, once the run's outcome is committed (or
+   * nothing of it will be); later calls do nothing.
+   */
+  readonly end: () => void;
 
   /** What the handler sees as `oncely`. */
   context(tx: Tx | undefined): GuardContext {

@@ -2,14 +2,22 @@
  * A guarded request run inside the transaction that stores its response (`transaction: true`):
  * what the handler writes through `tx` commits together with the key, or not at all.
  *
- * The store's `finish` owns the transaction and calls its work with `tx`; the handler runs
- * outside that call, in the framework. So the work waits for the handler's response:
+ * The store owns the transaction and calls its work with `tx`; the handler runs outside that
+ * call, in the framework. So the work waits for the handler's response. The transaction is begun
+ * one of two ways:
+ *
+ * - {@link TransactionExecution.admit}, a fresh key: the store's `admit` with the whole request
+ *   ({@link WholeRequest}): admission, the handler's statements and the stored response are ONE
+ *   transaction and one commit. Nobody sees the key before that COMMIT: a duplicate waits for it
+ *   (in this process, or in the database up to its wait), and a crash or a rollback leaves nothing.
+ * - {@link TransactionExecution.open}, a key taken over from a dead owner: `finish` with the work,
+ *   under the lease the takeover got.
  *
  * ```
- * open()      finish(lease, work) ──► work(tx): the transaction is open ──► open() resolves: the handler runs with tx
+ * begin(work) ──► work(tx): the transaction is open ──► the handler runs with tx
  * complete(r) ──► handed to the waiting work: final ─► returned, stored, committed
- *                                             not final (5xx, 429, …) ─► rolled back, key released
- * abort(e) / leaseMs passes first ──► the work throws ─► rolled back, key released
+ *                                             not final (5xx, 429, …) ─► rolled back (a taken-over key is released)
+ * abort(e) / leaseMs passes first ──► the work throws ─► rolled back
  * ```
  *
  * Past its lease the handler is fenced out (its `tx` refuses every statement), as when another
@@ -19,8 +27,9 @@
  * @internal
  */
 import type { WireResponse } from '../answers.js';
-import { LeaseLostError } from '../store/lease-lost.js';
-import type { StoredResponse, Tx } from '../store/types.js';
+import type { NotOwned } from '../admission.js';
+import { LeaseLostError, isLeaseLost } from '../store/lease-lost.js';
+import type { AdmitInput, StoredResponse, Tx } from '../store/types.js';
 import type { LeasedRun } from './leased-run.js';
 import type { Decision, Execution, GuardContext } from './types.js';
 import { captureStored, isFinalStatus } from './wire.js';
@@ -45,8 +54,11 @@ class NotFinal extends Error {
   override readonly name = 'NotFinal';
 }
 
-/** How `finish` ended: it returned (`ok: false` when the lease was lost), or it threw. */
-type Finished = { readonly ok: boolean } | { readonly error: unknown };
+/**
+ * How the store's call ended: it stored the response (`ok: true`), lost the lease (`ok: false`),
+ * threw, or (an admission only) found the key held by another request.
+ */
+type Finished = { readonly ok: boolean } | { readonly error: unknown } | { readonly found: NotOwned };
 
 /** A `tx` whose statements are refused once {@link FencedTx.close} is called. */
 class FencedTx implements Tx {
@@ -74,6 +86,9 @@ class FencedTx implements Tx {
   }
 }
 
+/** What a transaction's work is handed and gives back. */
+type Work = (tx: Tx) => Promise<StoredResponse>;
+
 /** See the module comment. */
 export class TransactionExecution implements Execution {
   readonly context: GuardContext;
@@ -86,43 +101,84 @@ export class TransactionExecution implements Execution {
     private readonly answered: Deferred<WireResponse | Error>,
     private readonly finished: Promise<Finished>,
     leaseMs: number,
+    /** Whether a key left behind by a failed transaction must be given up (a taken-over row stays otherwise). */
+    private readonly releases: boolean,
   ) {
     this.context = run.context(tx);
+    // The transaction's end, not the handler's answer, frees the key: a handler that outlived its
+    // lease must not keep the duplicates waiting in this process after its transaction rolled back.
+    void finished.then(() => run.end());
     this.timer = setTimeout(() => {
       tx.close();
       answered.resolve(new LeaseLostError());
     }, leaseMs);
   }
 
-  /** Opens the transaction: the execution once it is open, or the answer when it never opened. */
+  /**
+   * Admits a fresh key with the whole request (see the module comment): the execution once the
+   * key is this request's and the transaction open, or what the store found instead.
+   */
+  static async admit(run: LeasedRun, input: AdmitInput, leaseMs: number, maxResponseBytes: number): Promise<Decision | { readonly found: NotOwned }> {
+    return TransactionExecution.begin(run, leaseMs, maxResponseBytes, false, (work) =>
+      run.store.admit(input, { work, response: (stored) => stored }).then(
+        (result): Finished => (result.owned ? { ok: true } : { found: result }),
+        // The handler outlived its lease: the transaction rolled back and the key with it.
+        (error: unknown): Finished => (isLeaseLost(error) ? { ok: false } : { error }),
+      ),
+    );
+  }
+
+  /** Opens the transaction of a key taken over: the execution once it is open, or the answer when it never opened. */
   static async open(run: LeasedRun, leaseMs: number, maxResponseBytes: number): Promise<Decision> {
+    const decision = await TransactionExecution.begin(run, leaseMs, maxResponseBytes, true, (work) =>
+      run.store
+        .finish(run.lease, (stored: StoredResponse | undefined) => stored!, work)
+        .then(
+          (done): Finished => ({ ok: done.ok }),
+          (error: unknown): Finished => ({ error }),
+        ),
+    );
+    // `finish` finds no other owner: it answers `ok: false` instead.
+    return 'found' in decision ? { kind: 'answer', response: run.lost() } : decision;
+  }
+
+  private static async begin(
+    run: LeasedRun,
+    leaseMs: number,
+    maxResponseBytes: number,
+    releases: boolean,
+    start: (work: Work) => Promise<Finished>,
+  ): Promise<Decision | { readonly found: NotOwned }> {
     const opened = deferred<Tx>();
     const answered = deferred<WireResponse | Error>();
-    const work = async (tx: Tx): Promise<StoredResponse> => {
+    const work: Work = async (tx) => {
       opened.resolve(tx);
       const response = await answered.promise;
       if (response instanceof Error) throw response;
       if (!isFinalStatus(response.status)) throw new NotFinal('not a final response');
       return captureStored(response, maxResponseBytes);
     };
-    const finished: Promise<Finished> = run.store
-      .finish(run.lease, (stored: StoredResponse | undefined) => stored!, work)
-      .then(
-        (done) => ({ ok: done.ok }),
-        (error: unknown) => ({ error }),
-      );
+    const finished = start(work);
     const first = await Promise.race([opened.promise, finished]);
     if ('run' in first) {
-      const execution = new TransactionExecution(run, new FencedTx(first), answered, finished, leaseMs);
+      const execution = new TransactionExecution(run, new FencedTx(first), answered, finished, leaseMs, releases);
       return { kind: 'run', execution };
     }
-    // Nothing ran: the lease was lost, or the store failed, before the transaction opened.
+    // Nothing ran: another request holds the key, the lease was lost, or the store failed, before the transaction opened.
+    if ('found' in first) return first;
+    // Stored without running the work: a store that ignored the whole request (docs/key-store.md).
+    if ('ok' in first && first.ok) {
+      run.report(new Error('oncely: the key store admitted a whole request without running its work; it must implement WholeRequest (see docs/key-store.md)'));
+      run.end();
+      return { kind: 'answer', response: run.unavailable() };
+    }
     if ('ok' in first) {
       run.end();
       return { kind: 'answer', response: run.lost() };
     }
     run.report(first.error);
-    await run.release().finally(run.end);
+    if (releases) await run.release().finally(run.end);
+    else run.end();
     return { kind: 'answer', response: run.unavailable() };
   }
 
@@ -146,8 +202,10 @@ export class TransactionExecution implements Execution {
     const run = this.run;
     try {
       const result = await this.finished;
+      // Once the handler ran, the key was this request's: nobody else's row can be found.
+      if ('found' in result) return run.unavailable();
       if ('ok' in result) return result.ok ? undefined : run.lost();
-      await run.release();
+      if (this.releases) await run.release();
       if (result.error instanceof NotFinal) return undefined;
       run.report(result.error);
       return run.unavailable();

@@ -7,8 +7,8 @@
  * - {@link pointOf}: a phase with the mark before it and the point after it, as the one point its
  *   single UPDATE writes (the contract's {@link PhaseCommit});
  * - {@link finalOf}: the response a `finish` stores, with the size check;
- * - {@link admittedRow}, {@link firstPhase}: an owner's admission and its first phase, run in the
- *   admission's transaction;
+ * - {@link admittedRow}, {@link firstPhase}, {@link finishedInAdmission}: an owner's admission and
+ *   its first phase (or its whole request, finished), run in the admission's transaction;
  * - {@link fencedWrite}: lease fencing of a write and its work, the "write has ended" guard and
  *   "did my write land" after a lost answer, over a dialect's {@link FencedSession}.
  *
@@ -16,7 +16,7 @@
  */
 import { ResponseTooLargeError } from '../errors/response-too-large-error.js';
 import { LOST, isLeaseLost } from './lease-lost.js';
-import type { AdmitInput, AdmitResult, Fenced, FinalResponse, FirstPhase, KeyRow, Lease, PhaseCommit, PointWrite, StoredResponse, Tx } from './types.js';
+import type { AdmitInput, AdmitResult, Fenced, FinalResponse, FirstPhase, KeyRow, PhaseCommit, PointWrite, StoredResponse, Tx, WholeRequest } from './types.js';
 
 /** The one point a commit writes: where it leaves the row, the lease it asks for, the data it merges. */
 export interface FoldedPoint {
@@ -124,6 +124,43 @@ export async function firstPhase<T>(
   const row = { ...admitted.row, recoveryPoint: point.recoveryPoint, data: point.data, leaseRemainingMs: point.leaseMs };
   return { owned: true, lease: admitted.lease, row, first: { value } };
 }
+
+/**
+ * A {@link WholeRequest} in the admission's own transaction: the work on `tx`, its response (with
+ * the size check), then the dialect's `write` of that response (the fenced finish of a row nobody
+ * else can see yet). Answers the owner's result with the row finished; a throw leaves the dialect
+ * to undo the whole transaction.
+ *
+ * @example
+ * ```ts
+ * return finishedInAdmission('sqliteKeyStore', 65_536, admitted, whole, tx, (stored) => run(SQL.finish, stored));
+ * ```
+ */
+export async function finishedInAdmission<T>(
+  store: string,
+  maxBytes: number,
+  admitted: Extract<AdmitResult<never>, { owned: true }>,
+  whole: WholeRequest<T>,
+  tx: Tx,
+  write: (stored: StoredResponse) => Promise<void> | void,
+): Promise<AdmitResult<T>> {
+  const value = await whole.work(tx);
+  const stored = finalOf(store, admitted.lease.key, maxBytes, whole.response(value), undefined);
+  const written = write(stored);
+  if (written) await written;
+  const row: KeyRow = { ...admitted.row, state: 'finished', response: stored, leaseRemainingMs: null };
+  return { owned: true, lease: admitted.lease, row, first: { value } };
+}
+
+/**
+ * Whether `first` is a {@link WholeRequest}.
+ *
+ * @example
+ * ```ts
+ * if (first && isWholeRequest(first)) return finishInAdmission(first);
+ * ```
+ */
+export const isWholeRequest = <T>(first: FirstPhase<T> | WholeRequest<T>): first is WholeRequest<T> => 'response' in first;
 
 /** A point as a {@link PhaseCommit} of its own (a mark re-committed alone). */
 export const alone = (point: PointWrite, leaseMs: number): PhaseCommit => ({ ...point, leaseMs });

@@ -13,7 +13,8 @@ import { requirePeer } from '../../optional-peer.node.js';
 import { createPool } from './postgres-hosts.node.js';
 import { urlOptions, withoutOptions } from './postgres-url.node.js';
 import { beginSql, sessionProbe } from './postgres-session.node.js';
-import type { OpenTransaction, Opened, Query, QueryResult, Runner, Statement } from './postgres-transport.node.js';
+import type { OpenOptions, OpenTransaction, Opened, Query, QueryResult, Runner, Statement } from './postgres-transport.node.js';
+import { InvalidOptionError } from '../errors/invalid-option-error.js';
 
 /** Options of {@link createPgRunner}. */
 export interface PgRunnerOptions {
@@ -27,6 +28,9 @@ export interface PgRunnerOptions {
   /** Named prepared statements for the store's own SQL; `undefined`: only on a direct connection (`postgres-session.node.ts`). */
   readonly prepare: boolean | undefined;
 }
+
+/** Back to the session's own lock timeout, for this transaction (see {@link OpenOptions.lockTimeoutMs}). */
+const LOCK_TIMEOUT_DEFAULT = 'SET LOCAL lock_timeout TO DEFAULT';
 
 /** Distinct statement texts a runner prepares on its sessions (the store's own are about twenty). */
 const PREPARED_TEXTS = 256;
@@ -183,8 +187,15 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
   return {
     query: over(pool),
     prepared: async <T>(sql: string, params?: readonly unknown[]) => resultOf<T>(await send(pool, { sql, params: params ?? [] })),
-    async open<T>(first: Statement, then?: Statement): Promise<Opened<T>> {
+    async open<T>(first: Statement, then?: Statement, options?: OpenOptions): Promise<Opened<T>> {
+      const bounded = options?.lockTimeoutMs;
+      if (bounded !== undefined && (!Number.isSafeInteger(bounded) || bounded < 1)) {
+        throw new InvalidOptionError('postgresKeyStore', 'lockTimeoutMs', `must be a whole number of milliseconds ≥ 1, got ${bounded}`);
+      }
+      // The lock wait bounded for `first` alone: set in the BEGIN's own message, reset behind it.
+      const opening = bounded === undefined ? begin : `${begin}; SET LOCAL lock_timeout = ${bounded}`;
       const { client, pipelined, ended, end } = await checkout();
+      const unbound = (): Promise<unknown> | undefined => (bounded === undefined ? undefined : client.query(LOCK_TIMEOUT_DEFAULT));
       const rollback = (): Promise<void> => end('ROLLBACK');
       const onClient = inTransaction(client);
       const tx: OpenTransaction = {
@@ -215,15 +226,18 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
       let begun = pipelined;
       try {
         if (pipelined) {
-          const [began, opened, followed] = await Promise.allSettled(
-            together(client, () => [client.query(begin), send(client, first), then && onClient(then.sql, then.params)] as const),
+          const [began, opened, reset, followed] = await Promise.allSettled(
+            together(client, () => [client.query(opening), send(client, first), unbound(), then && onClient(then.sql, then.params)] as const),
           );
           valueOf(began);
-          return { result: resultOf<T>(valueOf(opened)), tx, then: then && (followed as PromiseSettledResult<QueryResult<unknown>>) };
+          const result = resultOf<T>(valueOf(opened));
+          valueOf(reset);
+          return { result, tx, then: then && (followed as PromiseSettledResult<QueryResult<unknown>>) };
         }
         begun = true;
-        await client.query(begin);
+        await client.query(opening);
         const result = resultOf<T>(await send(client, first));
+        await unbound();
         return { result, tx, then: then && (await Promise.allSettled([onClient(then.sql, then.params)]))[0] };
       } catch (error) {
         await (begun ? rollback() : end());

@@ -42,6 +42,17 @@ export interface Opened<T> {
   readonly then?: PromiseSettledResult<QueryResult<unknown>> | undefined;
 }
 
+/** How {@link Runner.open} begins. */
+export interface OpenOptions {
+  /**
+   * How long `first` may wait for a lock (PostgreSQL's `lock_timeout`, for `first` only: reset to
+   * the session's own before anything behind it), so that an admission waiting for another
+   * admission's open transaction gives up in time. A whole number of milliseconds ≥ 1; PGlite,
+   * one backend whose transactions run one at a time, has no lock to wait for.
+   */
+  readonly lockTimeoutMs?: number | undefined;
+}
+
 /** One engine, as the store sees it. */
 export interface Runner {
   readonly query: Query;
@@ -59,7 +70,7 @@ export interface Runner {
    * a `first` that raises aborts the transaction, so `then` never takes effect; its own answer is
    * handed back as it settled.
    */
-  open<T>(first: Statement, then?: Statement): Promise<Opened<T>>;
+  open<T>(first: Statement, then?: Statement, options?: OpenOptions): Promise<Opened<T>>;
   /** `BEGIN … COMMIT` on one connection; a throw rolls back and rethrows. */
   transaction<T>(work: (query: Query) => Promise<T>): Promise<T>;
   /** Ends the pool when the store created it; an injected pool or PGlite belongs to its owner. */

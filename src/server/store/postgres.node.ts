@@ -5,7 +5,7 @@
  * clocks still agree.
  *
  * The table, and why it is not partitioned, are explained in `postgres-schema.node.ts`; every
- * statement is in `postgres-sql.node.ts`; fencing, the size check and the row folding are the
+ * statement is in `postgres-sql.node.ts`; the admission in `postgres-admit.node.ts`; fencing, the size check and the row folding are the
  * store core's (`core.ts`), over this dialect's transport (`postgres-fenced.node.ts`, the
  * pipelined runner in `postgres-runner.node.ts`).
  *
@@ -19,7 +19,8 @@
  * @module
  */
 import type pg from 'pg';
-import { fencedWrite, finalOf, firstPhase, pointOf, txOver } from './core.js';
+import { fencedWrite, finalOf, pointOf, txOver } from './core.js';
+import { admitOn } from './postgres-admit.node.js';
 import { fenceArgs, landed, pgSession, shaped } from './postgres-fenced.node.js';
 import { endChannel, listenForEnds, listenConfig as listenTarget } from './postgres-listen.node.js';
 import { createPgliteRunner, type PgliteLike } from './postgres-pglite.node.js';
@@ -29,9 +30,9 @@ import type { Runner, Statement } from './postgres-transport.node.js';
 import { schemaFromPool, schemaFromUrl } from './postgres-url.node.js';
 import { migrate } from './postgres-schema.node.js';
 import { poolerRefusal } from './postgres-session.node.js';
-import { toAdmitResult, toRow, type Admitted, type RawRow } from './postgres-rows.node.js';
+import { toRow, type RawRow } from './postgres-rows.node.js';
 import { postgresSql } from './postgres-sql.node.js';
-import type { AdmitInput, AdmitResult, AppSchema, Fenced, FirstPhase, KeyStore, Lease, Tx } from './types.js';
+import type { AppSchema, Fenced, KeyStore, Lease, Tx } from './types.js';
 import { InvalidOptionError } from '../errors/invalid-option-error.js';
 
 export type { PgliteLike, PgliteQueryable, PgliteResults } from './postgres-pglite.node.js';
@@ -172,49 +173,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
       landed: at === undefined ? undefined : () => landed(runner, SQL, lease, at),
     });
 
-  async function admit<T>(input: AdmitInput, first?: FirstPhase<T>): Promise<AdmitResult<T>> {
-    const args = [input.clientId, input.key, input.requestHash, input.endpoint, input.requestBody, input.leaseMs, input.ttlMs];
-    // No row in the answer: the INSERT met a row committed after the statement's snapshot (it
-    // waited for that owner's COMMIT). The next attempt's snapshot sees it.
-    for (let attempt = 1; attempt <= 3; attempt += 1) {
-      if (!first) {
-        const { rows } = await runner.prepared<Admitted>(SQL.admit, args);
-        if (rows[0]) return toAdmitResult(input, rows[0]);
-        continue;
-      }
-      // The INSERT, the first phase's work and its recovery point in one transaction. The new
-      // row is this transaction's until COMMIT: a duplicate's INSERT waits, then finds the row at
-      // its recovery point.
-      const { result, tx } = await runner.open<Admitted>({ sql: SQL.admit, params: args });
-      try {
-        const found = result.rows[0];
-        if (!found) {
-          await tx.rollback();
-          continue;
-        }
-        const admitted = toAdmitResult(input, found);
-        if (!admitted.owned) {
-          await tx.rollback();
-          return admitted;
-        }
-        // The point after the first phase (EXTn_SENT) is written by the phase's own UPDATE: the
-        // row, inserted by this transaction, cannot change hands before COMMIT.
-        const ownTx = txOver('postgres', async (op, sql, params) => shaped(op, await tx.query(sql, params)));
-        return await firstPhase(admitted, first, ownTx, (point) =>
-          tx
-            .commit({ sql: SQL.firstPoint, params: [...fenceArgs(admitted.lease), point.recoveryPoint, JSON.stringify(point.data), point.leaseMs] })
-            // The answer was lost (connection reset): the row says whether the COMMIT ran.
-            .catch(async (error: unknown) => {
-              if (!(await landed(runner, SQL, admitted.lease, point.recoveryPoint))) throw error;
-            }),
-        );
-      } catch (error) {
-        await tx.rollback();
-        throw error;
-      }
-    }
-    throw new Error(`postgresKeyStore: admission of key ${JSON.stringify(input.key.slice(0, 64))} found its row gone three times (deleted while admitted)`);
-  }
+  const admit = admitOn(runner, SQL, maxResponseBytes);
 
   const store: KeyStore = {
     dialect: 'postgres',

@@ -37,10 +37,12 @@
  *              │    └──────── takeOver ◄────────────┤ lease expired (crash) / released / parked
  *              └── release({forget:true}) deletes a row on which nothing was done yet
  * sweep: started rows with no live lease, due again      reap: rows past their expiry
+ * admit(whole request) ──► finished, in one transaction (nothing visible to others before its COMMIT)
  * ```
  *
  * Fewer commits per request come from the contract itself, not from a side channel: `admit` may
- * carry the operation's first phase (run in the admission's transaction), and `commitPhase` /
+ * carry the operation's first phase (run in the admission's transaction) or the request's whole
+ * work with its response ({@link WholeRequest}: one commit in all), and `commitPhase` /
  * `finish` may carry the recovery point before the phase (an outcome mark) and the one after it
  * (`EXTn_SENT`), written by the same UPDATE. The runner (`../phases.ts`) re-commits a mark alone
  * when the phase carrying it fails, so a store needs nothing special for it. How a third party
@@ -136,6 +138,13 @@ export interface AdmitInput {
   readonly requestBody: string;
   readonly leaseMs: number;
   readonly ttlMs: number;
+  /**
+   * How long this admission may wait for another admission of the key whose transaction is still
+   * open (one carrying a {@link WholeRequest} holds the key until its work ends). Past it, `admit`
+   * answers `{ owned: false, row: null }`. A store whose admissions never hold the key longer than
+   * one short transaction may ignore it. Absent: no bound but the store's own statement timeout.
+   */
+  readonly waitMs?: number | undefined;
 }
 
 /**
@@ -145,7 +154,9 @@ export interface AdmitInput {
  */
 export type AdmitResult<T = unknown> =
   | { readonly owned: true; readonly lease: Lease; readonly row: KeyRow; readonly first?: { readonly value: T | undefined } }
-  | { readonly owned: false; readonly row: KeyRow };
+  | { readonly owned: false; readonly row: KeyRow }
+  /** Another admission of the key is still open in a transaction (see {@link AdmitInput.waitMs}): in flight, its row not yet visible. */
+  | { readonly owned: false; readonly row: null };
 
 /** A recovery point written by a commit, with the data it merges into the row. */
 export interface PointWrite {
@@ -181,6 +192,19 @@ export interface PhaseCommit<T = unknown> extends PointWrite {
 export interface FirstPhase<T = unknown> {
   readonly phase: PhaseCommit<T>;
   readonly work: (tx: Tx) => Promise<T>;
+}
+
+/**
+ * A request's whole work handed to {@link KeyStore.admit} (the middleware's `transaction: true`):
+ * the admission, the work and the stored response commit as ONE transaction, and the owner gets
+ * its row finished. While that transaction is open the key is the owner's alone: a concurrent
+ * admission of it waits (up to its {@link AdmitInput.waitMs}) for the owner's COMMIT (and finds
+ * the finished row) or rollback (and may own the key itself). A crash rolls everything back.
+ */
+export interface WholeRequest<T = unknown> {
+  readonly work: (tx: Tx) => Promise<T>;
+  /** The response to store, from the work's result, inside the transaction (the store's size cap applies). */
+  readonly response: (result: T) => StoredResponse;
 }
 
 /**
@@ -224,8 +248,9 @@ export interface KeyStore {
    * With `first`, an owner runs that phase's work and writes it (as {@link KeyStore.commitPhase}
    * would) in the admission's own transaction: a duplicate never sees the row before it. If the
    * work throws, nothing is kept, not even the key, and `admit` rejects with the work's error.
+   * With a {@link WholeRequest} the owner's row is also finished in that transaction: one commit.
    */
-  admit<T = unknown>(input: AdmitInput, first?: FirstPhase<T>): Promise<AdmitResult<T>>;
+  admit<T = unknown>(input: AdmitInput, first?: FirstPhase<T> | WholeRequest<T>): Promise<AdmitResult<T>>;
   /** The row, or `undefined`. */
   load(clientId: string, key: string): Promise<KeyRow | undefined>;
   /**

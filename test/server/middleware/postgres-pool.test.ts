@@ -140,7 +140,7 @@ describe.skipIf(!withPostgres).each(Object.keys(APPS) as Framework[])('%s with t
     return [status, { attempt }];
   };
 
-  it('commits the order and the stored key together: neither is visible while the handler runs, both after the 201', async () => {
+  it('commits the key, the order and the stored response together: none is visible while the handler runs, all after the 201', async () => {
     const inserted = gate();
     const proceed = gate();
     const base = await start(async (oncely) => {
@@ -151,8 +151,9 @@ describe.skipIf(!withPostgres).each(Object.keys(APPS) as Framework[])('%s with t
     });
     const pending = post(base, 'k-commit');
     await inserted.reached;
-    // The INSERT ran inside the transaction that will store the response: not committed yet.
-    expect(await ledger('k-commit')).toEqual({ orders: [], keys: [{ state: 'started', status: null }] });
+    // The INSERT ran inside the transaction that admitted the key and will store the response:
+    // nothing of it is committed yet, not even the key (one transaction, one commit).
+    expect(await ledger('k-commit')).toEqual({ orders: [], keys: [] });
     proceed.open();
     const response = await pending;
     expect({ status: response.status, body: await response.json() }).toEqual({ status: 201, body: { attempt: 1 } });

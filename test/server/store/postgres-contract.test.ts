@@ -7,6 +7,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { runKeyStoreChainedContract } from '../../contract/keystore-chained.contract.js';
 import { runKeyStoreValuesContract } from '../../contract/keystore-values.contract.js';
 import { runKeyStoreContract } from '../../contract/keystore.contract.js';
+import { runWholeRequestContract } from '../../contract/keystore-whole.contract.js';
 import { openPgBackend, openPglite, type PgBackend } from '../../support/pg.js';
 
 const backends: Array<Promise<PgBackend>> = [];
@@ -14,7 +15,7 @@ afterAll(async () => {
   for (const backend of backends) await (await backend).close();
 });
 
-function contractOn(name: string, open: () => Promise<PgBackend>): void {
+function contractOn(name: string, open: () => Promise<PgBackend>, boundsWait: boolean): void {
   let backend: Promise<PgBackend> | undefined;
   let schema: string | undefined;
   // Started before any test: PGlite takes seconds to boot, more on a busy machine.
@@ -31,7 +32,8 @@ function contractOn(name: string, open: () => Promise<PgBackend>): void {
   runKeyStoreContract(name, factory);
   runKeyStoreValuesContract(name, factory);
   runKeyStoreChainedContract(name, factory);
+  runWholeRequestContract(name, factory, { boundsWait });
 }
 
-contractOn('postgres', () => openPgBackend('contract'));
-contractOn('postgres (PGlite)', () => openPglite('contract_pglite'));
+contractOn('postgres', () => openPgBackend('contract'), true);
+contractOn('postgres (PGlite)', () => openPglite('contract_pglite'), false);

@@ -38,7 +38,7 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
     it('gives exactly one of 100 concurrent admissions of a key the ownership, and stores one row', async () => {
       const results = await Promise.all(Array.from({ length: 100 }, () => store.admit(input('race-1'))));
       expect(results.filter((r) => r.owned)).toHaveLength(1);
-      expect(results.every((r) => r.row.requestHash === 'a'.repeat(64))).toBe(true);
+      expect(results.every((r) => r.row!.requestHash === 'a'.repeat(64))).toBe(true);
       expect(await count('race-1')).toBe(1);
     });
 
@@ -73,7 +73,7 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
     });
 
     it('reports lease and timestamps from the database clock', async () => {
-      const { row } = await store.admit(input('clock-1', { leaseMs: 10_000, ttlMs: 3_600_000 }));
+      const row = (await store.admit(input('clock-1', { leaseMs: 10_000, ttlMs: 3_600_000 }))).row!;
       expect(row.leaseRemainingMs).toBeGreaterThan(9_000);
       expect(row.leaseRemainingMs).toBeLessThanOrEqual(10_000);
       expect(row.expiresAt - row.createdAt).toBe(3_600_000);
@@ -204,7 +204,7 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       expect(row).toMatchObject({ state: 'finished', response: created, leaseRemainingMs: null });
       const again = await store.admit(input('finish-1'));
       expect(again.owned).toBe(false);
-      expect(again.row.response).toEqual(created);
+      expect(again.row!.response).toEqual(created);
     });
 
     it('keeps the stored headers in their original order (a replay writes them as first sent)', async () => {
@@ -213,7 +213,7 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       const headers = { 'content-type': 'application/json', location: '/v1/payments/p1', 'idempotency-key': 'order-1' };
       await store.finish(admitted.lease, { status: 201, headers, body: '{}' });
       expect(Object.keys((await store.load('acme', 'order-1'))!.response!.headers)).toEqual(Object.keys(headers));
-      expect(Object.keys((await store.admit(input('order-1'))).row.response!.headers)).toEqual(Object.keys(headers));
+      expect(Object.keys((await store.admit(input('order-1'))).row!.response!.headers)).toEqual(Object.keys(headers));
     });
 
     it('forgets a released row with no recovery point and keeps one with progress', async () => {

@@ -10,6 +10,7 @@ import { afterAll } from 'vitest';
 import { runKeyStoreChainedContract } from '../../contract/keystore-chained.contract.js';
 import { runKeyStoreValuesContract } from '../../contract/keystore-values.contract.js';
 import { runKeyStoreContract } from '../../contract/keystore.contract.js';
+import { runWholeRequestContract } from '../../contract/keystore-whole.contract.js';
 import { referenceKeyStore } from '../../support/reference-store.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'oncely-reference-store-'));
@@ -20,3 +21,4 @@ const factory = async () => referenceKeyStore(join(dir, `store-${(n += 1)}.db`))
 runKeyStoreContract('reference store (plain primitives)', factory);
 runKeyStoreValuesContract('reference store (plain primitives)', factory);
 runKeyStoreChainedContract('reference store (plain primitives)', factory);
+runWholeRequestContract('reference store (plain primitives)', factory);

@@ -7,6 +7,7 @@ import type { Tx } from '../../../src/server/store/types.js';
 import { runKeyStoreChainedContract } from '../../contract/keystore-chained.contract.js';
 import { runKeyStoreValuesContract } from '../../contract/keystore-values.contract.js';
 import { runKeyStoreContract } from '../../contract/keystore.contract.js';
+import { runWholeRequestContract } from '../../contract/keystore-whole.contract.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'oncely-sqlite-contract-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -16,6 +17,7 @@ let n = 0;
 runKeyStoreContract('sqlite (file, WAL)', async () => sqliteKeyStore({ path: join(dir, `store-${(n += 1)}.db`) }));
 runKeyStoreValuesContract('sqlite (file, WAL)', async () => sqliteKeyStore({ path: join(dir, `store-${(n += 1)}.db`) }));
 runKeyStoreChainedContract('sqlite (file, WAL)', async () => sqliteKeyStore({ path: join(dir, `store-${(n += 1)}.db`) }));
+runWholeRequestContract('sqlite (file, WAL)', async () => sqliteKeyStore({ path: join(dir, `store-${(n += 1)}.db`) }));
 
 describe('sqliteKeyStore response cap', () => {
   it('refuses to store a response body over maxResponseBytes and commits nothing', async () => {

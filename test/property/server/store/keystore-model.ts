@@ -192,7 +192,7 @@ export async function runOp(real: RealStore, op: Op): Promise<{ readonly answer:
         ttlMs: op.ttlMs,
       });
       if (result.owned) return { answer: { owned: true }, lease: result.lease };
-      return { answer: { owned: false, state: result.row.state, requestHash: result.row.requestHash, point: result.row.recoveryPoint } };
+      return { answer: { owned: false, state: result.row!.state, requestHash: result.row!.requestHash, point: result.row!.recoveryPoint } };
     }
     case 'takeOver': {
       const lease = await store.takeOver(clientId, op.key, op.leaseMs);

@@ -1,0 +1,89 @@
+/**
+ * The PostgreSQL store's admission (`KeyStore.admit`): one `INSERT … ON CONFLICT DO NOTHING`,
+ * alone, or opening the transaction that runs the operation's first phase (or the whole request,
+ * finished) with it. The statements are `postgres-sql.node.ts`'s; the row mapping
+ * `postgres-rows.node.ts`'s; the first phase and the whole request are the store core's.
+ *
+ * @module
+ */
+import { finishedInAdmission, firstPhase, isWholeRequest, txOver } from './core.js';
+import { fenceArgs, landed, shaped } from './postgres-fenced.node.js';
+import { toAdmitResult, type Admitted } from './postgres-rows.node.js';
+import type { PostgresSql } from './postgres-sql.node.js';
+import type { Opened, Runner } from './postgres-transport.node.js';
+import type { AdmitInput, AdmitResult, FirstPhase, WholeRequest } from './types.js';
+
+/** Whether `error` is PostgreSQL's `lock_not_available` (55P03): a lock wait ran past `lock_timeout`. */
+const lockNotAvailable = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === '55P03';
+
+/**
+ * The store's `admit` over `runner`.
+ *
+ * @example
+ * ```ts
+ * const admit = admitOn(runner, postgresSql('oncely'), 65_536);
+ * const result = await admit(input);
+ * ```
+ */
+export function admitOn(runner: Runner, SQL: PostgresSql, maxResponseBytes: number) {
+  return async function admit<T>(input: AdmitInput, first?: FirstPhase<T> | WholeRequest<T>): Promise<AdmitResult<T>> {
+    const args = [input.clientId, input.key, input.requestHash, input.endpoint, input.requestBody, input.leaseMs, input.ttlMs];
+    // An admission that opens a transaction may meet another one's still open (a whole request
+    // holds its key until its work ends): it waits for that COMMIT or rollback up to `waitMs`.
+    const bound = input.waitMs === undefined ? undefined : { lockTimeoutMs: Math.max(1, Math.ceil(input.waitMs)) };
+    // No row in the answer: the INSERT met a row committed after the statement's snapshot (it
+    // waited for that owner's COMMIT). The next attempt's snapshot sees it.
+    for (let attempt = 1; attempt <= 3; attempt += 1) {
+      if (!first) {
+        const { rows } = await runner.prepared<Admitted>(SQL.admit, args);
+        if (rows[0]) return toAdmitResult(input, rows[0]);
+        continue;
+      }
+      // The INSERT, the first phase's work and its recovery point in one transaction. The new
+      // row is this transaction's until COMMIT: a duplicate's INSERT waits, then finds the row at
+      // its recovery point.
+      let opened: Opened<Admitted>;
+      try {
+        opened = await runner.open<Admitted>({ sql: SQL.admit, params: args }, undefined, bound);
+      } catch (error) {
+        // Still open past the wait: in flight, not yet visible.
+        if (bound && lockNotAvailable(error)) return { owned: false, row: null };
+        throw error;
+      }
+      const { result, tx } = opened;
+      try {
+        const found = result.rows[0];
+        if (!found) {
+          await tx.rollback();
+          continue;
+        }
+        const admitted = toAdmitResult(input, found);
+        if (!admitted.owned) {
+          await tx.rollback();
+          return admitted;
+        }
+        const ownTx = txOver('postgres', async (op, sql, params) => shaped(op, await tx.query(sql, params)));
+        if (isWholeRequest(first)) {
+          // The response in the COMMIT's round trip: one transaction from INSERT to finished.
+          return await finishedInAdmission('postgresKeyStore', maxResponseBytes, admitted, first, ownTx, (stored) =>
+            tx.commit({ sql: SQL.finish, params: [...fenceArgs(admitted.lease), stored.status, JSON.stringify(stored.headers), stored.body] }),
+          );
+        }
+        // The point after the first phase (EXTn_SENT) is written by the phase's own UPDATE: the
+        // row, inserted by this transaction, cannot change hands before COMMIT.
+        return await firstPhase(admitted, first, ownTx, (point) =>
+          tx
+            .commit({ sql: SQL.firstPoint, params: [...fenceArgs(admitted.lease), point.recoveryPoint, JSON.stringify(point.data), point.leaseMs] })
+            // The answer was lost (connection reset): the row says whether the COMMIT ran.
+            .catch(async (error: unknown) => {
+              if (!(await landed(runner, SQL, admitted.lease, point.recoveryPoint))) throw error;
+            }),
+        );
+      } catch (error) {
+        await tx.rollback();
+        throw error;
+      }
+    }
+    throw new Error(`postgresKeyStore: admission of key ${JSON.stringify(input.key.slice(0, 64))} found its row gone three times (deleted while admitted)`);
+  };
+}
