@@ -117,6 +117,8 @@ export async function webCryptoDigest(input: Uint8Array<ArrayBuffer>): Promise<s
 /** The slice of `node:crypto` {@link defaultDigest} uses. */
 interface NodeCryptoLike {
   createHash(algorithm: 'sha256'): { update(data: Uint8Array): { digest(encoding: 'hex'): string } };
+  /** One-shot (Node ≥ 20.12): no `Hash` object per digest, about half the CPU of `createHash` for a fingerprint. */
+  hash?: (algorithm: 'sha256', data: Uint8Array, encoding: 'hex') => string;
 }
 
 /**
@@ -135,6 +137,8 @@ export function defaultDigest(): FingerprintDigest {
   const getBuiltin = (globalThis as { process?: { getBuiltinModule?: (id: string) => unknown } }).process?.getBuiltinModule;
   const nodeCrypto = typeof getBuiltin === 'function' ? (getBuiltin('node:crypto') as NodeCryptoLike | undefined) : undefined;
   if (!nodeCrypto || typeof nodeCrypto.createHash !== 'function') return webCryptoDigest;
+  const hash = nodeCrypto.hash;
+  if (typeof hash === 'function') return (input) => hash('sha256', input, 'hex');
   return (input) => nodeCrypto.createHash('sha256').update(input).digest('hex');
 }
 

@@ -65,6 +65,17 @@ describe('defaultDigest', () => {
     expect(await defaultDigest()(input)).toBe(await webCryptoDigest(input));
   });
 
+  it("uses node:crypto's createHash where it has no one-shot hash (Node before 20.12, other runtimes)", () => {
+    const saved = process.getBuiltinModule;
+    const { createHash } = saved('node:crypto');
+    try {
+      Object.defineProperty(process, 'getBuiltinModule', { value: () => ({ createHash }), configurable: true, writable: true });
+      expect(defaultDigest()(utf8.encode('abc'))).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+    } finally {
+      Object.defineProperty(process, 'getBuiltinModule', { value: saved, configurable: true, writable: true });
+    }
+  });
+
   it('falls back to WebCrypto where process.getBuiltinModule is missing (browsers)', () => {
     const saved = process.getBuiltinModule;
     try {

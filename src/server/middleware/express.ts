@@ -108,6 +108,23 @@ function send(res: ServerResponse, wire: WireResponse, before: HeaderValues): vo
   res.end(body);
 }
 
+/**
+ * Readies `target` (Express's `req` or `res`) for the properties the guard adds to it by deleting
+ * and setting back `name`, one of its own data properties: its value and attributes stay, only
+ * its place in the key order changes. Why: Express gives every `req` and `res` a prototype of
+ * their own (`setPrototypeOf` in its init), after which V8 builds a new hidden class for each
+ * property added to the object (a few µs each), and every property access in Node's HTTP code and
+ * Express afterwards misses V8's inline caches for that new class. A delete turns the object into
+ * a dictionary-mode one, once (about 1 µs): its added properties are hash inserts, and its shape is
+ * one that the caches already know. Measured with `bench/express-middleware-cpu.ts`: the guard's
+ * CPU per request over the unguarded route went from about 37 µs to about 7 µs.
+ */
+function readyForOwnProperties<T extends object>(target: T, name: keyof T & string): void {
+  const value = target[name];
+  delete target[name];
+  target[name] = value;
+}
+
 type Chunk = string | Uint8Array;
 type Callback = (error?: Error | null) => void;
 
@@ -127,6 +144,7 @@ const bytesOf = (chunk: Chunk, encoding: BufferEncoding | undefined): Buffer =>
  */
 function capture(res: ServerResponse, execution: Execution, before: HeaderValues, onFailure: (error: unknown) => void): void {
   const { writeHead, write, end } = res;
+  readyForOwnProperties(res, 'sendDate');
   const chunks: Buffer[] = [];
   let ended = false;
   const keep = (chunk: Chunk | undefined, encoding?: BufferEncoding): void => {
@@ -220,6 +238,7 @@ export function idempotent(options: ExpressIdempotentOptions): RequestHandler {
     });
     if (decision.kind === 'pass') return next();
     if (decision.kind === 'answer') return send(res, decision.response, before);
+    readyForOwnProperties(req, 'complete');
     req.oncely = decision.execution.context;
     capture(res, decision.execution, before, next);
     next();

@@ -12,7 +12,7 @@
  * - Writes queued in the same turn of the event loop share one transaction (group commit, see
  *   `../../sqlite/group-commit.node.ts`), and a write costs as few statements as it can: a phase commit
  *   with no application work is one fenced `UPDATE` (the lease token in its WHERE; the row's data
- *   merged in SQL), admission is one `INSERT … ON CONFLICT DO NOTHING RETURNING`, and a first
+ *   merged in SQL), admission is one `INSERT … ON CONFLICT DO NOTHING`, and a first
  *   local step runs in the admission's own write (see {@link FirstPhase}). Fencing, the size
  *   check and the row folding are the store core's (`core.ts`); the SQL is `sqlite-sql.node.ts`'s.
  * - Checkpoints run in a worker thread (`sqlite-checkpointer.node.ts`), not inside a request's
@@ -142,7 +142,7 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
       // With a first phase (or the whole request), the INSERT, its work and its point (or
       // response) are undone together.
       if (first) scope.savepoint();
-      const inserted = prepare(SQL.insert).get(
+      const inserted = prepare(SQL.insert).run(
         input.clientId,
         input.key,
         input.requestHash,
@@ -152,12 +152,12 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
         at + input.leaseMs,
         at,
         at + input.ttlMs,
-      ) as { created_at: number } | undefined;
-      if (!inserted) {
+      ).changes;
+      if (inserted === 0) {
         const existing = prepare(SQL.load).get(input.clientId, input.key) as RawRow;
         return { owned: false, row: toRow(existing) };
       }
-      // A row back means this caller owns the key; the row is exactly what was inserted (and,
+      // A row inserted means this caller owns the key; the row is exactly what was inserted (and,
       // with a first phase, updated), so it is built here rather than read back and parsed.
       const lease: Lease = { clientId: input.clientId, key: input.key, token };
       const admitted = { owned: true, lease, row: admittedRow(input, at, at + input.ttlMs) } as const;

@@ -31,7 +31,8 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function serve(route: express.RequestHandler): Promise<string> {
+/** The route behind the guard; `wrap` runs before the guard (a middleware that wraps the response's methods). */
+async function serve(route: express.RequestHandler, { wrap, guards = [idempotent({ store, clientId: () => 'acme' })] }: Wrapping = {}): Promise<string> {
   const app = express();
   let requestId = 0;
   app.use((_req, res, next) => {
@@ -41,7 +42,8 @@ async function serve(route: express.RequestHandler): Promise<string> {
     next();
   });
   app.use(express.json());
-  app.post('/orders', idempotent({ store, clientId: () => 'acme' }), route);
+  if (wrap) app.use(wrap);
+  app.post('/orders', ...guards, route);
   // Express's own error handling: a handler that throws after answering reaches it.
   app.use((_error: unknown, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
     res.setHeader('x-error', 'boom');
@@ -51,6 +53,27 @@ async function serve(route: express.RequestHandler): Promise<string> {
   await new Promise((resolve) => server.once('listening', resolve));
   closers.push(() => new Promise((resolve) => server.close(() => resolve())));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}/orders`;
+}
+
+interface Wrapping {
+  readonly wrap?: express.RequestHandler;
+  readonly guards?: express.RequestHandler[];
+}
+
+/** As `on-headers` (morgan, express-session, compression) does: `writeHead` and `end` wrapped as the response's own; counts the ends that reach it. */
+function onHeaders(ends: { count: number }): express.RequestHandler {
+  return (_req, res, next) => {
+    const { writeHead, end } = res;
+    res.writeHead = function (this: express.Response, ...args: unknown[]) {
+      this.setHeader('x-wrapped', 'yes');
+      return Reflect.apply(writeHead, this, args) as express.Response;
+    } as express.Response['writeHead'];
+    res.end = function (this: express.Response, ...args: unknown[]) {
+      ends.count += 1;
+      return Reflect.apply(end, this, args) as express.Response;
+    } as express.Response['end'];
+    next();
+  };
 }
 
 const post = async (url: string, key: string) => {
@@ -164,5 +187,68 @@ describe('express response capture', () => {
       expect([answer.status, answer.text, answer.headers.get('content-type')]).toEqual([201, '{"id":"ord_1","note":"\u20ac"}', 'application/json']);
     }
     expect(replay.headers.get('idempotency-replay')).toBe('true');
+  });
+
+  it('holds the response when earlier middleware wrapped writeHead and end as its own, and sends through the wrappers once', async () => {
+    let runs = 0;
+    const ends = { count: 0 };
+    const url = await serve(
+      (_req, res) => {
+        runs += 1;
+        res.status(201).json({ id: 'ord_1' });
+        res.status(500).end('late');
+      },
+      { wrap: onHeaders(ends) },
+    );
+    const first = await post(url, 'k-1');
+    const replay = await post(url, 'k-1');
+    expect([first.status, first.text, first.headers.get('x-wrapped'), first.headers.get('idempotency-key')]).toEqual([201, '{"id":"ord_1"}', 'yes', 'k-1']);
+    expect([replay.status, replay.text, replay.headers.get('idempotency-replay'), replay.headers.get('x-wrapped')]).toEqual([
+      201,
+      '{"id":"ord_1"}',
+      'true',
+      'yes',
+    ]);
+    expect([runs, ends.count]).toEqual([1, 2]);
+  });
+
+  it('holds the response for each of two guards on one route (two stores): stored in both, sent once', async () => {
+    const other = sqliteKeyStore({ path: join(dir, 'other.db') });
+    await other.migrate();
+    closers.push(() => other.close());
+    let runs = 0;
+    const url = await serve(
+      (_req, res) => {
+        runs += 1;
+        res.status(201).json({ id: `ord_${runs}` });
+      },
+      { guards: [idempotent({ store, clientId: () => 'acme' }), idempotent({ store: other, clientId: () => 'acme' })] },
+    );
+    const first = await post(url, 'k-1');
+    const replay = await post(url, 'k-1');
+    expect([first.status, first.text, replay.status, replay.text, replay.headers.get('idempotency-replay')]).toEqual([
+      201,
+      '{"id":"ord_1"}',
+      201,
+      '{"id":"ord_1"}',
+      'true',
+    ]);
+    expect((await other.load('acme', 'k-1'))?.response?.body).toBe('{"id":"ord_1"}');
+    expect(runs).toBe(1);
+  });
+
+  it('holds the response of an Express app mounted behind the guard (which gives the response its own prototype)', async () => {
+    let runs = 0;
+    const orders = express();
+    orders.post('/orders', (_req, res) => {
+      runs += 1;
+      res.status(201).json({ id: `ord_${runs}` });
+    });
+    const url = await serve(orders);
+    const first = await post(url, 'k-1');
+    const replay = await post(url, 'k-1');
+    expect([first.status, first.text, first.headers.get('idempotency-key')]).toEqual([201, '{"id":"ord_1"}', 'k-1']);
+    expect([replay.status, replay.text, replay.headers.get('idempotency-replay')]).toEqual([201, '{"id":"ord_1"}', 'true']);
+    expect(runs).toBe(1);
   });
 });
