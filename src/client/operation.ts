@@ -13,7 +13,9 @@
  *                       ── fetch would refuse them → RequestRefusedError: failed if nothing
  *                          was ever sent, else the record stays pending
  *              attempt: journaled bytes + key + headers  → update(attempts, lastStatus) → no answer? onUnanswered
- *              decide:  settle → update(state, result) → result | HttpError…
+ *              decide:  settle → update(state, result) → result | HttpError…    (a write-behind where
+ *                                the journal has updateLater: ordered before any later journal call,
+ *                                committed after the caller has its answer)
  *                       reject (401) → HttpError, record stays pending
  *                       retry  → wait delayMs (claim kept alive meanwhile)
  *                       fail   → OperationPendingError, record stays pending
@@ -167,7 +169,13 @@ export async function runChain(
     const live = toLive(report);
     const succeeded = status >= 200 && status < 300;
     const state = succeeded ? OperationState.Succeeded : OperationState.Failed;
-    await journal.update(scope, ref.key, { attempts, lastStatus: status, state, result: toStorable(live, options.maxBodyBytes) });
+    const patch = { attempts, lastStatus: status, state, result: toStorable(live, options.maxBodyBytes) };
+    // The outcome is in hand: its write need not delay the caller where the journal can order it
+    // before every later call (Journal.updateLater). Until it commits the record is pending and
+    // claimed by this process; if the process dies first, or the write fails, resume() sends it
+    // again under its key and the server replays its stored response: the same outcome, one effect.
+    if (journal.updateLater) void journal.updateLater(scope, ref.key, patch).catch(() => undefined);
+    else await journal.update(scope, ref.key, patch);
     settled = true;
     hooks.onSettled?.({ ...ref, state, status, replayed: live.replayed, attempts });
     if (succeeded) return toResult(ref.key, live, attempts, 'response');

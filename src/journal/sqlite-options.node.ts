@@ -18,9 +18,15 @@ export const Durability = {
   /**
    * Survives a crash or kill of the process (WAL, `synchronous=NORMAL`): a committed write is
    * in the WAL file in the OS's page cache. A power loss or OS crash may lose the last writes.
+   * A settled operation's outcome is written behind (`updateLater`): `post()` resolves with the
+   * answer and the outcome commits right after; a crash in between leaves the operation pending,
+   * and `resume()` gets the server's replay of it.
    */
   Process: 'process',
-  /** Survives power loss too (WAL, `synchronous=FULL`): every commit waits for fsync. */
+  /**
+   * Survives power loss too (WAL, `synchronous=FULL`): every commit waits for fsync, and nothing
+   * is written behind: `post()` resolves only once its outcome is on disk.
+   */
   Power: 'power',
 } as const;
 

@@ -6,7 +6,7 @@
  * @internal
  */
 import type Database from 'better-sqlite3';
-import { OperationState, type DamagedRecord, type OperationRecord, type StoredResult } from './types.js';
+import { OperationState, type DamagedRecord, type OperationPatch, type OperationRecord, type StoredResult } from './types.js';
 
 /** A row of `oncely_operations` as better-sqlite3 returns it. */
 export interface Row {
@@ -115,6 +115,25 @@ export interface Statements {
   readonly prune: Database.Statement<[number]>;
   /** Adds to the count of operations written (see `sqlite-mark.node.ts`); returns the new count. */
   readonly written: Database.Statement<[number], { operations_written: number }>;
+}
+
+/** The parameters of {@link Statements.update} for `patch`: `has*` flags tell "leave as is" apart from "set to null". */
+export function updateValues(scope: string, key: string, patch: OperationPatch, now: number): Record<string, unknown> {
+  return {
+    scope,
+    key,
+    now,
+    hasState: patch.state === undefined ? 0 : 1,
+    state: patch.state ?? null,
+    hasSubmittedAt: patch.submittedAt === undefined ? 0 : 1,
+    submittedAt: patch.submittedAt ?? null,
+    hasAttempts: patch.attempts === undefined ? 0 : 1,
+    attempts: patch.attempts ?? null,
+    hasLastStatus: patch.lastStatus === undefined ? 0 : 1,
+    lastStatus: patch.lastStatus ?? null,
+    hasResult: patch.result === undefined ? 0 : 1,
+    result: patch.result == null ? null : JSON.stringify(patch.result),
+  };
 }
 
 /** Prepares the journal's statements on `db` (the schema must be current). */

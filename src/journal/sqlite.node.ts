@@ -28,7 +28,7 @@ import { prepareSchema } from './sqlite-schema.node.js';
 import { journalErrorFrom, schemaError, closedError } from './sqlite-errors.node.js';
 import { DRIVER_BUSY_TIMEOUT_MS } from '../sqlite/busy.node.js';
 import { groupCommit, type CallKind } from '../sqlite/group-commit.node.js';
-import { readRow, statements, type Row, type Statements } from './sqlite-statements.node.js';
+import { readRow, statements, updateValues, type Row, type Statements } from './sqlite-statements.node.js';
 import { openMark, type WriteMark } from './sqlite-mark.node.js';
 import { Durability, type SqliteJournal, type SqliteJournalOptions } from './sqlite-options.node.js';
 
@@ -71,7 +71,11 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
   const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
   const verifyOnOpen = options.verifyOnOpen ?? true;
   let connection: Connection | undefined;
+  // `closing`: close() was called, later calls reject; `closed`: the connection is gone.
+  let closing = false;
   let closed = false;
+  // Write-behinds not yet committed: close() waits for them (see updateLater).
+  const behind = new Set<Promise<void>>();
 
   // Opened lazily, so creating a client never touches the disk, and retried on the next call
   // after a failure: a lock held by another process is usually temporary.
@@ -107,8 +111,18 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
   const mapError = (error: unknown): unknown => journalErrorFrom(error, path, busyTimeoutMs);
   const queue = groupCommit({ connect: () => open().db, mapError, busyTimeoutMs, gather: 'tick' });
   const run = <T>(kind: CallKind, work: (sql: Statements) => T): Promise<T> => {
-    if (closed) return Promise.reject(closedError(path));
+    if (closing) return Promise.reject(closedError(path));
     return queue.submit(kind, () => work(open().sql));
+  };
+  // Queued ahead of every later call, so each of them sees it; committed with the next call's
+  // group, or on the next turn of the event loop, whichever comes first.
+  const updateLater = (scope: string, key: string, patch: OperationPatch): Promise<void> => {
+    if (closing) return Promise.reject(closedError(path));
+    const write = queue.defer('write', () => void open().sql.update.run(updateValues(scope, key, patch, Date.now())));
+    behind.add(write);
+    const done = (): void => void behind.delete(write);
+    write.then(done, done);
+    return write;
   };
 
   // One damaged row must not stop the rest: reads sort rows into records and damaged ones.
@@ -190,24 +204,12 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
     },
     update(scope, key, patch: OperationPatch) {
       return run('write', (sql) => {
-        const row = sql.update.get({
-          scope,
-          key,
-          now: Date.now(),
-          hasState: patch.state === undefined ? 0 : 1,
-          state: patch.state ?? null,
-          hasSubmittedAt: patch.submittedAt === undefined ? 0 : 1,
-          submittedAt: patch.submittedAt ?? null,
-          hasAttempts: patch.attempts === undefined ? 0 : 1,
-          attempts: patch.attempts ?? null,
-          hasLastStatus: patch.lastStatus === undefined ? 0 : 1,
-          lastStatus: patch.lastStatus ?? null,
-          hasResult: patch.result === undefined ? 0 : 1,
-          result: patch.result == null ? null : JSON.stringify(patch.result),
-        });
+        const row = sql.update.get(updateValues(scope, key, patch, Date.now()));
         return row ? recordOf(row) : undefined;
       });
     },
+    // 'power' promises that what a call reported is on disk: its writes are never left behind.
+    ...(durability === Durability.Power ? {} : { updateLater }),
     list(filter = {}) {
       return run('read', (sql) => {
         const records: OperationRecord[] = [];
@@ -251,6 +253,10 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
       return run('write', (sql) => sql.prune.run(Date.now() - olderThanMs).changes);
     },
     async close() {
+      closing = true;
+      // Write-behinds commit before close() resolves, waiting out another process's lock as any
+      // call does (drain() would not wait for it).
+      if (behind.size > 0) await Promise.allSettled([...behind]);
       // Calls already queued still run (they were made before close); later ones reject.
       queue.drain();
       closed = true;

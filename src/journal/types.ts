@@ -167,6 +167,17 @@ export interface Journal {
   get(scope: string, key: string): Promise<OperationRecord | undefined>;
   /** Applies the patch and bumps `updatedAt`; resolves to the new record, or `undefined` when absent. */
   update(scope: string, key: string, patch: OperationPatch): Promise<OperationRecord | undefined>;
+  /**
+   * Optional: applies the patch as {@link Journal.update} does, as a write-behind. The call orders
+   * the write before every later call on this journal object (each of them sees it, in this
+   * process), but the write may commit later, at the latest before `close()` resolves; the promise
+   * settles once it has committed, or rejects when it could not (the record then stays as it was).
+   * The client writes a settled operation's outcome this way, so `post()` resolves without waiting
+   * for that commit: a crash before it leaves the operation pending and claimed by a dead process,
+   * and `resume()` sends it again under its key, which the server answers from its stored response
+   * (PROTOCOL.md: a replay). A journal without it gets `update()`, awaited.
+   */
+  updateLater?(scope: string, key: string, patch: OperationPatch): Promise<void>;
   /** Readable records, oldest `createdAt` first; damaged rows are left out (see {@link Journal.damaged}). */
   list(filter?: ListFilter): Promise<OperationRecord[]>;
   /** The rows that cannot be read (of one scope, or of all), for reports; never deleted by the journal. */
@@ -251,37 +262,7 @@ export const JOURNALED_HEADERS: ReadonlySet<string> = new Set(['content-type', '
  */
 export const NEVER_JOURNALED_HEADERS: ReadonlySet<string> = new Set(['authorization', 'cookie', 'proxy-authorization', 'idempotency-key']);
 
-/**
- * The scope of a client: the origin of its `baseUrl`, plus `#name` when it was given a `scope`
- * name. Records of one scope are invisible to clients of another.
- *
- * @example
- * ```ts
- * scopeOf('https://api.example.com/v1/');             // 'https://api.example.com'
- * scopeOf('https://api.example.com', 'payroll');      // 'https://api.example.com#payroll'
- * ```
- */
-export function scopeOf(baseUrl: string | URL, name?: string): string {
-  const { origin } = typeof baseUrl === 'string' ? new URL(baseUrl) : baseUrl;
-  return name === undefined ? origin : `${origin}#${name}`;
-}
-
-/**
- * The origin a scope's records may be sent to: the scope without its `#name` (an origin holds no
- * `#`). Keep in step with {@link scopeOf}.
- *
- * @example
- * ```ts
- * scopeOrigin('https://api.example.com#payroll'); // 'https://api.example.com'
- * ```
- */
-export function scopeOrigin(scope: string): string {
-  const hash = scope.indexOf('#');
-  return hash === -1 ? scope : scope.slice(0, hash);
-}
-
-/** What a scope name may hold: an application's name, not a place for data. */
-export const SCOPE_NAME = /^[A-Za-z0-9._~-]{1,64}$/;
+export { SCOPE_NAME, scopeOf, scopeOrigin } from './scope.js';
 
 /**
  * Whether a pending record is older than the key retention (`keyTtlMs`): such an operation is

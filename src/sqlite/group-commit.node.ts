@@ -26,6 +26,7 @@
  */
 import type Database from 'better-sqlite3';
 import { busyPause, isBusy } from './busy.node.js';
+import { fifoLock } from './fifo-lock.js';
 import { SCOPES, Savepoint, controlStatements, failed, succeeded, type CallKind, type CallScope, type Control, type Outcome } from './call-scope.node.js';
 
 export type { CallKind, CallScope } from './call-scope.node.js';
@@ -52,6 +53,12 @@ export interface GroupCommitOptions {
 export interface GroupCommit {
   /** Queues `run` for the next group; settles after the group's transaction has ended. */
   submit<T>(kind: CallKind, run: (scope: CallScope) => Promise<T> | T): Promise<T>;
+  /**
+   * Queues `run` as `submit` does, but starts no group for it before the next turn of the event
+   * loop: a call submitted meanwhile takes it along, ahead of itself (the queue is first in, first
+   * out), so no later call misses its write. For a write-behind: it often shares the next commit.
+   */
+  defer<T>(kind: CallKind, run: (scope: CallScope) => Promise<T> | T): Promise<T>;
   /**
    * Runs `fn` alone on the connection: no group is open, none starts until it ends. `fn` must
    * change nothing when it fails with SQLITE_BUSY: it is then run again after a pause, as a
@@ -81,21 +88,6 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 const isThenable = (value: unknown): value is PromiseLike<unknown> =>
   typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';
 
-/** A FIFO lock: one group or exclusive function on the connection at a time. */
-function fifoLock(): { tryAcquire(): boolean; acquire(): Promise<void>; release(): void } {
-  let held = false;
-  const waiting: Array<() => void> = [];
-  return {
-    tryAcquire: () => !held && (held = true),
-    acquire: () => (held ? new Promise<void>((resolve) => waiting.push(resolve)) : ((held = true), Promise.resolve())),
-    release: () => {
-      const next = waiting.shift();
-      if (next) next();
-      else held = false;
-    },
-  };
-}
-
 /**
  * Creates the group commit of one connection; see the module comment.
  *
@@ -109,6 +101,8 @@ export function groupCommit({ connect, busyTimeoutMs, gather, mapError }: GroupC
   const lock = fifoLock();
   let queue: Call[] = [];
   let scheduled = false;
+  // Set while deferred calls wait for the next turn (see `defer`); any other call starts them sooner.
+  let deferredTurn = false;
   // Set while the queue waits for another connection's lock: no group starts before it fires.
   let parked: ReturnType<typeof setTimeout> | undefined;
   let running: CallScope | undefined;
@@ -120,6 +114,19 @@ export function groupCommit({ connect, busyTimeoutMs, gather, mapError }: GroupC
     if (gather === 'tick') queueMicrotask(start);
     else setImmediate(start);
   };
+  const scheduleDeferred = (): void => {
+    if (scheduled || deferredTurn || parked) return;
+    deferredTurn = true;
+    setImmediate(() => {
+      deferredTurn = false;
+      schedule();
+    });
+  };
+  const enqueue = <T>(kind: CallKind, run: (scope: CallScope) => Promise<T> | T, then: () => void): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      queue.push({ kind, run, resolve: resolve as (value: unknown) => void, reject });
+      then();
+    });
   const start = (): void => {
     if (lock.tryAcquire()) flush();
     else void lock.acquire().then(flush);
@@ -260,12 +267,8 @@ export function groupCommit({ connect, busyTimeoutMs, gather, mapError }: GroupC
   };
 
   return {
-    submit<T>(kind: CallKind, run: (scope: CallScope) => Promise<T> | T): Promise<T> {
-      return new Promise<T>((resolve, reject) => {
-        queue.push({ kind, run, resolve: resolve as (value: unknown) => void, reject });
-        schedule();
-      });
-    },
+    submit: <T>(kind: CallKind, run: (scope: CallScope) => Promise<T> | T): Promise<T> => enqueue(kind, run, schedule),
+    defer: <T>(kind: CallKind, run: (scope: CallScope) => Promise<T> | T): Promise<T> => enqueue(kind, run, scheduleDeferred),
     async exclusive<T>(fn: () => Promise<T> | T): Promise<T> {
       let lockedSince: number | undefined;
       for (;;) {

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { createClient, memoryJournal } from '../../src/index.js';
+import { sqliteJournal } from '../../src/journal/sqlite.node.js';
 import type { Journal } from '../../src/journal/types.js';
 
 /** A memory journal that records which of its methods were called, in order. */
-function counting(): { journal: Journal; calls: string[] } {
-  const inner = memoryJournal();
+function counting(inner: Journal = memoryJournal()): { journal: Journal; calls: string[] } {
   const calls: string[] = [];
   const journal = new Proxy(inner, {
     get(target, name, receiver) {
@@ -26,6 +26,15 @@ describe('journal traffic of one operation', () => {
     expect((await client.post('v1/payments', { json: { amount: 1 } })).status).toBe(201);
     expect(calls).toEqual(['put', 'update']);
     await client.close();
+  });
+
+  it('post() on the SQLite journal: the outcome is written behind (updateLater), not awaited', async () => {
+    const { journal, calls } = counting(sqliteJournal({ path: ':memory:' }));
+    const client = createClient({ baseUrl: 'http://api.test', journal, fetch: async () => new Response('{"ok":true}', { status: 201 }) });
+    const { key } = await client.post('v1/payments', { json: { amount: 1 } });
+    expect(calls).toEqual(['put', 'updateLater']);
+    expect((await journal.get(client.scope, key))?.state).toBe('succeeded');
+    await journal.close();
   });
 
   it('post() on a journal that ignores the claim asked with put: claims before the attempt, as prepare() does', async () => {

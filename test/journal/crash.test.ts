@@ -32,8 +32,8 @@ afterEach(async () => {
 // A short claim, so that the resuming process may take over soon after the kill.
 const env = (name: string): Record<string, string> => ({ ONCELY_JOURNAL: journalPath, ONCELY_TEST_PROCESS: name, ONCELY_TEST_CLAIM_TTL_MS: '1500' });
 
-const start = (args: string[], name: string): Child => {
-  const child = spawnClient(args, env(name));
+const start = (args: string[], name: string, extra: Record<string, string> = {}): Child => {
+  const child = spawnClient(args, { ...env(name), ...extra });
   children.push(child);
   return child;
 };
@@ -90,6 +90,35 @@ describe('SQLite journal: a client killed with SIGKILL resumes in a fresh proces
     const outcomes = server.attempts.map((a) => `${a.process}:${a.outcome}`);
     expect(outcomes[0]).toBe('victim:held');
     expect(outcomes.slice(1).every((o) => o === 'resumer:replayed')).toBe(true);
+  }, 90_000);
+
+  it('executes once an operation whose process was killed the moment post() answered, before the outcome was written: resume() gets the replay', async () => {
+    const child = start(['post-die', server.url, 'v1/pay'], 'victim');
+    const posted = await child.next((e) => e.event === 'posted', 'post() to answer', 30_000);
+    expect(await child.exited).toBe('SIGKILL');
+    expect(posted).toMatchObject({ status: 201, replayed: false });
+    const key = String(posted.key);
+    // The caller had its answer; the journal still says pending (the outcome is written behind).
+    const journal = sqliteJournal({ path: journalPath });
+    expect(await journal.get(scopeOf(server.url, 'client-child'), key)).toMatchObject({ state: 'pending', result: null });
+    await journal.close();
+    const resumer = start(['resume', server.url], 'resumer');
+    const done = await resumer.next((e) => e.event === 'resumed', 'resume to finish', 40_000);
+    expect(done.sent).toEqual([{ key, state: 'succeeded', replayed: true }]);
+    await resumeAndVerify(key);
+    expect(server.attempts.map((a) => `${a.process}:${a.outcome}`)).toEqual(['victim:executed', 'resumer:replayed']);
+  }, 90_000);
+
+  it("writes the outcome before post() answers under durability 'power': killed the moment it answered, nothing is left to resume", async () => {
+    const child = start(['post-die', server.url, 'v1/pay'], 'victim', { ONCELY_TEST_DURABILITY: 'power' });
+    const posted = await child.next((e) => e.event === 'posted', 'post() to answer', 30_000);
+    expect(await child.exited).toBe('SIGKILL');
+    const journal = sqliteJournal({ path: journalPath });
+    expect(await journal.get(scopeOf(server.url, 'client-child'), String(posted.key))).toMatchObject({ state: 'succeeded', result: { status: 201 } });
+    await journal.close();
+    const resumer = start(['resume', server.url], 'resumer');
+    expect(await resumer.next((e) => e.event === 'resumed', 'resume to finish', 40_000)).toMatchObject({ sent: [], pending: 0 });
+    expect(server.attempts.map((a) => `${a.process}:${a.outcome}`)).toEqual(['victim:executed']);
   }, 90_000);
 
   it('finishes an operation whose process was killed while waiting out a Retry-After', async () => {
