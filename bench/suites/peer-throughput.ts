@@ -9,9 +9,11 @@
  */
 import { CONNECTIONS, LOAD_SECONDS, ROUNDS, emit, figure, type Figure } from '../lib/figures.js';
 import { runLoad, type LoadResult } from '../lib/load.js';
+import { findPgbench, pgbenchLoad, setUpPgbench } from '../lib/pgbench.js';
 import { alternate } from '../lib/stats.js';
 import { pay, release, payBody, startPeer } from '../peers/scenarios.js';
-import { PEER_LABELS as PEERS } from '../peers/labels.js';
+import { PEER_LABELS as PEERS, onPostgres } from '../peers/labels.js';
+import { PG_URL } from '../peers/pg.js';
 
 // Throughput: every peer up at once, idle while the others are measured.
 const servers = await Promise.all(PEERS.map(async (p) => ({ ...p, server: await startPeer(p.name) })));
@@ -31,7 +33,16 @@ for (const { name, server } of servers) {
   measurements[`${name}.first`] = () => runLoad({ ...common, keyMode: 'fresh', headers: { authorization: 'Bearer bench' } });
   measurements[`${name}.replay`] = () => runLoad({ ...common, keyMode: 'fixed', headers: { authorization: 'Bearer bench', 'idempotency-key': replayKey } });
 }
+// The SQL's own bound for `transaction: true` on PostgreSQL (bench/pgbench/): its statements as
+// the store pipelines them (one commit) and the unguarded app's one INSERT, from a C client.
+const pgbench = servers.some(({ name }) => onPostgres(name)) ? await findPgbench() : undefined;
+const dropPgbench = pgbench ? await setUpPgbench(PG_URL) : undefined;
+if (pgbench) {
+  measurements['sql.insert'] = () => pgbenchLoad(pgbench, PG_URL, 'insert', CONNECTIONS, LOAD_SECONDS);
+  measurements['sql.tx'] = () => pgbenchLoad(pgbench, PG_URL, 'tx-whole-request', CONNECTIONS, LOAD_SECONDS);
+}
 const loads = await alternate(ROUNDS, measurements);
+await dropPgbench?.();
 await Promise.all(servers.map(({ server }) => server.stop()));
 await Promise.all(servers.map(({ server }) => release(server.state)));
 
@@ -132,6 +143,25 @@ figures.push(
     { op: '>=', value: 0.6 },
   ),
 );
+
+if (pgbench) {
+  const sqlRps = (name: string): number[] => (loads[name] ?? []).map((r) => r.rps);
+  const bound = sqlRps('sql.tx').map((tps, round) => tps / (sqlRps('sql.insert')[round] ?? Number.NaN));
+  figures.push(
+    figure(
+      'peers.sql.tx_vs_insert',
+      '`transaction: true`’s SQL on PostgreSQL (pgbench, pipelined as the store sends it, one commit) ÷ the single INSERT’s',
+      '×',
+      bound,
+    ),
+    figure(
+      'peers.oncely_express_pg_tx_vs_sql_bound.first',
+      'oncely/express (PostgreSQL, transaction: true) ÷ unguarded Express on PostgreSQL, ÷ its SQL’s own bound (the line above)',
+      '×',
+      versusUnguarded('oncely-express-pg-tx', 'unguarded-express-pg').map((ratio, round) => ratio / (bound[round] ?? Number.NaN)),
+    ),
+  );
+}
 
 emit({
   suite: 'peer-throughput',

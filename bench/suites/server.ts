@@ -14,6 +14,7 @@ import pg from 'pg';
 import { CONNECTIONS, LOAD_SECONDS, ROUNDS, emit, figure, type Figure, type ResultTable } from '../lib/figures.js';
 import { runLoad, type LoadResult, type LoadSpec } from '../lib/load.js';
 import type { ServerProcess } from '../lib/proc.js';
+import { findPgbench, pgbenchLoad, setUpPgbench } from '../lib/pgbench.js';
 import { alternate, ratios } from '../lib/stats.js';
 import { discard, executions, freshState, pay, payBody, startPeer } from '../peers/scenarios.js';
 import type { PeerName } from '../peers/serve.js';
@@ -96,6 +97,14 @@ if (withPg) {
   const unguardedPg = await start('unguarded-postgres', 'unguarded-postgres', true);
   measurements['unguarded-postgres'] = load({ url: `${unguardedPg.url}/pay`, body, keyMode: 'fresh', headers: auth });
 }
+// The SQL's own bound (bench/pgbench/): the first execution's statements as the store pipelines
+// them, and the unguarded app's one INSERT, from a C client, alternated with the loads above.
+const pgbench = withPg ? await findPgbench() : undefined;
+if (pgbench) {
+  cleanups.push(await setUpPgbench(PG_URL));
+  measurements['sql.insert'] = () => pgbenchLoad(pgbench, PG_URL, 'insert', CONNECTIONS, LOAD_SECONDS);
+  measurements['sql.first'] = () => pgbenchLoad(pgbench, PG_URL, 'first-execution-pipelined', CONNECTIONS, LOAD_SECONDS);
+}
 const trivial = await start('trivial', 'trivial', false);
 measurements['trivial'] = load({ url: `${trivial.url}/`, body, keyMode: 'fixed', headers: auth });
 
@@ -104,6 +113,11 @@ await Promise.all(targets.map((t) => t.server.stop(1000)));
 for (const cleanup of cleanups) await cleanup();
 
 const rps = (name: string): number[] => (loads[name] ?? []).map((r) => r.rps);
+/** Median, min and max of a series, rounded, for a table row. */
+const summary = (values: number[]): [number, number, number] => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return [Math.round(sorted[Math.floor(sorted.length / 2)] ?? 0), Math.round(sorted[0] ?? 0), Math.round(sorted.at(-1) ?? 0)];
+};
 const figures: Figure[] = [];
 const rows: Array<Array<string | number | boolean | null>> = [];
 const labels: Record<string, string> = {
@@ -111,7 +125,7 @@ const labels: Record<string, string> = {
   replay: 'replay',
   '409': 'in flight (409)',
 };
-for (const name of Object.keys(measurements)) {
+for (const name of Object.keys(measurements).filter((name) => !name.startsWith('sql.'))) {
   const runs = loads[name] ?? [];
   const [store, mode] = name.includes('.') ? name.split('.') : [name, undefined];
   const label = mode
@@ -163,18 +177,37 @@ for (const store of withPg ? ['sqlite', 'postgres'] : ['sqlite']) {
         value: 1.5,
       },
     ),
-    // Reported, not a goal: the unguarded app gives no guarantee (it commits once; oncely three times).
+    // Reported, not a goal: the unguarded app gives no guarantee (it commits once; oncely more).
+    // On PostgreSQL it is judged against what its SQL allows (below).
     figure(
       `server.${store}.first_vs_unguarded`,
       `oncely on ${nice} first execution ÷ the same app on ${nice} unguarded`,
       '×',
       ratios(rps(`${store}.first`), rps(baseline)),
-      store === 'postgres' ? { op: '>=', value: 0.33 } : undefined,
     ),
     figure(`server.${store}.replay_vs_trivial`, `oncely on ${nice} replay ÷ trivial handler`, '×', ratios(rps(`${store}.replay`), rps('trivial')), {
       op: '>=',
       value: 0.5,
     }),
+  );
+}
+if (pgbench) {
+  // Issue 36's goal: the Node side costs at most a tenth beyond what the SQL itself sets, per round.
+  const bound = ratios(rps('sql.first'), rps('sql.insert'));
+  const reached = ratios(rps('postgres.first'), rps('unguarded-postgres'));
+  figures.push(
+    figure('server.sql.first_vs_insert', 'the first execution’s SQL (pgbench, pipelined as the store sends it) ÷ the single INSERT’s', '×', bound),
+    figure(
+      'server.postgres.first_vs_sql_bound',
+      'oncely on PostgreSQL first execution ÷ unguarded on PostgreSQL, ÷ its SQL’s own bound (the line above)',
+      '×',
+      ratios(reached, bound),
+      { op: '>=', value: 0.9 },
+    ),
+  );
+  rows.push(
+    ['pgbench: the single INSERT (tps)', ...summary(rps('sql.insert')), null, null],
+    ['pgbench: the first execution’s statements, pipelined (tps)', ...summary(rps('sql.first')), null, null],
   );
 }
 if (withPg) {
@@ -194,6 +227,10 @@ const table: ResultTable = {
   title: `oncely server: req/s and p99 (autocannon, ${CONNECTIONS} connections, ${LOAD_SECONDS} s × ${ROUNDS} alternated rounds)`,
   columns: ['what', 'req/s median', 'min', 'max', 'p99 ms (median)', 'unexpected answers'],
   rows,
-  notes: withPg ? [] : [`PostgreSQL was not reachable at ${PG_URL}: its figures are missing from this run.`],
+  notes: withPg
+    ? pgbench
+      ? []
+      : ['pgbench was not found (Debian: postgresql-client): the SQL bound and the figure judged against it are missing from this run.']
+    : [`PostgreSQL was not reachable at ${PG_URL}: its figures are missing from this run.`],
 };
 emit({ suite: 'server', figures, tables: [table], details: { loads, postgres: withPg ? PG_URL.replace(/\/\/[^@]*@/, '//') : null } });
