@@ -22,14 +22,14 @@ import { parseInput, type Admission } from './parse-input.js';
 import { admitRequest, fromCache, rememberFinished, type AdmissionPolicy } from './admission.js';
 import { problemAnswer, replay, respond, storeUnavailable, toResponse, type Answer } from './answers.js';
 import { createServerMetrics } from './metrics.js';
-import { firstLocalPhase } from './phase-plan.js';
+import { firstLocalPhase, wholeLocalRequest } from './phase-plan.js';
 import { reportError, runSteps, type StepsOutcome } from './phases.js';
 import { ProblemType } from './problems.js';
 import { readCappedBody } from './read-body.js';
 import { createReplayCache, type ReplayCache } from './replay-cache.js';
 import { InvalidOptionError } from './errors/invalid-option-error.js';
 import { integerOption, resolveServerOptions } from './options.js';
-import type { AdmitResult, KeyRow, KeyStore, Lease } from './store/types.js';
+import type { AdmitInput, AdmitResult, KeyRow, KeyStore, Lease } from './store/types.js';
 import type { IdempotentOperation } from './types.js';
 import type { IdempotencyHandler, IdempotencyHandlerOptions } from './handler-types.js';
 import { serverTelemetry, tracedPhase, type RequestTrace, type StepsTrace } from './telemetry.js';
@@ -129,20 +129,16 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     echo: Record<string, string>,
     trace?: RequestTrace,
   ) {
-    // A first local step commits with the admission: one transaction fewer per first execution.
-    const first = firstLocalPhase(operation, {
-      clientId: admission.clientId,
-      key: admission.key,
-      input,
-      namespace: config.namespace,
-      leaseMs: config.leaseMs,
-      handOver: config.hooks.afterCommit === undefined,
-    });
+    // With no external call the whole operation commits with the admission (one transaction);
+    // else a first local step does: one transaction fewer per first execution.
+    const at = { clientId: admission.clientId, key: admission.key, input, namespace: config.namespace, handOver: config.hooks.afterCommit === undefined };
+    const whole = wholeLocalRequest(operation, at);
+    const phase = whole ? undefined : firstLocalPhase(operation, { ...at, leaseMs: config.leaseMs });
+    const first = whole ?? phase;
     try {
       const { clientId, key, requestHash, endpoint, requestBody } = admission;
-      const result = await tracedPhase(trace, 'admit', () =>
-        store.admit({ clientId, key, requestHash, endpoint, requestBody, leaseMs: config.leaseMs, ttlMs: config.ttlMs }, first),
-      );
+      const input: AdmitInput = { clientId, key, requestHash, endpoint, requestBody, leaseMs: config.leaseMs, ttlMs: config.ttlMs };
+      const result = await tracedPhase(trace, 'admit', (): Promise<AdmitResult<unknown>> => (whole ? store.admit(input, whole) : store.admit(input, phase)));
       return { result, first };
     } catch (error) {
       if (!first?.threw(error)) throw error;
@@ -161,7 +157,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     prefer: string | null,
     trace?: RequestTrace,
   ): Promise<Answer> {
-    let first: ReturnType<typeof firstLocalPhase>;
+    let first: ReturnType<typeof firstLocalPhase> | ReturnType<typeof wholeLocalRequest>;
     const request = {
       clientId: admission.clientId,
       key: admission.key,
@@ -181,7 +177,9 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
         return decided.answer;
       case 'owned': {
         const { row, lease, first: ran } = decided.admitted;
-        const admitted = ran ? first?.points : undefined;
+        // The whole operation ran and finished in the admission's transaction.
+        if (row.state === 'finished' && row.response) return executed({ kind: 'finished', response: row.response }, row, admission, echo);
+        const admitted = ran && first && 'points' in first ? first.points : undefined;
         return executed(await execute(operation, lease, row, input, { onTransient: 'release', admitted }, trace), row, admission, echo);
       }
       case 'taken-over': {

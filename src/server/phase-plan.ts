@@ -1,12 +1,13 @@
 /**
  * What the phase runner (`phases.ts`) plans before it commits: where a run resumes from a row's
- * recovery point, the operation's first local step as the admission's own phase, and the
+ * recovery point, the operation's first local step as the admission's own phase (or, with no
+ * external call, the whole operation as the admission's own work), and the
  * `EXTn_SENT` a local phase writes as its point after.
  *
  * @module
  */
 import { externalKey } from './derived-key.js';
-import type { FirstPhase, PointWrite, Tx } from './store/types.js';
+import type { FirstPhase, PointWrite, StoredResponse, Tx, WholeRequest } from './store/types.js';
 import type { IdempotentOperation, Step, StepContext } from './types.js';
 
 /**
@@ -79,6 +80,57 @@ export function firstLocalPhase<Input>(
         throw error;
       }
     },
+    threw: (error) => thrown !== undefined && thrown.error === error,
+  };
+}
+
+/** An operation with no external call, run whole in the admission's transaction, and whether an error came from its steps. */
+export interface WholeLocalRequest extends WholeRequest<StoredResponse> {
+  /** True when `error` was thrown by one of the operation's own steps (not by the store around them). */
+  threw(error: unknown): boolean;
+}
+
+/**
+ * The whole operation as the admission's own work, when none of its steps calls an external
+ * system (and no `afterCommit` hook must see each point alone): its local steps in order, then its
+ * final step, in one transaction with the key and the stored response — one commit, as the same
+ * work unguarded. `undefined` otherwise.
+ *
+ * @example
+ * ```ts
+ * const whole = wholeLocalRequest(operation, { clientId, key, input, namespace, handOver: true });
+ * const admitted = await store.admit(admission, whole);
+ * ```
+ */
+export function wholeLocalRequest<Input>(
+  operation: IdempotentOperation<Input>,
+  at: { readonly clientId: string; readonly key: string; readonly input: Input; readonly namespace: string; readonly handOver: boolean },
+): WholeLocalRequest | undefined {
+  if (!at.handOver || operation.steps.some((step) => step.kind !== 'local')) return undefined;
+  let thrown: { error: unknown } | undefined;
+  const ctx = (data: Readonly<Record<string, unknown>>): StepContext<Input> => ({
+    clientId: at.clientId,
+    key: at.key,
+    input: at.input,
+    data,
+    derivedKey: (n) => externalKey(at.namespace, at.clientId, at.key, n),
+  });
+  return {
+    async work(tx: Tx) {
+      try {
+        let data: Readonly<Record<string, unknown>> = {};
+        for (const step of operation.steps) {
+          if (step.kind !== 'local') continue;
+          const produced = await step.run(ctx(data), tx);
+          if (produced) data = { ...data, ...produced };
+        }
+        return await operation.final.run(ctx(data), tx);
+      } catch (error) {
+        thrown = { error };
+        throw error;
+      }
+    },
+    response: (stored) => stored,
     threw: (error) => thrown !== undefined && thrown.error === error,
   };
 }
