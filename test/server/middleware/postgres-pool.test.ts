@@ -235,6 +235,68 @@ describe.skipIf(!withPostgres).each(Object.keys(APPS) as Framework[])('%s with t
     expect(runs).toBe(2);
   });
 
+  it('holds duplicates while the original’s one transaction is open, here and on another instance; another body is 409 until it commits, then 422', async () => {
+    const inserted = gate();
+    const proceed = gate();
+    const base = await start(async (oncely, hold) => {
+      const answer = await insert(oncely);
+      if (hold) {
+        inserted.open();
+        await proceed.reached;
+      }
+      return answer;
+    });
+    // Another instance: its own pool and store on the same schema.
+    const otherPool = new pg.Pool({ connectionString: url, options: `-c search_path=${schema}`, max: 10 });
+    const otherStore = postgresKeyStore({ pool: otherPool, schema });
+    const other = await APPS[framework]({ store: otherStore, transaction: true }, (oncely) => insert(oncely));
+    const reuse = (at: string, prefer: string) =>
+      fetch(`${at}/orders`, {
+        method: 'POST',
+        headers: { 'idempotency-key': 'k-held', 'content-type': 'application/json', prefer },
+        body: '{"item":"tea"}',
+      });
+    try {
+      const original = post(base, 'k-held', { 'x-hold': '1' });
+      await inserted.reached;
+      // Another body while the original's transaction is open: its fingerprint is not visible
+      // yet; with no wait left it is in flight (here at once; there after the database's wait).
+      const here = await reuse(base, 'wait=0');
+      const startedThere = Date.now();
+      const there = await reuse(other.url, 'wait=1');
+      expect([here.status, there.status]).toEqual([409, 409]);
+      expect(Date.now() - startedThere).toBeGreaterThanOrEqual(900);
+      expect([here.headers.get('retry-after'), there.headers.get('retry-after')]).toEqual(['1', '1']);
+      await Promise.all([here.arrayBuffer(), there.arrayBuffer()]);
+      // The same body, here and there, waits for the original's commit and gets its replay.
+      const sameHere = post(base, 'k-held');
+      const sameThere = post(other.url, 'k-held');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      proceed.open();
+      const answers = await Promise.all(
+        [original, sameHere, sameThere].map(async (r) => {
+          const response = await r;
+          return { status: response.status, replay: response.headers.get('idempotency-replay'), body: (await response.json()) as unknown };
+        }),
+      );
+      expect(answers).toEqual([
+        { status: 201, replay: null, body: { attempt: 1 } },
+        { status: 201, replay: 'true', body: { attempt: 1 } },
+        { status: 201, replay: 'true', body: { attempt: 1 } },
+      ]);
+      // Committed now: another body is the 422 it always was.
+      const reused = await reuse(other.url, 'wait=0');
+      expect(reused.status).toBe(422);
+      await reused.arrayBuffer();
+      expect(runs).toBe(1);
+      expect(await ledger('k-held')).toEqual({ orders: [1], keys: [{ state: 'finished', status: 201 }] });
+    } finally {
+      await other.close();
+      await otherStore.close();
+      await otherPool.end();
+    }
+  });
+
   it('runs 100 identical concurrent POSTs once: the rest get the replay or 409', { timeout: 60_000 }, async () => {
     const base = await start((oncely) => insert(oncely));
     const answers = await Promise.all(
