@@ -154,11 +154,16 @@ export async function admitRequest<O extends Owned>(policy: AdmissionPolicy, req
   let inFlightWaitMs = policy.inFlightWaitMs;
   for (;;) {
     if (policy.invisibleOwners && policy.keys.running(request.clientId, request.key)) {
-      // The owner runs here: wait for it in process (once), and answer 409 if it still runs.
+      // The owner runs here: wait for it in process, up to one budget, and answer 409 if it still
+      // runs. Waiters woken together go to the store one at a time (each marks the key while it
+      // asks), so the others wait again within what is left of the same budget.
       const ms = waitBudget(inFlightWaitMs, request.prefer, Number.POSITIVE_INFINITY);
       if (ms > 0) {
         request.waited?.();
-        await policy.keys.wait(request.clientId, request.key, ms);
+        const until = Date.now() + ms;
+        for (let left = ms; left > 0 && policy.keys.running(request.clientId, request.key); left = until - Date.now()) {
+          await policy.keys.wait(request.clientId, request.key, left);
+        }
         inFlightWaitMs = 0;
       }
       if (policy.keys.running(request.clientId, request.key)) return { kind: 'answer', answer: inFlight(1000, request.echo) };

@@ -127,6 +127,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     input: unknown,
     admission: Admission,
     echo: Record<string, string>,
+    waitMs: number,
     trace?: RequestTrace,
   ) {
     // With no external call the whole operation commits with the admission (one transaction);
@@ -137,7 +138,9 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     const first = whole ?? phase;
     try {
       const { clientId, key, requestHash, endpoint, requestBody } = admission;
-      const input: AdmitInput = { clientId, key, requestHash, endpoint, requestBody, leaseMs: config.leaseMs, ttlMs: config.ttlMs };
+      // `waitMs`: a duplicate's INSERT may wait for an admission still open (a whole request's, or
+      // a first step's) no longer than this request may wait, then answers 409.
+      const input: AdmitInput = { clientId, key, requestHash, endpoint, requestBody, leaseMs: config.leaseMs, ttlMs: config.ttlMs, waitMs };
       const result = await tracedPhase(trace, 'admit', (): Promise<AdmitResult<unknown>> => (whole ? store.admit(input, whole) : store.admit(input, phase)));
       return { result, first };
     } catch (error) {
@@ -167,8 +170,8 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       echo,
       waited: trace ? () => trace.waited() : undefined,
     };
-    const decided = await admitRequest<Extract<AdmitResult, { owned: true }>>(policy, request, async () => {
-      const attempt = await admitWithFirstStep(operation, input, admission, echo, trace);
+    const decided = await admitRequest<Extract<AdmitResult, { owned: true }>>(policy, request, async (waitMs) => {
+      const attempt = await admitWithFirstStep(operation, input, admission, echo, waitMs, trace);
       first = attempt.first;
       return attempt.result;
     });

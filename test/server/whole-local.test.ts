@@ -4,11 +4,14 @@
  * and a step that throws leaves nothing, not even the key. With an `afterCommit` hook (which must
  * see each point), the steps commit one by one as before.
  */
+import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createIdempotencyHandler } from '../../src/server/index.js';
 import type { IdempotencyHandlerOptions, IdempotentOperation } from '../../src/server/index.js';
 import { sqliteKeyStore } from '../../src/server/sqlite.js';
+import { postgresKeyStore } from '../../src/server/postgres.js';
 import type { KeyStore } from '../../src/server/store.js';
+import { canRunServerTests, requireServerUrl } from '../support/pg.js';
 
 interface Order {
   readonly item: string;
@@ -132,5 +135,71 @@ describe('the steps API on an operation with no external call', () => {
     expect((await post('k4')).status).toBe(201);
     expect(points).toEqual(['H1_DONE', 'finished']);
     expect(calls['finish']).toBe(1);
+  });
+});
+
+// A real server: an INSERT waiting for another transaction is what this is about (PGlite has one backend).
+const withPostgres = await canRunServerTests();
+
+describe.skipIf(!withPostgres)('the steps API’s whole request on PostgreSQL, while it runs', () => {
+  it('answers a duplicate 409 once its wait runs out (not a 503 at the statement timeout), then replays the committed response', async () => {
+    const url = await requireServerUrl('whole-local');
+    const schema = `oncely_t_whole_local_${process.pid}`;
+    const store = postgresKeyStore({ connectionString: url, schema, statementTimeoutMs: 3000 });
+    await store.migrate({
+      sqlite: '',
+      postgres:
+        'CREATE TABLE IF NOT EXISTS orders (key TEXT NOT NULL, item TEXT NOT NULL); CREATE TABLE IF NOT EXISTS ledger (key TEXT NOT NULL, n INTEGER NOT NULL);',
+    });
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let reached!: () => void;
+    const inside = new Promise<void>((resolve) => (reached = resolve));
+    const operation = orderOperation({});
+    const step = operation.steps[0]!;
+    const holding: IdempotentOperation<Order> = {
+      ...operation,
+      steps: [
+        {
+          ...step,
+          kind: 'local',
+          point: 'H1_DONE',
+          run: async (ctx, tx) => {
+            const out = await (step as Extract<typeof step, { kind: 'local' }>).run(ctx, tx);
+            reached();
+            await held;
+            return out;
+          },
+        },
+      ],
+    };
+    const handler = createIdempotencyHandler({ store, operations: [holding as IdempotentOperation<unknown>], authenticate: () => 'acme' });
+    const post = async (prefer?: string) => {
+      const response = await handler.handle(
+        new Request('http://localhost/v1/orders', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'idempotency-key': 'k-held', ...(prefer ? { prefer } : {}) },
+          body: JSON.stringify({ item: 'espresso' }),
+        }),
+      );
+      return { status: response!.status, replay: response!.headers.get('idempotency-replay'), body: await response!.text() };
+    };
+    try {
+      const original = post();
+      await inside;
+      const started = Date.now();
+      expect((await post('wait=0')).status).toBe(409);
+      expect(Date.now() - started).toBeLessThan(2500);
+      release();
+      const first = await original;
+      expect(first).toMatchObject({ status: 201, replay: null });
+      expect(await post('wait=0')).toEqual({ status: 201, replay: 'true', body: first.body });
+    } finally {
+      release();
+      await store.close();
+      const admin = new pg.Client({ connectionString: url });
+      await admin.connect();
+      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).finally(() => admin.end());
+    }
   });
 });

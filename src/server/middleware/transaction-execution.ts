@@ -96,7 +96,7 @@ export class TransactionExecution implements Execution {
 
   private constructor(
     private readonly run: LeasedRun,
-    tx: FencedTx,
+    private readonly tx: FencedTx,
     /** The handler's response (or why there is none), awaited by the work inside the transaction. */
     private readonly answered: Deferred<WireResponse | Error>,
     private readonly finished: Promise<Finished>,
@@ -158,7 +158,13 @@ export class TransactionExecution implements Execution {
       if (!isFinalStatus(response.status)) throw new NotFinal('not a final response');
       return captureStored(response, maxResponseBytes);
     };
-    const finished = start(work);
+    let finished: Promise<Finished>;
+    try {
+      finished = start(work);
+    } catch (error) {
+      // A store that throws instead of rejecting: the same failure, reported and answered alike.
+      finished = Promise.resolve({ error });
+    }
     const first = await Promise.race([opened.promise, finished]);
     if ('run' in first) {
       const execution = new TransactionExecution(run, new FencedTx(first), answered, finished, leaseMs, releases);
@@ -194,6 +200,8 @@ export class TransactionExecution implements Execution {
 
   private hand(response: WireResponse | Error): void {
     clearTimeout(this.timer);
+    // The handler has answered: a statement it left unawaited belongs to no transaction now.
+    this.tx.close();
     this.answered.resolve(response);
   }
 

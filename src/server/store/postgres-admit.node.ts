@@ -10,6 +10,7 @@ import { finishedInAdmission, firstPhase, isWholeRequest, txOver } from './core.
 import { fenceArgs, landed, shaped } from './postgres-fenced.node.js';
 import { toAdmitResult, type Admitted } from './postgres-rows.node.js';
 import type { PostgresSql } from './postgres-sql.node.js';
+import { MAX_LOCK_TIMEOUT_MS } from './postgres-runner.node.js';
 import type { Opened, Runner } from './postgres-transport.node.js';
 import type { AdmitInput, AdmitResult, FirstPhase, WholeRequest } from './types.js';
 
@@ -30,7 +31,7 @@ export function admitOn(runner: Runner, SQL: PostgresSql, maxResponseBytes: numb
     const args = [input.clientId, input.key, input.requestHash, input.endpoint, input.requestBody, input.leaseMs, input.ttlMs];
     // An admission that opens a transaction may meet another one's still open (a whole request
     // holds its key until its work ends): it waits for that COMMIT or rollback up to `waitMs`.
-    const bound = input.waitMs === undefined ? undefined : { lockTimeoutMs: Math.max(1, Math.ceil(input.waitMs)) };
+    const bound = input.waitMs === undefined ? undefined : { lockTimeoutMs: Math.min(MAX_LOCK_TIMEOUT_MS, Math.max(1, Math.ceil(input.waitMs))) };
     // No row in the answer: the INSERT met a row committed after the statement's snapshot (it
     // waited for that owner's COMMIT). The next attempt's snapshot sees it.
     for (let attempt = 1; attempt <= 3; attempt += 1) {

@@ -29,8 +29,15 @@ export interface PgRunnerOptions {
   readonly prepare: boolean | undefined;
 }
 
-/** Back to the session's own lock timeout, for this transaction (see {@link OpenOptions.lockTimeoutMs}). */
-const LOCK_TIMEOUT_DEFAULT = 'SET LOCAL lock_timeout TO DEFAULT';
+/**
+ * The session's own lock timeout, kept aside for this transaction, and put back (see
+ * {@link OpenOptions.lockTimeoutMs}): `SET LOCAL … TO DEFAULT` would give the role's or the
+ * server's default instead of what the pool's sessions set.
+ */
+const LOCK_TIMEOUT_KEPT = "SELECT set_config('oncely.kept_lock_timeout', current_setting('lock_timeout'), true)";
+/** PostgreSQL's largest `lock_timeout` (an int of milliseconds). */
+export const MAX_LOCK_TIMEOUT_MS = 2_147_483_647;
+const LOCK_TIMEOUT_DEFAULT = "SELECT set_config('lock_timeout', current_setting('oncely.kept_lock_timeout'), true)";
 
 /** Distinct statement texts a runner prepares on its sessions (the store's own are about twenty). */
 const PREPARED_TEXTS = 256;
@@ -189,11 +196,16 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
     prepared: async <T>(sql: string, params?: readonly unknown[]) => resultOf<T>(await send(pool, { sql, params: params ?? [] })),
     async open<T>(first: Statement, then?: Statement, options?: OpenOptions): Promise<Opened<T>> {
       const bounded = options?.lockTimeoutMs;
-      if (bounded !== undefined && (!Number.isSafeInteger(bounded) || bounded < 1)) {
-        throw new InvalidOptionError('postgresKeyStore', 'lockTimeoutMs', `must be a whole number of milliseconds ≥ 1, got ${bounded}`);
+      if (bounded !== undefined && (!Number.isSafeInteger(bounded) || bounded < 1 || bounded > MAX_LOCK_TIMEOUT_MS)) {
+        throw new InvalidOptionError(
+          'postgresKeyStore',
+          'lockTimeoutMs',
+          `must be a whole number of milliseconds from 1 to ${MAX_LOCK_TIMEOUT_MS}, got ${bounded}`,
+        );
       }
-      // The lock wait bounded for `first` alone: set in the BEGIN's own message, reset behind it.
-      const opening = bounded === undefined ? begin : `${begin}; SET LOCAL lock_timeout = ${bounded}`;
+      // The lock wait bounded for `first` alone: set in the BEGIN's own message (the session's own
+      // value kept aside), and put back behind it.
+      const opening = bounded === undefined ? begin : `${begin}; ${LOCK_TIMEOUT_KEPT}; SET LOCAL lock_timeout = ${bounded}`;
       const { client, pipelined, ended, end } = await checkout();
       const unbound = (): Promise<unknown> | undefined => (bounded === undefined ? undefined : client.query(LOCK_TIMEOUT_DEFAULT));
       const rollback = (): Promise<void> => end('ROLLBACK');

@@ -268,22 +268,20 @@ describe.skipIf(!withPostgres).each(Object.keys(APPS) as Framework[])('%s with t
       expect(Date.now() - startedThere).toBeGreaterThanOrEqual(900);
       expect([here.headers.get('retry-after'), there.headers.get('retry-after')]).toEqual(['1', '1']);
       await Promise.all([here.arrayBuffer(), there.arrayBuffer()]);
-      // The same body, here and there, waits for the original's commit and gets its replay.
-      const sameHere = post(base, 'k-held');
+      // The same body, three times here and once there, waits for the original's commit and gets
+      // its replay (the waiters here, woken together, each get it within their wait).
+      const sameHere = [post(base, 'k-held'), post(base, 'k-held'), post(base, 'k-held')];
       const sameThere = post(other.url, 'k-held');
       await new Promise((resolve) => setTimeout(resolve, 200));
       proceed.open();
       const answers = await Promise.all(
-        [original, sameHere, sameThere].map(async (r) => {
+        [original, ...sameHere, sameThere].map(async (r) => {
           const response = await r;
           return { status: response.status, replay: response.headers.get('idempotency-replay'), body: (await response.json()) as unknown };
         }),
       );
-      expect(answers).toEqual([
-        { status: 201, replay: null, body: { attempt: 1 } },
-        { status: 201, replay: 'true', body: { attempt: 1 } },
-        { status: 201, replay: 'true', body: { attempt: 1 } },
-      ]);
+      const replayed = { status: 201, replay: 'true', body: { attempt: 1 } };
+      expect(answers).toEqual([{ status: 201, replay: null, body: { attempt: 1 } }, replayed, replayed, replayed, replayed]);
       // Committed now: another body is the 422 it always was.
       const reused = await reuse(other.url, 'wait=0');
       expect(reused.status).toBe(422);
@@ -294,6 +292,29 @@ describe.skipIf(!withPostgres).each(Object.keys(APPS) as Framework[])('%s with t
       await other.close();
       await otherStore.close();
       await otherPool.end();
+    }
+  });
+
+  it('gives the handler’s statements the session’s own lock timeout (the admission’s bound is put back)', async () => {
+    const appPool = new pg.Pool({ connectionString: url, options: `-c search_path=${schema}`, max: 2 });
+    // Set on the session after connecting, as an app's pool hook does (not the role's default).
+    appPool.on('connect', (client) => void client.query("SET lock_timeout = '7s'"));
+    const appStore = postgresKeyStore({ pool: appPool, schema });
+    const seen: string[] = [];
+    const other = await APPS[framework]({ store: appStore, transaction: true }, async (oncely) => {
+      const row = await oncely.tx!.get<{ v: string }>('SELECT current_setting($1) AS v', ['lock_timeout']);
+      seen.push(row!.v);
+      return insert(oncely);
+    });
+    try {
+      const response = await post(other.url, 'k-timeout');
+      expect(response.status).toBe(201);
+      await response.arrayBuffer();
+      expect(seen).toEqual(['7s']);
+    } finally {
+      await other.close();
+      await appStore.close();
+      await appPool.end();
     }
   });
 
