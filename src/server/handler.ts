@@ -138,9 +138,19 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     const first = whole ?? phase;
     try {
       const { clientId, key, requestHash, endpoint, requestBody } = admission;
-      // `waitMs`: a duplicate's INSERT may wait for an admission still open (a whole request's, or
-      // a first step's) no longer than this request may wait, then answers 409.
-      const input: AdmitInput = { clientId, key, requestHash, endpoint, requestBody, leaseMs: config.leaseMs, ttlMs: config.ttlMs, waitMs };
+      // A whole request holds its key until its steps end: a duplicate's INSERT waits for it no
+      // longer than this request may wait, then answers 409. (A first step's admission is short:
+      // bounding it costs PostgreSQL two statements per request, measured −10 % req/s.)
+      const input: AdmitInput = {
+        clientId,
+        key,
+        requestHash,
+        endpoint,
+        requestBody,
+        leaseMs: config.leaseMs,
+        ttlMs: config.ttlMs,
+        waitMs: whole ? waitMs : undefined,
+      };
       const result = await tracedPhase(trace, 'admit', (): Promise<AdmitResult<unknown>> => (whole ? store.admit(input, whole) : store.admit(input, phase)));
       return { result, first };
     } catch (error) {
