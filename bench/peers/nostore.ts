@@ -7,8 +7,7 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import { pointOf } from '../../src/server/store/core.js';
-import { isWholeRequest } from '../../src/server/store/core.js';
+import { admittedRow, isWholeRequest, pointOf } from '../../src/server/store/core.js';
 import type { WholeRequest } from '../../src/server/store/types.js';
 import type {
   AdmitInput,
@@ -55,21 +54,7 @@ export function noStore(): KeyStore {
       if (existing) return { owned: false, row: existing };
       const token = randomUUID();
       const at = Date.now();
-      const row: KeyRow = {
-        clientId: input.clientId,
-        key: input.key,
-        requestHash: input.requestHash,
-        endpoint: input.endpoint,
-        requestBody: input.requestBody,
-        state: 'started',
-        recoveryPoint: null,
-        data: {},
-        response: null,
-        leaseRemainingMs: input.leaseMs,
-        attempts: 0,
-        createdAt: at,
-        expiresAt: at + input.ttlMs,
-      };
+      const row = admittedRow(input, at, at + input.ttlMs);
       const lease = { clientId: input.clientId, key: input.key, token };
       if (!first) {
         rows.set(id(input.clientId, input.key), { ...row, token });
