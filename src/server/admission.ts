@@ -61,6 +61,8 @@ export interface Asking {
 }
 
 const IN_FLIGHT: Classified = { branch: Branch.InFlight };
+/** How far past the owner's lease a wait bound by it ends (see the wait branch of {@link admitRequest}). */
+const LEASE_END_SLOP_MS = 5;
 const TAKE_OVER: Classified = { branch: Branch.TakeOver };
 
 /**
@@ -185,7 +187,9 @@ export async function admitRequest<O extends Owned>(policy: AdmissionPolicy, req
       case Branch.Wait:
         // Then decided afresh: a replay if it finished, a takeover if its owner died, else 409.
         request.waited?.();
-        await policy.keys.wait(row.clientId, row.key, classified.ms);
+        // A wait cut short by the owner's lease ends just past it: a timer may fire a millisecond
+        // early, and a lease with 1 ms left would be answered 409 instead of taken over.
+        await policy.keys.wait(row.clientId, row.key, classified.ms === row.leaseRemainingMs ? classified.ms + LEASE_END_SLOP_MS : classified.ms);
         inFlightWaitMs = 0;
         continue;
       case Branch.TakeOver: {
