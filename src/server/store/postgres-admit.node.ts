@@ -7,7 +7,7 @@
  * @module
  */
 import { finishedInAdmission, firstPhase, isWholeRequest, txOver } from './core.js';
-import { fenceArgs, landed, shaped } from './postgres-fenced.node.js';
+import { fenceArgs, landed, landedFinish, shaped } from './postgres-fenced.node.js';
 import { toAdmitResult, type Admitted } from './postgres-rows.node.js';
 import type { PostgresSql } from './postgres-sql.node.js';
 import { MAX_LOCK_TIMEOUT_MS } from './postgres-runner.node.js';
@@ -73,7 +73,12 @@ export function admitOn(runner: Runner, SQL: PostgresSql, maxResponseBytes: numb
         if (isWholeRequest(first)) {
           // The response in the COMMIT's round trip: one transaction from INSERT to finished.
           return await finishedInAdmission('postgresKeyStore', maxResponseBytes, admitted, first, ownTx, (stored) =>
-            tx.commit({ sql: SQL.finish, params: [...fenceArgs(admitted.lease), stored.status, JSON.stringify(stored.headers), stored.body] }),
+            tx
+              .commit({ sql: SQL.finish, params: [...fenceArgs(admitted.lease), stored.status, JSON.stringify(stored.headers), stored.body] })
+              // The answer was lost (connection reset): the row says whether the response is stored.
+              .catch(async (error: unknown) => {
+                if (!(await landedFinish(runner, SQL, admitted.lease, input.requestHash, stored))) throw error;
+              }),
           );
         }
         // The point after the first phase (EXTn_SENT) is written by the phase's own UPDATE: the
