@@ -7,7 +7,7 @@
  * @module
  */
 import { finishedInAdmission, firstPhase, isWholeRequest, txOver } from './core.js';
-import { fenceArgs, landed, shaped } from './postgres-fenced.node.js';
+import { fenceArgs, landed, landedFinish, shaped } from './postgres-fenced.node.js';
 import { toAdmitResult, type Admitted } from './postgres-rows.node.js';
 import type { PostgresSql } from './postgres-sql.node.js';
 import { MAX_LOCK_TIMEOUT_MS } from './postgres-runner.node.js';
@@ -16,6 +16,9 @@ import type { AdmitInput, AdmitResult, FirstPhase, WholeRequest } from './types.
 
 /** Whether `error` is PostgreSQL's `lock_not_available` (55P03): a lock wait ran past `lock_timeout`. */
 const lockNotAvailable = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === '55P03';
+
+/** `ms` as a PostgreSQL timeout: a whole number of milliseconds, within its range. */
+const wholeMs = (ms: number): number => Math.min(MAX_LOCK_TIMEOUT_MS, Math.max(1, Math.ceil(ms)));
 
 /**
  * The store's `admit` over `runner`.
@@ -31,7 +34,10 @@ export function admitOn(runner: Runner, SQL: PostgresSql, maxResponseBytes: numb
     const args = [input.clientId, input.key, input.requestHash, input.endpoint, input.requestBody, input.leaseMs, input.ttlMs];
     // An admission that opens a transaction may meet another one's still open (a whole request
     // holds its key until its work ends): it waits for that COMMIT or rollback up to `waitMs`.
-    const bound = input.waitMs === undefined ? undefined : { lockTimeoutMs: Math.min(MAX_LOCK_TIMEOUT_MS, Math.max(1, Math.ceil(input.waitMs))) };
+    const bound = input.waitMs === undefined ? undefined : wholeMs(input.waitMs);
+    // A whole request's transaction is bounded like a lease: idle past `leaseMs` (its process
+    // frozen), PostgreSQL ends it, and its key is free again for the duplicates it holds back.
+    const options = { lockTimeoutMs: bound, idleTimeoutMs: first && isWholeRequest(first) ? wholeMs(input.leaseMs) : undefined };
     // No row in the answer: the INSERT met a row committed after the statement's snapshot (it
     // waited for that owner's COMMIT). The next attempt's snapshot sees it.
     for (let attempt = 1; attempt <= 3; attempt += 1) {
@@ -45,10 +51,10 @@ export function admitOn(runner: Runner, SQL: PostgresSql, maxResponseBytes: numb
       // its recovery point.
       let opened: Opened<Admitted>;
       try {
-        opened = await runner.open<Admitted>({ sql: SQL.admit, params: args }, undefined, bound);
+        opened = await runner.open<Admitted>({ sql: SQL.admit, params: args }, undefined, options);
       } catch (error) {
         // Still open past the wait: in flight, not yet visible.
-        if (bound && lockNotAvailable(error)) return { owned: false, row: null };
+        if (bound !== undefined && lockNotAvailable(error)) return { owned: false, row: null };
         throw error;
       }
       const { result, tx } = opened;
@@ -67,7 +73,12 @@ export function admitOn(runner: Runner, SQL: PostgresSql, maxResponseBytes: numb
         if (isWholeRequest(first)) {
           // The response in the COMMIT's round trip: one transaction from INSERT to finished.
           return await finishedInAdmission('postgresKeyStore', maxResponseBytes, admitted, first, ownTx, (stored) =>
-            tx.commit({ sql: SQL.finish, params: [...fenceArgs(admitted.lease), stored.status, JSON.stringify(stored.headers), stored.body] }),
+            tx
+              .commit({ sql: SQL.finish, params: [...fenceArgs(admitted.lease), stored.status, JSON.stringify(stored.headers), stored.body] })
+              // The answer was lost (connection reset): the row says whether the response is stored.
+              .catch(async (error: unknown) => {
+                if (!(await landedFinish(runner, SQL, admitted.lease, input.requestHash, stored))) throw error;
+              }),
           );
         }
         // The point after the first phase (EXTn_SENT) is written by the phase's own UPDATE: the

@@ -9,7 +9,7 @@ import type { FencedSession, TxOp } from './core.js';
 import type { OpenTransaction, QueryResult, Runner, Statement } from './postgres-transport.node.js';
 import type { PostgresSql } from './postgres-sql.node.js';
 import { LeaseLostError, isLeaseLost } from './lease-lost.js';
-import type { Lease } from './types.js';
+import type { Lease, StoredResponse } from './types.js';
 
 /** The lease's fence arguments (`$1, $2, $3` of every fenced statement). */
 export const fenceArgs = (lease: Lease): string[] => [lease.clientId, lease.key, lease.token];
@@ -81,6 +81,34 @@ export function pgSession(runner: Runner, SQL: PostgresSql, lease: Lease): Fence
 export async function landed(runner: Runner, SQL: PostgresSql, lease: Lease, point: string): Promise<boolean> {
   try {
     const { rows } = await runner.prepared(SQL.landed, [...fenceArgs(lease), point]);
+    return rows.length === 1;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Whether a whole request's COMMIT, whose answer was lost, landed: the key is finished for
+ * `requestHash` with exactly `stored`. Whether this transaction or another owner's (this one
+ * rolled back, a duplicate of the same request ran) committed it, the stored response is the
+ * answer its retry would replay, byte for byte: sending it is right either way. A row finished
+ * with another response, or none, says the COMMIT did not land.
+ *
+ * @example
+ * ```ts
+ * const committed = await landedFinish(runner, postgresSql('oncely'), lease, 'h', { status: 201, headers: {}, body: '{}' });
+ * ```
+ */
+export async function landedFinish(runner: Runner, SQL: PostgresSql, lease: Lease, requestHash: string, stored: StoredResponse): Promise<boolean> {
+  try {
+    const { rows } = await runner.prepared(SQL.landedFinish, [
+      lease.clientId,
+      lease.key,
+      requestHash,
+      stored.status,
+      JSON.stringify(stored.headers),
+      stored.body,
+    ]);
     return rows.length === 1;
   } catch {
     return false;

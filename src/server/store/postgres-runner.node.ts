@@ -35,9 +35,17 @@ export interface PgRunnerOptions {
  * server's default instead of what the pool's sessions set.
  */
 const LOCK_TIMEOUT_KEPT = "SELECT set_config('oncely.kept_lock_timeout', current_setting('lock_timeout'), true)";
-/** PostgreSQL's largest `lock_timeout` (an int of milliseconds). */
+/** PostgreSQL's largest `lock_timeout` and `idle_in_transaction_session_timeout` (an int of milliseconds). */
 export const MAX_LOCK_TIMEOUT_MS = 2_147_483_647;
 const LOCK_TIMEOUT_DEFAULT = "SELECT set_config('lock_timeout', current_setting('oncely.kept_lock_timeout'), true)";
+
+/** `value` of {@link OpenOptions} `name`, checked: it is written into the BEGIN's text. */
+function milliseconds(name: keyof OpenOptions, value: number | undefined): number | undefined {
+  if (value !== undefined && (!Number.isSafeInteger(value) || value < 1 || value > MAX_LOCK_TIMEOUT_MS)) {
+    throw new InvalidOptionError('postgresKeyStore', name, `must be a whole number of milliseconds from 1 to ${MAX_LOCK_TIMEOUT_MS}, got ${value}`);
+  }
+  return value;
+}
 
 /** Distinct statement texts a runner prepares on its sessions (the store's own are about twenty). */
 const PREPARED_TEXTS = 256;
@@ -195,17 +203,12 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
     query: over(pool),
     prepared: async <T>(sql: string, params?: readonly unknown[]) => resultOf<T>(await send(pool, { sql, params: params ?? [] })),
     async open<T>(first: Statement, then?: Statement, options?: OpenOptions): Promise<Opened<T>> {
-      const bounded = options?.lockTimeoutMs;
-      if (bounded !== undefined && (!Number.isSafeInteger(bounded) || bounded < 1 || bounded > MAX_LOCK_TIMEOUT_MS)) {
-        throw new InvalidOptionError(
-          'postgresKeyStore',
-          'lockTimeoutMs',
-          `must be a whole number of milliseconds from 1 to ${MAX_LOCK_TIMEOUT_MS}, got ${bounded}`,
-        );
-      }
+      const bounded = milliseconds('lockTimeoutMs', options?.lockTimeoutMs);
+      const idle = milliseconds('idleTimeoutMs', options?.idleTimeoutMs);
       // The lock wait bounded for `first` alone: set in the BEGIN's own message (the session's own
-      // value kept aside), and put back behind it.
-      const opening = bounded === undefined ? begin : `${begin}; ${LOCK_TIMEOUT_KEPT}; SET LOCAL lock_timeout = ${bounded}`;
+      // value kept aside), and put back behind it. The idle bound holds to the transaction's end.
+      let opening = bounded === undefined ? begin : `${begin}; ${LOCK_TIMEOUT_KEPT}; SET LOCAL lock_timeout = ${bounded}`;
+      if (idle !== undefined) opening += `; SET LOCAL idle_in_transaction_session_timeout = ${idle}`;
       const { client, pipelined, ended, end } = await checkout();
       const unbound = (): Promise<unknown> | undefined => (bounded === undefined ? undefined : client.query(LOCK_TIMEOUT_DEFAULT));
       const rollback = (): Promise<void> => end('ROLLBACK');

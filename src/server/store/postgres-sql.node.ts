@@ -59,6 +59,10 @@ export function postgresSql(schema: string) {
     finishAfter: `SELECT ${schema}.oncely_finish_after($1, $2, $3, $4, $5, $6, $7, $8)`,
     // Whether a write whose answer was lost landed: the row is at its point under the lease.
     landed: `SELECT 1 AS one FROM ${t} WHERE client_id = $1 AND key = $2 AND lease_token = $3 AND recovery_point = $4`,
+    // Whether a whole request's lost COMMIT landed: the row is finished, for this request, with this
+    // response (the finish clears the lease token; the headers are compared as the text stored).
+    landedFinish: `SELECT 1 AS one FROM ${t} WHERE client_id = $1 AND key = $2 AND state = 'finished' AND request_hash = $3
+                     AND response_status = $4 AND response_headers::text = $5 AND response_body = $6`,
     takeOver: `UPDATE ${t} SET lease_token = gen_random_uuid()::text, lease_until = now() + $3 * interval '1 millisecond'
           WHERE client_id = $1 AND key = $2 AND state = 'started' AND (lease_token IS NULL OR lease_until <= now())
           RETURNING lease_token`,

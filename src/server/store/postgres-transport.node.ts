@@ -51,6 +51,15 @@ export interface OpenOptions {
    * one backend whose transactions run one at a time, has no lock to wait for.
    */
   readonly lockTimeoutMs?: number | undefined;
+  /**
+   * How long the transaction may sit idle between two statements (PostgreSQL's
+   * `idle_in_transaction_session_timeout`, for this transaction only): past it the server ends the
+   * session, which rolls the transaction back. A whole request holds its key, invisible, until its
+   * COMMIT; bounded by the lease, a process that froze inside it (stopped, its event loop blocked)
+   * frees the key as a lease would, instead of holding it until its connection drops. A whole
+   * number of milliseconds ≥ 1. PGlite ignores it: one process, whose freeze stops every caller.
+   */
+  readonly idleTimeoutMs?: number | undefined;
 }
 
 /** One engine, as the store sees it. */

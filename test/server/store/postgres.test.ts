@@ -175,6 +175,39 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
     }
   });
 
+  it('finds a whole request committed when the answer to its COMMIT is lost: the finished row, the work run once', async () => {
+    const { pool, lose } = lossyPool(/$^/);
+    const wholeSchema = `${schema}_whole_landed`;
+    const store = postgresKeyStore({ pool, schema: wholeSchema });
+    try {
+      await store.migrate({ sqlite: '', postgres: 'CREATE TABLE IF NOT EXISTS notes (note text)' });
+      const input = (key: string) => ({ clientId: 'acme', key, requestHash: 'h', endpoint: 'POST /x', requestBody: '{}', leaseMs: 10_000, ttlMs: 86_400_000 });
+      const response = { status: 201, headers: { 'content-type': 'application/json', 'x-b': '2' }, body: '{"id":"ord_1"}' };
+      const whole = (note: string) => ({ work: (tx: Tx) => tx.run('INSERT INTO notes (note) VALUES ($1)', [note]), response: () => response });
+      // The COMMIT's own answer lost, and the answer of the response's statement sent with it.
+      for (const [key, loses] of [
+        ['commit', /^COMMIT$/],
+        ['finish', /oncely_finish\(/],
+      ] as const) {
+        const lost = lose(loses);
+        const admitted = await store.admit(input(key), whole(key));
+        expect(lost(), key).toBe(true);
+        expect(admitted, key).toMatchObject({ owned: true, row: { key, state: 'finished', response }, first: { value: 1 } });
+        expect(await store.load('acme', key), key).toMatchObject({ state: 'finished', response });
+        expect((await pool.query(`SELECT note FROM ${wholeSchema}.notes WHERE note = $1`, [key])).rows, key).toEqual([{ note: key }]);
+      }
+      // Another response in the row when the answer is lost (another owner's, after this
+      // transaction rolled back): not this request's commit, so its own failure stands.
+      const other = lose(/^COMMIT$/, () => pool.query(`UPDATE ${wholeSchema}.oncely_keys SET response_body = '{"id":"ord_2"}' WHERE key = 'other'`));
+      await expect(store.admit(input('other'), whole('other'))).rejects.toThrow('ECONNRESET');
+      expect(other()).toBe(true);
+    } finally {
+      await store.close();
+      await pool.query(`DROP SCHEMA IF EXISTS ${wholeSchema} CASCADE`);
+      await pool.end();
+    }
+  });
+
   it('runs its own pool at READ COMMITTED where the database defaults to REPEATABLE READ: a duplicate that waited for the owner gets the row', async () => {
     // The URL's options stand for a database whose default is stricter; the store's come after them.
     const strictUrl = `${url}${url!.includes('?') ? '&' : '?'}options=${encodeURIComponent('-c default_transaction_isolation=repeatable\\ read')}`;
@@ -424,13 +457,15 @@ function interceptCheckouts(pool: pg.Pool, through: (query: ClientQuery, checkou
 /**
  * A pipelined pool whose answers can be lost: `lose(pattern)` makes the next statement matching
  * `pattern` (its text, and its values when it has any) run on the server and then fail as a reset
- * connection would; the function it returns tells whether that happened. `carried` collects every
+ * connection would, after `meanwhile` (what the database saw in between); the function it returns
+ * tells whether that happened. `carried` collects every
  * statement matching `track`. Pipelined, as the store's own pool is: a recovery point and the
  * COMMIT behind it go out together, so the point's lost answer is its round trip's.
  */
-function lossyPool(track: RegExp): { pool: pg.Pool; lose: (pattern: RegExp) => () => boolean; carried: string[] } {
+function lossyPool(track: RegExp): { pool: pg.Pool; lose: (pattern: RegExp, meanwhile?: () => Promise<unknown>) => () => boolean; carried: string[] } {
   const pool = new pg.Pool({ connectionString: url, max: 3, pipeline: true } as pg.PoolConfig);
   let loseAnswerOf: RegExp | undefined;
+  let before: (() => Promise<unknown>) | undefined;
   const carried: string[] = [];
   const lossy =
     (query: (...args: never[]) => Promise<unknown>) =>
@@ -440,6 +475,7 @@ function lossyPool(track: RegExp): { pool: pg.Pool; lose: (pattern: RegExp) => (
       const result = await (query as (...args: unknown[]) => Promise<unknown>)(sent, ...rest);
       if (loseAnswerOf?.test(text)) {
         loseAnswerOf = undefined;
+        await before?.();
         throw Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' });
       }
       return result;
@@ -448,8 +484,9 @@ function lossyPool(track: RegExp): { pool: pg.Pool; lose: (pattern: RegExp) => (
   pool.query = lossy(pool.query.bind(pool) as never) as unknown as typeof pool.query;
   return {
     pool,
-    lose: (pattern) => {
+    lose: (pattern, meanwhile) => {
       loseAnswerOf = pattern;
+      before = meanwhile;
       return () => loseAnswerOf === undefined;
     },
     carried,

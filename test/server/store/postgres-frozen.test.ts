@@ -1,0 +1,73 @@
+/**
+ * A process frozen (SIGSTOP: as a blocked event loop or a stopped container) inside a whole
+ * request on PostgreSQL, its transaction open and its key held, unseen, by its INSERT. Its
+ * connection stays up, so nothing ends the transaction from its side: the lease must, as it does
+ * for a started row in the plain mode. A duplicate on another instance, waiting in its own INSERT,
+ * owns the key once the frozen transaction has been idle a lease, and runs the request.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { describe, expect, it } from 'vitest';
+import { postgresKeyStore } from '../../../src/server/store/postgres.node.js';
+import { canRunServerTests, requireServerUrl } from '../../support/pg.js';
+
+const CHILD = fileURLToPath(new URL('./postgres-frozen.child.ts', import.meta.url));
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
+const LEASE_MS = 1500;
+// PGlite lives in one process: a real server or none (true under ONCELY_REQUIRE_PG=1, so CI fails instead of skipping).
+const withPostgres = await canRunServerTests();
+
+/** The child, once its whole request's INSERT and note are in (it printed `admitted`). */
+function admitted(url: string, schema: string, key: string): Promise<ChildProcess> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, url, schema, key, String(LEASE_MS)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const stderr: string[] = [];
+  createInterface({ input: proc.stderr! }).on('line', (line) => stderr.push(line));
+  return new Promise((resolve, reject) => {
+    createInterface({ input: proc.stdout! }).on('line', (line) => line === 'admitted' && resolve(proc));
+    proc.once('exit', (code, signal) => reject(new Error(`the child exited (${signal ?? code}) before its admission: ${stderr.join('\n')}`)));
+  });
+}
+
+describe.skipIf(!withPostgres)('a whole request whose process froze inside it, on PostgreSQL', () => {
+  it('holds its key at most a lease after its last statement: a waiting duplicate then owns it and runs', { timeout: 60_000 }, async () => {
+    const url = await requireServerUrl('frozen whole request');
+    const schema = `oncely_t_frozen_${randomBytes(4).toString('hex')}`;
+    const admin = new pg.Pool({ connectionString: url, max: 1 });
+    const store = postgresKeyStore({ connectionString: url, schema });
+    let child: ChildProcess | undefined;
+    try {
+      await store.migrate({ sqlite: '', postgres: 'CREATE TABLE IF NOT EXISTS notes (note text)' });
+      child = await admitted(url, schema, 'frozen');
+      child.kill('SIGSTOP');
+      const stoppedAt = performance.now();
+      // The duplicate waits in its INSERT far longer than the lease: without the bound it would
+      // wait all of it, then be told the key is in flight (no row: the frozen INSERT is unseen).
+      const duplicate = await store.admit(
+        { clientId: 'acme', key: 'frozen', requestHash: 'h', endpoint: 'POST /x', requestBody: '{}', leaseMs: LEASE_MS, ttlMs: 86_400_000, waitMs: 10_000 },
+        {
+          work: (tx) => tx.run('INSERT INTO notes (note) VALUES ($1)', ['duplicate']),
+          response: () => ({ status: 201, headers: {}, body: '{"by":"duplicate"}' }),
+        },
+      );
+      const waited = performance.now() - stoppedAt;
+      expect(duplicate).toMatchObject({ owned: true, row: { state: 'finished', response: { body: '{"by":"duplicate"}' } } });
+      // Well before the duplicate's own wait ran out (the frozen process stopped after its note, so
+      // its transaction had been idle a little longer than `waited` when PostgreSQL ended it).
+      expect(waited).toBeLessThan(LEASE_MS + 5000);
+      // The frozen process's note rolled back with its transaction: the request took effect once.
+      expect((await admin.query(`SELECT note FROM ${schema}.notes`)).rows).toEqual([{ note: 'duplicate' }]);
+      expect(await store.load('acme', 'frozen')).toMatchObject({ state: 'finished', response: { body: '{"by":"duplicate"}' } });
+    } finally {
+      if (child) {
+        child.kill('SIGKILL');
+        child.kill('SIGCONT');
+      }
+      await store.close();
+      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await admin.end();
+    }
+  });
+});
