@@ -7,18 +7,14 @@
  * @module
  */
 import { finishedInAdmission, firstPhase, isWholeRequest, txOver } from './core.js';
-import { fenceArgs, landed, landedFinish, shaped } from './postgres-fenced.node.js';
+import { fenceArgs, landed, landedFinish, shaped, wholeMs } from './postgres-fenced.node.js';
 import { toAdmitResult, type Admitted } from './postgres-rows.node.js';
 import type { PostgresSql } from './postgres-sql.node.js';
-import { MAX_LOCK_TIMEOUT_MS } from './postgres-runner.node.js';
 import type { Opened, Runner } from './postgres-transport.node.js';
 import type { AdmitInput, AdmitResult, FirstPhase, WholeRequest } from './types.js';
 
 /** Whether `error` is PostgreSQL's `lock_not_available` (55P03): a lock wait ran past `lock_timeout`. */
 const lockNotAvailable = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === '55P03';
-
-/** `ms` as a PostgreSQL timeout: a whole number of milliseconds, within its range. */
-const wholeMs = (ms: number): number => Math.min(MAX_LOCK_TIMEOUT_MS, Math.max(1, Math.ceil(ms)));
 
 /**
  * The store's `admit` over `runner`.
@@ -35,9 +31,10 @@ export function admitOn(runner: Runner, SQL: PostgresSql, maxResponseBytes: numb
     // An admission that opens a transaction may meet another one's still open (a whole request
     // holds its key until its work ends): it waits for that COMMIT or rollback up to `waitMs`.
     const bound = input.waitMs === undefined ? undefined : wholeMs(input.waitMs);
-    // A whole request's transaction is bounded like a lease: idle past `leaseMs` (its process
-    // frozen), PostgreSQL ends it, and its key is free again for the duplicates it holds back.
-    const options = { lockTimeoutMs: bound, idleTimeoutMs: first && isWholeRequest(first) ? wholeMs(input.leaseMs) : undefined };
+    // A transaction that holds the new key (a whole request, or a first phase) is bounded like a
+    // lease: idle past `leaseMs` (its process frozen), PostgreSQL ends it, and its key is free
+    // again for the duplicates its uncommitted INSERT holds back.
+    const options = { lockTimeoutMs: bound, idleTimeoutMs: wholeMs(input.leaseMs) };
     // No row in the answer: the INSERT met a row committed after the statement's snapshot (it
     // waited for that owner's COMMIT). The next attempt's snapshot sees it.
     for (let attempt = 1; attempt <= 3; attempt += 1) {

@@ -7,9 +7,13 @@
  */
 import type { FencedSession, TxOp } from './core.js';
 import type { OpenTransaction, QueryResult, Runner, Statement } from './postgres-transport.node.js';
+import { MAX_LOCK_TIMEOUT_MS } from './postgres-runner.node.js';
 import type { PostgresSql } from './postgres-sql.node.js';
 import { LeaseLostError, isLeaseLost } from './lease-lost.js';
 import type { Lease, StoredResponse } from './types.js';
+
+/** `ms` as a PostgreSQL timeout: a whole number of milliseconds, within its range. */
+export const wholeMs = (ms: number): number => Math.min(MAX_LOCK_TIMEOUT_MS, Math.max(1, Math.ceil(ms)));
 
 /** The lease's fence arguments (`$1, $2, $3` of every fenced statement). */
 export const fenceArgs = (lease: Lease): string[] => [lease.clientId, lease.key, lease.token];
@@ -24,14 +28,16 @@ export const shaped = (op: TxOp, result: QueryResult<unknown>): unknown => (op =
  * transaction is then aborted before the statement behind it runs, so an owner that lost its row
  * runs none of its statements, with no wait for the check; a concurrent takeover waits for this
  * transaction, then finds a fresh lease). (As on SQLite, the JS the work runs before its first
- * statement is not fenced; only what reaches the database is.)
+ * statement is not fenced; only what reaches the database is.) The transaction holds the row's
+ * lock: idle longer than `idleMs` (its process frozen) PostgreSQL ends it, so a takeover after the
+ * lease is not kept waiting by an owner that will never commit.
  *
  * @example
  * ```ts
- * const session = pgSession(runner, postgresSql('oncely'), lease);
+ * const session = pgSession(runner, postgresSql('oncely'), lease, 30_000);
  * ```
  */
-export function pgSession(runner: Runner, SQL: PostgresSql, lease: Lease): FencedSession<Statement> {
+export function pgSession(runner: Runner, SQL: PostgresSql, lease: Lease, idleMs: number | undefined): FencedSession<Statement> {
   let open: OpenTransaction | undefined;
   let opening: Promise<OpenTransaction> | undefined;
   // The work sees a lost lease as the one LeaseLostError, whichever statement raised OLOST.
@@ -40,7 +46,11 @@ export function pgSession(runner: Runner, SQL: PostgresSql, lease: Lease): Fence
   };
   return {
     async open(op, sql, params) {
-      const opened = runner.open({ sql: SQL.lock, params: fenceArgs(lease) }, { sql, params });
+      const opened = runner.open(
+        { sql: SQL.lock, params: fenceArgs(lease) },
+        { sql, params },
+        idleMs === undefined ? undefined : { idleTimeoutMs: wholeMs(idleMs) },
+      );
       opening = opened.then(({ tx }) => (open = tx));
       // Its failure reaches the work through `opened`; it is awaited again when the work ends.
       opening.catch(() => undefined);

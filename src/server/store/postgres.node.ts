@@ -159,13 +159,19 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
         { session: options.listenUrl !== undefined },
       );
   const SQL = postgresSql(schema);
+  // The longest lease this store has granted: what bounds the idle time of a transaction under a
+  // lease (`pgSession`), whose own lease the store's finish is not told.
+  let longestLeaseMs: number | undefined;
+  const granted = (leaseMs: number): void => {
+    if (longestLeaseMs === undefined || leaseMs > longestLeaseMs) longestLeaseMs = leaseMs;
+  };
   const fenced = async <T>(
     lease: Lease,
     work: ((tx: Tx) => Promise<T>) | undefined,
     statement: (result: T | undefined) => Statement,
     at?: string,
   ): Promise<Fenced<T | undefined>> =>
-    fencedWrite(pgSession(runner, SQL, lease), {
+    fencedWrite(pgSession(runner, SQL, lease, longestLeaseMs), {
       store: 'postgresKeyStore',
       dialect: 'postgres',
       work,
@@ -183,7 +189,10 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
         throw poolerRefusal(error) ?? error;
       }),
 
-    admit,
+    admit: ((input, first) => {
+      granted(input.leaseMs);
+      return admit(input, first);
+    }) as KeyStore['admit'],
 
     async load(clientId, key) {
       const { rows } = await runner.prepared<RawRow>(SQL.load, [clientId, key]);
@@ -191,12 +200,14 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
     },
 
     async takeOver(clientId, key, leaseMs) {
+      granted(leaseMs);
       const { rows } = await runner.prepared<{ lease_token: string }>(SQL.takeOver, [clientId, key, leaseMs]);
       return rows[0] ? { clientId, key, token: rows[0].lease_token } : null;
     },
 
     // The mark before and the point after are written by the phase's own UPDATE (`oncely_point`).
-    commitPhase: (lease, phase, work) =>
+    commitPhase: (lease, phase, work) => (
+      granted(phase.leaseMs),
       fenced(
         lease,
         work,
@@ -205,7 +216,8 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
           return { sql: SQL.point, params: [...fenceArgs(lease), point.recoveryPoint, JSON.stringify(point.data), point.leaseMs] };
         },
         (phase.after ?? phase).recoveryPoint,
-      ),
+      )
+    ),
 
     finish: (lease, response, work, before) =>
       fenced(lease, work, (result) => {

@@ -3,7 +3,9 @@
  * request on PostgreSQL, its transaction open and its key held, unseen, by its INSERT. Its
  * connection stays up, so nothing ends the transaction from its side: the lease must, as it does
  * for a started row in the plain mode. A duplicate on another instance, waiting in its own INSERT,
- * owns the key once the frozen transaction has been idle a lease, and runs the request.
+ * owns the key once the frozen transaction has been idle a lease, and runs the request. The same
+ * holds for every transaction the store opens under a key: a first phase in the admission's
+ * transaction, and a later phase's transaction holding the row's lock.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -12,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { postgresKeyStore } from '../../../src/server/store/postgres.node.js';
+import type { KeyStore } from '../../../src/server/store/types.js';
 import { canRunServerTests, requireServerUrl } from '../../support/pg.js';
 
 const CHILD = fileURLToPath(new URL('./postgres-frozen.child.ts', import.meta.url));
@@ -20,9 +23,9 @@ const LEASE_MS = 1500;
 // PGlite lives in one process: a real server or none (true under ONCELY_REQUIRE_PG=1, so CI fails instead of skipping).
 const withPostgres = await canRunServerTests();
 
-/** The child, once its whole request's INSERT and note are in (it printed `admitted`). */
-function admitted(url: string, schema: string, key: string): Promise<ChildProcess> {
-  const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, url, schema, key, String(LEASE_MS)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+/** The child, once its transaction's statements and note are in (it printed `admitted`). */
+function admitted(url: string, schema: string, key: string, mode: 'whole' | 'first' | 'phase' = 'whole'): Promise<ChildProcess> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', CHILD, url, schema, key, String(LEASE_MS), mode], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   const stderr: string[] = [];
   createInterface({ input: proc.stderr! }).on('line', (line) => stderr.push(line));
   return new Promise((resolve, reject) => {
@@ -69,5 +72,66 @@ describe.skipIf(!withPostgres)('a whole request whose process froze inside it, o
       await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
       await admin.end();
     }
+  });
+  /** A store on a schema of its own with a notes table, a child frozen in `mode`, and clean-up. */
+  async function frozenIn(mode: 'first' | 'phase', check: (store: KeyStore, notes: () => Promise<unknown[]>) => Promise<void>): Promise<void> {
+    const url = await requireServerUrl(`frozen ${mode}`);
+    const schema = `oncely_t_frozen_${randomBytes(4).toString('hex')}`;
+    const admin = new pg.Pool({ connectionString: url, max: 1 });
+    const store = postgresKeyStore({ connectionString: url, schema });
+    let child: ChildProcess | undefined;
+    try {
+      await store.migrate({ sqlite: '', postgres: 'CREATE TABLE IF NOT EXISTS notes (note text)' });
+      child = await admitted(url, schema, mode, mode);
+      child.kill('SIGSTOP');
+      await check(store, async () => (await admin.query(`SELECT note FROM ${schema}.notes`)).rows);
+    } finally {
+      if (child) {
+        child.kill('SIGKILL');
+        child.kill('SIGCONT');
+      }
+      await store.close();
+      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await admin.end();
+    }
+  }
+
+  it(
+    'a first phase in the admission: a duplicate waiting in its INSERT owns the key after a lease (not a 503 at the statement timeout)',
+    { timeout: 60_000 },
+    async () => {
+      await frozenIn('first', async (store, notes) => {
+        const stoppedAt = performance.now();
+        // A plain admission waits in its INSERT for the frozen one's (no wait bound): without the idle
+        // bound until the statement timeout (15 s), which fails it.
+        const duplicate = await store.admit({
+          clientId: 'acme',
+          key: 'first',
+          requestHash: 'h',
+          endpoint: 'POST /x',
+          requestBody: '{}',
+          leaseMs: LEASE_MS,
+          ttlMs: 86_400_000,
+        });
+        expect(duplicate.owned).toBe(true);
+        expect(performance.now() - stoppedAt).toBeLessThan(LEASE_MS + 5000);
+        expect(await notes()).toEqual([]);
+      });
+    },
+  );
+
+  it('a later phase holding the row: a takeover after the lease is not kept waiting by it', { timeout: 60_000 }, async () => {
+    await frozenIn('phase', async (store, notes) => {
+      const stoppedAt = performance.now();
+      await new Promise((resolve) => setTimeout(resolve, LEASE_MS + 100));
+      // The row's lease has run out; its lock is the frozen phase's: without the idle bound the
+      // takeover's UPDATE waits for it until the statement timeout (15 s), and fails.
+      const lease = await store.takeOver('acme', 'phase', LEASE_MS);
+      expect(lease).not.toBeNull();
+      expect(performance.now() - stoppedAt).toBeLessThan(LEASE_MS + 5000);
+      // The frozen phase's note rolled back, and its point was never written.
+      expect(await notes()).toEqual([]);
+      expect(await store.load('acme', 'phase')).toMatchObject({ state: 'started', recoveryPoint: null });
+    });
   });
 });
