@@ -5,7 +5,8 @@
  * system part; worker threads such as V8's GC helpers and the SQLite checkpointer). Optionally
  * writes a V8 CPU profile.
  *
- * Usage: `node --import tsx bench/peer-cpu.ts [peer = oncely-sqlite] [seconds = 5] [cpuprofile-dir]`
+ * Usage: `node --import tsx bench/peer-cpu.ts [peer = oncely-sqlite] [seconds = 5] [cpuprofile-dir] [replay]`
+ * (`replay`: every request repeats one finished key, instead of a fresh key each)
  * (`oncely-nostore`: the same handler over a store that writes nothing, the floor under oncely)
  * (the PostgreSQL peers — `oncely-postgres`, `unguarded-postgres`, `*-pg`, `*-pg-tx` — use `ONCELY_PG_URL`, else `postgres://postgres@127.0.0.1:5432/test`).
  * Compare two commits by running it alternately in two worktrees.
@@ -18,12 +19,13 @@ import { bundled } from './lib/bundle.js';
 import { runLoad } from './lib/load.js';
 import { onPostgres as needsPostgres } from './peers/labels.js';
 import { PG_URL } from './peers/pg.js';
-import { freshState, payBody, release } from './peers/scenarios.js';
+import { freshState, pay, payBody, release } from './peers/scenarios.js';
 import type { PeerName } from './peers/serve.js';
 
 const peer = (process.argv[2] ?? 'oncely-sqlite') as PeerName;
 const seconds = Number(process.argv[3] ?? 5);
-const profileDir = process.argv[4];
+const replay = process.argv.at(-1) === 'replay';
+const profileDir = process.argv[4] === 'replay' ? undefined : process.argv[4];
 
 const argv = await bundled('bench/peers/serve.ts');
 const onPostgres = needsPostgres(peer);
@@ -76,6 +78,8 @@ const threadCpuMs = (): Map<string, number> => {
   }
   return byName;
 };
+const replayKey = 'peer-cpu-replay';
+if (replay && (await pay(url, replayKey, payBody('peer-cpu'))).status !== 201) throw new Error(`${peer}: warm-up failed`);
 const threads0 = threadCpuMs();
 const cpu0 = cpuMs();
 const db0 = onPostgres ? databaseCpuMs() : 0;
@@ -84,8 +88,8 @@ const result = await runLoad({
   url: `${url}/pay`,
   method: 'POST',
   body: payBody('peer-cpu'),
-  keyMode: 'fresh',
-  headers: { authorization: 'Bearer bench' },
+  keyMode: replay ? 'fixed' : 'fresh',
+  headers: replay ? { authorization: 'Bearer bench', 'idempotency-key': replayKey } : { authorization: 'Bearer bench' },
   connections: 10,
   durationSec: seconds,
 });
@@ -94,7 +98,7 @@ const db = onPostgres ? databaseCpuMs() - db0 : 0;
 const wall = Date.now() - t0;
 const threads = [...threadCpuMs()].map(([name, ms]) => [name, ms - (threads0.get(name) ?? 0)] as const).filter(([, ms]) => ms > 0);
 console.log(
-  `${peer} ${Math.round(result.rps)} req/s p99 ${result.p99} ms ${JSON.stringify(result.statuses)} server cpu ${Math.round((100 * cpu) / wall)}% = ${Math.round((1000 * cpu) / result.requests)} µs/request` +
+  `${peer}${replay ? ' (replays)' : ''} ${Math.round(result.rps)} req/s p99 ${result.p99} ms ${JSON.stringify(result.statuses)} server cpu ${Math.round((100 * cpu) / wall)}% = ${Math.round((1000 * cpu) / result.requests)} µs/request` +
     (onPostgres ? `, PostgreSQL cpu ${Math.round((100 * db) / wall)}% = ${Math.round((1000 * db) / result.requests)} µs/request` : ''),
 );
 console.log(`  by thread (µs/request): ${threads.map(([name, ms]) => `${name} ${Math.round((1000 * ms) / result.requests)}`).join(', ')}`);

@@ -11,6 +11,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { postgresKeyStore } from '../../src/server/postgres.js';
 import { ROOT } from './proc.js';
 import type { LoadResult } from './load.js';
 
@@ -37,15 +38,27 @@ export async function findPgbench(): Promise<string | undefined> {
   }
 }
 
-/** The SQL bound's tables (`bench/pgbench/setup.sql`), created afresh in the database at `url`; resolves to their removal. */
+/**
+ * The SQL bound's tables (`bench/pgbench/setup.sql`), created afresh in the database at `url`,
+ * with the key table and its functions as the store itself migrates them (what
+ * `first-execution-store.sql` calls); resolves to their removal.
+ *
+ * @example
+ * ```ts
+ * const drop = await setUpPgbench('postgres://postgres@127.0.0.1:5432/test');
+ * ```
+ */
 export async function setUpPgbench(url: string): Promise<() => Promise<void>> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     await client.query(readFileSync(join(ROOT, 'bench/pgbench/setup.sql'), 'utf8'));
+    await client.query('DROP TABLE oncely_pgbench.oncely_keys');
   } finally {
     await client.end();
   }
+  const store = postgresKeyStore({ connectionString: url, schema: 'oncely_pgbench' });
+  await store.migrate().finally(() => store.close());
   return async () => {
     const dropper = new pg.Client({ connectionString: url });
     await dropper.connect();

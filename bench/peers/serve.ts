@@ -9,7 +9,8 @@
  * `BENCH_PG_SCHEMA`), the baseline for oncely on PostgreSQL. `oncely-nostore` is oncely over a
  * store that writes nothing (`nostore.ts`): what the layer costs without its database.
  * `recipe-sqlite` and `recipe-postgres` are the design article's recipe written by hand
- * (`recipe.ts`), on the file or schema oncely's store would use. `oncely-express` and
+ * (`recipe.ts`), on the file or schema oncely's store would use. `statements-postgres` sends the
+ * statements of oncely's first execution with nothing else (`statements-pg.ts`): the SQL's bound from Node. `oncely-express` and
  * `oncely-express-tx` are oncely's Express middleware in front of the Express peers' route
  * (`oncely-express.ts`), its key store on `BENCH_ONCELY_DB` (a SQLite path); `-tx` runs it with
  * `transaction: true` and charges through `req.oncely.tx`. `oncely-express-pg`, `oncely-express-pg-tx`
@@ -48,6 +49,7 @@ export const PEERS = [
   'unguarded-express-pg',
   'recipe-sqlite',
   'recipe-postgres',
+  'statements-postgres',
   'trivial',
 ] as const;
 
@@ -148,6 +150,16 @@ if (peer === 'oncely-sqlite' || peer === 'oncely-postgres' || peer === 'oncely-n
   const pool = new pg.Pool({ connectionString: env('BENCH_ONCELY_DB', ''), max: 10, options: `-c search_path=${schema}` });
   await pool.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
   serveFetch((await postgresRecipe(pool, work)).fetch);
+} else if (peer === 'statements-postgres') {
+  const [{ default: pg }, { statementsApp }] = await Promise.all([import('pg'), import('./statements-pg.js')]);
+  const schema = env('BENCH_PG_SCHEMA', 'bench');
+  const pool = new pg.Pool({
+    connectionString: env('BENCH_ONCELY_DB', ''),
+    max: 10,
+    options: `-c search_path=${schema}`,
+    pipeline: true,
+  } as import('pg').PoolConfig);
+  serveFetch((await statementsApp(pool, env('BENCH_ONCELY_DB', ''), schema, work, leaseMs)).fetch);
 } else if (peer === 'trivial') {
   serveFetch(() => new Response('ok'));
 } else {

@@ -1,4 +1,6 @@
--- oncely's first execution as its store sends it: BEGIN with the admission, the charge, EXT1_SENT with COMMIT, the final response (4 round trips).
+-- oncely's first execution in the store's round trips (BEGIN with the admission, the charge, EXT1_SENT with COMMIT, the final response: 4),
+-- with plain statements in place of the store's own (its admission's CTE, its fenced functions): first-execution-store.sql sends those.
+-- The two side by side say what the store's statements cost PostgreSQL beyond the plain ones.
 \set r random(1, 1000000000)
 \startpipeline
 BEGIN;

@@ -1,6 +1,7 @@
--- The middleware's `transaction: true` as the store sends it since the one-commit change: BEGIN
--- (with the lock wait bound) and the admission, the app's INSERT through `tx`, the final response
--- with COMMIT (3 round trips, one commit). Compare with insert.sql, the unguarded app's one INSERT.
+-- The middleware's `transaction: true` in three pipelined round trips (a pipelined pool) with plain
+-- statements: BEGIN (with the lock wait bound) and the admission, the app's INSERT through `tx`, the
+-- final response with COMMIT (one commit). tx-whole-request-store.sql sends the store's own
+-- statements as they go on the app's plain pool (six round trips). Compare with insert.sql.
 \set r random(1, 1000000000)
 \startpipeline
 BEGIN ISOLATION LEVEL READ COMMITTED;
