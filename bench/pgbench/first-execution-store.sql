@@ -10,6 +10,7 @@
 BEGIN ISOLATION LEVEL READ COMMITTED;
 SET LOCAL search_path = oncely_pgbench, public;
 SET LOCAL statement_timeout = 15000;
+SET LOCAL idle_in_transaction_session_timeout = 10000;
 WITH ins AS (
   INSERT INTO oncely_pgbench.oncely_keys AS k (client_id, key, request_hash, endpoint, request_body, state, lease_token, lease_until, created_at, expires_at)
   VALUES ('bench', 'k' || :client_id || '_' || :r, 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', 'POST /pay', '{"amount":1250,"currency":"EUR","reference":"x"}',
