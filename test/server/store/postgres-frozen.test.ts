@@ -34,22 +34,14 @@ function admitted(url: string, schema: string, key: string, mode: 'whole' | 'fir
   });
 }
 
-describe.skipIf(!withPostgres)('a whole request whose process froze inside it, on PostgreSQL', () => {
+describe.skipIf(!withPostgres)('a process frozen inside a transaction of the store, on PostgreSQL', () => {
   it('holds its key at most a lease after its last statement: a waiting duplicate then owns it and runs', { timeout: 60_000 }, async () => {
-    const url = await requireServerUrl('frozen whole request');
-    const schema = `oncely_t_frozen_${randomBytes(4).toString('hex')}`;
-    const admin = new pg.Pool({ connectionString: url, max: 1 });
-    const store = postgresKeyStore({ connectionString: url, schema });
-    let child: ChildProcess | undefined;
-    try {
-      await store.migrate({ sqlite: '', postgres: 'CREATE TABLE IF NOT EXISTS notes (note text)' });
-      child = await admitted(url, schema, 'frozen');
-      child.kill('SIGSTOP');
+    await frozenIn('whole', async (store, notes) => {
       const stoppedAt = performance.now();
       // The duplicate waits in its INSERT far longer than the lease: without the bound it would
       // wait all of it, then be told the key is in flight (no row: the frozen INSERT is unseen).
       const duplicate = await store.admit(
-        { clientId: 'acme', key: 'frozen', requestHash: 'h', endpoint: 'POST /x', requestBody: '{}', leaseMs: LEASE_MS, ttlMs: 86_400_000, waitMs: 10_000 },
+        { clientId: 'acme', key: 'whole', requestHash: 'h', endpoint: 'POST /x', requestBody: '{}', leaseMs: LEASE_MS, ttlMs: 86_400_000, waitMs: 10_000 },
         {
           work: (tx) => tx.run('INSERT INTO notes (note) VALUES ($1)', ['duplicate']),
           response: () => ({ status: 201, headers: {}, body: '{"by":"duplicate"}' }),
@@ -61,20 +53,13 @@ describe.skipIf(!withPostgres)('a whole request whose process froze inside it, o
       // its transaction had been idle a little longer than `waited` when PostgreSQL ended it).
       expect(waited).toBeLessThan(LEASE_MS + 5000);
       // The frozen process's note rolled back with its transaction: the request took effect once.
-      expect((await admin.query(`SELECT note FROM ${schema}.notes`)).rows).toEqual([{ note: 'duplicate' }]);
-      expect(await store.load('acme', 'frozen')).toMatchObject({ state: 'finished', response: { body: '{"by":"duplicate"}' } });
-    } finally {
-      if (child) {
-        child.kill('SIGKILL');
-        child.kill('SIGCONT');
-      }
-      await store.close();
-      await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-      await admin.end();
-    }
+      expect(await notes()).toEqual([{ note: 'duplicate' }]);
+      expect(await store.load('acme', 'whole')).toMatchObject({ state: 'finished', response: { body: '{"by":"duplicate"}' } });
+    });
   });
+
   /** A store on a schema of its own with a notes table, a child frozen in `mode`, and clean-up. */
-  async function frozenIn(mode: 'first' | 'phase', check: (store: KeyStore, notes: () => Promise<unknown[]>) => Promise<void>): Promise<void> {
+  async function frozenIn(mode: 'whole' | 'first' | 'phase', check: (store: KeyStore, notes: () => Promise<unknown[]>) => Promise<void>): Promise<void> {
     const url = await requireServerUrl(`frozen ${mode}`);
     const schema = `oncely_t_frozen_${randomBytes(4).toString('hex')}`;
     const admin = new pg.Pool({ connectionString: url, max: 1 });
