@@ -38,6 +38,15 @@ const LOCK_TIMEOUT_KEPT = "SELECT set_config('oncely.kept_lock_timeout', current
 /** PostgreSQL's largest `lock_timeout` and `idle_in_transaction_session_timeout` (an int of milliseconds). */
 export const MAX_LOCK_TIMEOUT_MS = 2_147_483_647;
 const LOCK_TIMEOUT_DEFAULT = "SELECT set_config('lock_timeout', current_setting('oncely.kept_lock_timeout'), true)";
+/**
+ * The idle bound for this transaction (see {@link OpenOptions.idleTimeoutMs}), never looser than
+ * the session's own: a pool whose operator set a shorter `idle_in_transaction_session_timeout`
+ * keeps it (`0` is none).
+ */
+const idleBound = (ms: number): string => {
+  const current = "current_setting('idle_in_transaction_session_timeout')";
+  return `SELECT set_config('idle_in_transaction_session_timeout', CASE WHEN ${current}::interval = '0' OR ${current}::interval > interval '1 ms' * ${ms} THEN '${ms}' ELSE ${current} END, true)`;
+};
 
 /** `value` of {@link OpenOptions} `name`, checked: it is written into the BEGIN's text. */
 function milliseconds(name: keyof OpenOptions, value: number | undefined): number | undefined {
@@ -208,7 +217,7 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
       // The lock wait bounded for `first` alone: set in the BEGIN's own message (the session's own
       // value kept aside), and put back behind it. The idle bound holds to the transaction's end.
       let opening = bounded === undefined ? begin : `${begin}; ${LOCK_TIMEOUT_KEPT}; SET LOCAL lock_timeout = ${bounded}`;
-      if (idle !== undefined) opening += `; SET LOCAL idle_in_transaction_session_timeout = ${idle}`;
+      if (idle !== undefined) opening += `; ${idleBound(idle)}`;
       const { client, pipelined, ended, end } = await checkout();
       const unbound = (): Promise<unknown> | undefined => (bounded === undefined ? undefined : client.query(LOCK_TIMEOUT_DEFAULT));
       const rollback = (): Promise<void> => end('ROLLBACK');

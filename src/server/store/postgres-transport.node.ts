@@ -57,7 +57,8 @@ export interface OpenOptions {
    * session, which rolls the transaction back. A whole request holds its key, invisible, until its
    * COMMIT; bounded by the lease, a process that froze inside it (stopped, its event loop blocked)
    * frees the key as a lease would, instead of holding it until its connection drops. A whole
-   * number of milliseconds ≥ 1. PGlite ignores it: one process, whose freeze stops every caller.
+   * number of milliseconds ≥ 1; a session whose own bound is shorter keeps its own. PGlite ignores
+   * it: one process, whose freeze stops every caller.
    */
   readonly idleTimeoutMs?: number | undefined;
 }

@@ -119,4 +119,32 @@ describe.skipIf(!withPostgres)('a process frozen inside a transaction of the sto
       expect(await store.load('acme', 'phase')).toMatchObject({ state: 'started', recoveryPoint: null });
     });
   });
+  it('never loosens a shorter idle bound the sessions of the pool already have', async () => {
+    const url = await requireServerUrl('idle bound kept');
+    const schema = `oncely_t_idle_${randomBytes(4).toString('hex')}`;
+    // An operator's pool: its sessions end a transaction idle for 2 s.
+    const strict = new pg.Pool({ connectionString: url, max: 2 });
+    strict.on('connect', (client) => void client.query("SET idle_in_transaction_session_timeout = '2s'"));
+    const plain = new pg.Pool({ connectionString: url, max: 2 });
+    const inside = async (pool: pg.Pool, key: string, leaseMs: number): Promise<unknown> => {
+      const store = postgresKeyStore({ pool, schema });
+      await store.migrate();
+      const admitted = await store.admit(
+        { clientId: 'acme', key, requestHash: 'h', endpoint: 'POST /x', requestBody: '{}', leaseMs, ttlMs: 86_400_000 },
+        {
+          work: (tx) => tx.get<{ idle_in_transaction_session_timeout: string }>('SHOW idle_in_transaction_session_timeout'),
+          response: (row) => ({ status: 200, headers: {}, body: JSON.stringify(row) }),
+        },
+      );
+      return admitted.owned && admitted.row ? JSON.parse(admitted.row.response!.body) : undefined;
+    };
+    try {
+      expect(await inside(strict, 'strict-long-lease', 30_000)).toEqual({ idle_in_transaction_session_timeout: '2s' });
+      expect(await inside(strict, 'strict-short-lease', 1_000)).toEqual({ idle_in_transaction_session_timeout: '1s' });
+      expect(await inside(plain, 'plain', 30_000)).toEqual({ idle_in_transaction_session_timeout: '30s' });
+    } finally {
+      await plain.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await Promise.all([strict.end(), plain.end()]);
+    }
+  });
 });
