@@ -3,7 +3,8 @@
  * POST with no journal (same body, a fresh key of its own, its response body read), one operation at a time against the
  * same local reference server, operations interleaved one by one, five rounds or more (goal ≤ 1.2×, issue 36).
  *
- * Run alone: `node --import tsx bench/suites/client-latency.ts`.
+ * Run alone: `node --import tsx bench/suites/client-latency.ts`; `BENCH_CLIENT_JOURNAL=memory` gives
+ * `post()` a memory journal instead (what the client costs without the journal's write).
  *
  * @module
  */
@@ -12,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ky from 'ky';
 import { createClient } from '../../src/index.js';
+import { memoryJournal } from '../../src/journal/memory.js';
 import { sqliteJournal } from '../../src/journal/sqlite.node.js';
 import { newKey } from '../../src/keys.js';
 import { QUICK, ROUNDS, emit, figure } from '../lib/figures.js';
@@ -23,7 +25,9 @@ const dir = mkdtempSync(join(tmpdir(), 'oncely-bench-latency-'));
 const server = await startServer([...TSX, 'src/cli/main.ts', 'serve', '--port', '0', '--db', join(dir, 'server.db'), '--quiet']);
 const headers = { authorization: 'Bearer test_acme' };
 const raw = ky.create({ prefixUrl: server.url, headers, retry: 0 });
-const client = createClient({ baseUrl: server.url, headers, journal: sqliteJournal({ path: join(dir, 'journal.db') }) });
+const inMemory = process.env['BENCH_CLIENT_JOURNAL'] === 'memory';
+const journal = inMemory ? memoryJournal() : sqliteJournal({ path: join(dir, 'journal.db') });
+const client = createClient({ baseUrl: server.url, headers, journal });
 
 let n = 0;
 const json = (): { amount: number; currency: string; reference: string } => ({ amount: 100 + (n % 1000), currency: 'EUR', reference: `lat-${(n += 1)}` });
@@ -85,7 +89,7 @@ emit({
   suite: 'client-latency',
   figures: [
     figure('client.raw.latency', 'raw ky POST (no journal): median latency per operation', 'ms', runs.raw),
-    figure('client.oncely.latency', 'oncely post() with the SQLite journal: median latency per operation', 'ms', runs.oncely),
+    figure('client.oncely.latency', `oncely post() with the ${inMemory ? 'memory' : 'SQLite'} journal: median latency per operation`, 'ms', runs.oncely),
     figure(
       'client.overhead',
       'oncely post() − raw ky POST, per operation',
