@@ -7,7 +7,7 @@
  * @module
  */
 import { finishedInAdmission, firstPhase, isWholeRequest, txOver } from './core.js';
-import { fenceArgs, landed, landedFinish, shaped, wholeMs } from './postgres-fenced.node.js';
+import { fenceArgs, landed, landedFinish, shaped } from './postgres-fenced.node.js';
 import { toAdmitResult, type Admitted } from './postgres-rows.node.js';
 import type { PostgresSql } from './postgres-sql.node.js';
 import type { Opened, Runner } from './postgres-transport.node.js';
@@ -29,12 +29,11 @@ export function admitOn(runner: Runner, SQL: PostgresSql, maxResponseBytes: numb
   return async function admit<T>(input: AdmitInput, first?: FirstPhase<T> | WholeRequest<T>): Promise<AdmitResult<T>> {
     const args = [input.clientId, input.key, input.requestHash, input.endpoint, input.requestBody, input.leaseMs, input.ttlMs];
     // An admission that opens a transaction may meet another one's still open (a whole request
-    // holds its key until its work ends): it waits for that COMMIT or rollback up to `waitMs`.
-    const bound = input.waitMs === undefined ? undefined : wholeMs(input.waitMs);
-    // A transaction that holds the new key (a whole request, or a first phase) is bounded like a
+    // holds its key until its work ends): it waits for that COMMIT or rollback up to `waitMs`. A
+    // transaction that holds the new key (a whole request, or a first phase) is bounded like a
     // lease: idle past `leaseMs` (its process frozen), PostgreSQL ends it, and its key is free
     // again for the duplicates its uncommitted INSERT holds back.
-    const options = { lockTimeoutMs: bound, idleTimeoutMs: wholeMs(input.leaseMs) };
+    const options = { lockTimeoutMs: input.waitMs, idleTimeoutMs: input.leaseMs };
     // No row in the answer: the INSERT met a row committed after the statement's snapshot (it
     // waited for that owner's COMMIT). The next attempt's snapshot sees it.
     for (let attempt = 1; attempt <= 3; attempt += 1) {
@@ -51,7 +50,7 @@ export function admitOn(runner: Runner, SQL: PostgresSql, maxResponseBytes: numb
         opened = await runner.open<Admitted>({ sql: SQL.admit, params: args }, undefined, options);
       } catch (error) {
         // Still open past the wait: in flight, not yet visible.
-        if (bound !== undefined && lockNotAvailable(error)) return { owned: false, row: null };
+        if (input.waitMs !== undefined && lockNotAvailable(error)) return { owned: false, row: null };
         throw error;
       }
       const { result, tx } = opened;

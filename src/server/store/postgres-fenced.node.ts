@@ -7,13 +7,9 @@
  */
 import type { FencedSession, TxOp } from './core.js';
 import type { OpenTransaction, QueryResult, Runner, Statement } from './postgres-transport.node.js';
-import { MAX_LOCK_TIMEOUT_MS } from './postgres-runner.node.js';
 import type { PostgresSql } from './postgres-sql.node.js';
 import { LeaseLostError, isLeaseLost } from './lease-lost.js';
 import type { Lease, StoredResponse } from './types.js';
-
-/** `ms` as a PostgreSQL timeout: a whole number of milliseconds, within its range. */
-export const wholeMs = (ms: number): number => Math.min(MAX_LOCK_TIMEOUT_MS, Math.max(1, Math.ceil(ms)));
 
 /** The lease's fence arguments (`$1, $2, $3` of every fenced statement). */
 export const fenceArgs = (lease: Lease): string[] => [lease.clientId, lease.key, lease.token];
@@ -46,11 +42,7 @@ export function pgSession(runner: Runner, SQL: PostgresSql, lease: Lease, idleMs
   };
   return {
     async open(op, sql, params) {
-      const opened = runner.open(
-        { sql: SQL.lock, params: fenceArgs(lease) },
-        { sql, params },
-        idleMs === undefined ? undefined : { idleTimeoutMs: wholeMs(idleMs) },
-      );
+      const opened = runner.open({ sql: SQL.lock, params: fenceArgs(lease) }, { sql, params }, { idleTimeoutMs: idleMs });
       opening = opened.then(({ tx }) => (open = tx));
       // Its failure reaches the work through `opened`; it is awaited again when the work ends.
       opening.catch(() => undefined);

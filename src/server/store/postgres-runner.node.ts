@@ -36,7 +36,7 @@ export interface PgRunnerOptions {
  */
 const LOCK_TIMEOUT_KEPT = "SELECT set_config('oncely.kept_lock_timeout', current_setting('lock_timeout'), true)";
 /** PostgreSQL's largest `lock_timeout` and `idle_in_transaction_session_timeout` (an int of milliseconds). */
-export const MAX_LOCK_TIMEOUT_MS = 2_147_483_647;
+const MAX_TIMEOUT_MS = 2_147_483_647;
 const LOCK_TIMEOUT_DEFAULT = "SELECT set_config('lock_timeout', current_setting('oncely.kept_lock_timeout'), true)";
 /**
  * The idle bound for this transaction (see {@link OpenOptions.idleTimeoutMs}), never looser than
@@ -48,12 +48,14 @@ const idleBound = (ms: number): string => {
   return `SELECT set_config('idle_in_transaction_session_timeout', CASE WHEN ${current}::interval = '0' OR ${current}::interval > interval '1 ms' * ${ms} THEN '${ms}' ELSE ${current} END, true)`;
 };
 
-/** `value` of {@link OpenOptions} `name`, checked: it is written into the BEGIN's text. */
+/**
+ * `value` of {@link OpenOptions} `name` as PostgreSQL takes it (it is written into the BEGIN's
+ * text): rounded up to a whole millisecond, from 1 (`0` would mean no bound) to PostgreSQL's largest.
+ */
 function milliseconds(name: keyof OpenOptions, value: number | undefined): number | undefined {
-  if (value !== undefined && (!Number.isSafeInteger(value) || value < 1 || value > MAX_LOCK_TIMEOUT_MS)) {
-    throw new InvalidOptionError('postgresKeyStore', name, `must be a whole number of milliseconds from 1 to ${MAX_LOCK_TIMEOUT_MS}, got ${value}`);
-  }
-  return value;
+  if (value === undefined) return undefined;
+  if (Number.isNaN(value) || value < 0) throw new InvalidOptionError('postgresKeyStore', name, `must be a number of milliseconds ≥ 0, got ${value}`);
+  return Math.min(MAX_TIMEOUT_MS, Math.max(1, Math.ceil(value)));
 }
 
 /** Distinct statement texts a runner prepares on its sessions (the store's own are about twenty). */

@@ -47,7 +47,7 @@ export interface OpenOptions {
   /**
    * How long `first` may wait for a lock (PostgreSQL's `lock_timeout`, for `first` only: reset to
    * the session's own before anything behind it), so that an admission waiting for another
-   * admission's open transaction gives up in time. A whole number of milliseconds ≥ 1; PGlite,
+   * admission's open transaction gives up in time. Rounded up to a whole millisecond, at least 1; PGlite,
    * one backend whose transactions run one at a time, has no lock to wait for.
    */
   readonly lockTimeoutMs?: number | undefined;
@@ -56,8 +56,8 @@ export interface OpenOptions {
    * `idle_in_transaction_session_timeout`, for this transaction only): past it the server ends the
    * session, which rolls the transaction back. A whole request holds its key, invisible, until its
    * COMMIT; bounded by the lease, a process that froze inside it (stopped, its event loop blocked)
-   * frees the key as a lease would, instead of holding it until its connection drops. A whole
-   * number of milliseconds ≥ 1; a session whose own bound is shorter keeps its own. PGlite ignores
+   * frees the key as a lease would, instead of holding it until its connection drops. Rounded up to
+   * a whole millisecond, at least 1; a session whose own bound is shorter keeps its own. PGlite ignores
    * it: one process, whose freeze stops every caller.
    */
   readonly idleTimeoutMs?: number | undefined;
