@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnServe, type Served } from '../reference/serve-process.js';
+import { loggedSoFar, spawnServe, type Served } from '../reference/serve-process.js';
 import { TOKEN, launchChromium } from './harness.js';
 
 /** The shop's own script: pays with a key, then sends the same request again (a reload's retry). */
@@ -73,9 +73,9 @@ async function startApi(args: readonly string[]): Promise<{ served: Served; orig
   return { served, origin: served.url.replace('//127.0.0.1:', '//localhost:') };
 }
 
-/** The request lines the server logged (pino JSON), by method. */
-const logged = (served: Served, method: string): Array<{ path: string; status: number }> =>
-  served.lines.map((line) => JSON.parse(line) as { method?: string; path: string; status: number }).filter((line) => line.method === method);
+/** The request lines the server logged (pino JSON) for the requests it answered so far, by method. */
+const logged = async (served: Served, method: string): Promise<Array<{ path: string; status: number }>> =>
+  (await loggedSoFar(served)).map((line) => JSON.parse(line) as { method?: string; path: string; status: number }).filter((line) => line.method === method);
 
 const ledgerFor = async (api: Served, key: string): Promise<number> => {
   const response = await fetch(`${api.url}/v1/ledger`, { headers: { authorization: `Bearer ${TOKEN}` } });
@@ -98,8 +98,8 @@ describe('a page on another origin, in Chromium', () => {
       expect(paid.first).toMatchObject({ status: 201, key, replay: null });
       expect(paid.again).toMatchObject({ status: 201, key, replay: 'true', body: paid.first?.body });
       // Chromium asked first (Authorization, Idempotency-Key and a JSON body are not "simple").
-      expect(logged(api.served, 'OPTIONS')).toContainEqual(expect.objectContaining({ path: '/v1/payments', status: 204 }));
-      expect(logged(api.served, 'POST').map((line) => line.status)).toEqual([201, 201]);
+      expect(await logged(api.served, 'OPTIONS')).toContainEqual(expect.objectContaining({ path: '/v1/payments', status: 204 }));
+      expect((await logged(api.served, 'POST')).map((line) => line.status)).toEqual([201, 201]);
       expect(await ledgerFor(api.served, key)).toBe(1);
     } finally {
       await api.served.stop();
@@ -115,8 +115,8 @@ describe('a page on another origin, in Chromium', () => {
         [api.origin, TOKEN, key] as const,
       );
       expect(paid.failed).toMatch(/TypeError/);
-      expect(logged(api.served, 'OPTIONS').length).toBeGreaterThan(0);
-      expect(logged(api.served, 'POST')).toEqual([]);
+      expect((await logged(api.served, 'OPTIONS')).length).toBeGreaterThan(0);
+      expect(await logged(api.served, 'POST')).toEqual([]);
       expect(await ledgerFor(api.served, key)).toBe(0);
     } finally {
       await api.served.stop();

@@ -7,6 +7,7 @@
 import type { Browser, BrowserContext, BrowserContextOptions, Page } from 'playwright';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildPage, launchChromium, orderUrl, startServer, waitForStatus, type CheckoutServer } from './harness.js';
+import { recordingProxy, type RecordingProxy, type ServedPayment } from './recording-proxy.js';
 import { controlWorker, recordSentPayments, type SentPayment, type WorkerControl } from './worker-control.js';
 
 /** ext2 (the rail charge) takes this long on the slow server: page and worker overlap in it. */
@@ -14,15 +15,15 @@ const SLOW_RAIL_MS = 3_000;
 
 let browser: Browser;
 let page: { dir: string; remove(): Promise<void> };
-let server: CheckoutServer;
-let slowServer: CheckoutServer;
+let server: Recorded;
+let slowServer: Recorded;
 const contexts: BrowserContext[] = [];
 
 beforeAll(async () => {
   browser = await launchChromium();
   page = await buildPage();
-  server = await startServer(page.dir);
-  slowServer = await startServer(page.dir, `slow:ext2:${SLOW_RAIL_MS}`);
+  server = await recorded(await startServer(page.dir));
+  slowServer = await recorded(await startServer(page.dir, `slow:ext2:${SLOW_RAIL_MS}`));
 });
 
 afterEach(async () => {
@@ -35,16 +36,43 @@ afterAll(async () => {
   await page?.remove();
 });
 
+/** A checkout server behind a recording proxy: `origin` is the proxy's, the browser's way in. */
+interface Recorded extends CheckoutServer {
+  readonly proxy: RecordingProxy;
+}
+
+async function recorded(checkout: CheckoutServer): Promise<Recorded> {
+  const proxy = await recordingProxy(checkout.origin);
+  return {
+    ...checkout,
+    origin: proxy.origin,
+    proxy,
+    async stop() {
+      await proxy.close();
+      await checkout.stop();
+    },
+  };
+}
+
 interface Shop {
   readonly context: BrowserContext;
+  /** The payment requests the browser saw fail or end (Playwright's events): the offline attempts. */
   readonly sent: SentPayment[];
+  /** The payment requests of this test that reached the server, recorded on the wire. */
+  served(): ServedPayment[];
   readonly worker: WorkerControl;
 }
 
-async function openShop(origin: string, options: BrowserContextOptions = {}): Promise<Shop> {
+async function openShop(checkout: Recorded, options: BrowserContextOptions = {}): Promise<Shop> {
   const context = await browser.newContext(options);
   contexts.push(context);
-  return { context, sent: recordSentPayments(context), worker: await controlWorker(browser, context, origin) };
+  const from = checkout.proxy.payments.length;
+  return {
+    context,
+    sent: recordSentPayments(context),
+    served: () => checkout.proxy.payments.slice(from),
+    worker: await controlWorker(browser, context, checkout.origin),
+  };
 }
 
 /** Whether the page has a Service Worker, and whether Background Sync takes its registrations. */
@@ -70,10 +98,12 @@ async function payOfflineThenClose(shop: Shop, url: string, worker: Worker = 'wi
   return key;
 }
 
-/** Resolves once a request of `sender` that started after `since` is in flight. */
-function inFlight(shop: Shop, sender: SentPayment['sender'], since: number): Promise<void> {
+/** Resolves once a request of `sender` that started after `since` is in flight at the server. */
+function inFlight(shop: Shop, sender: ServedPayment['sender'], since: number): Promise<void> {
   return expect
-    .poll(() => shop.sent.some((sent) => sent.sender === sender && sent.startedAt >= since && sent.endedAt === Number.POSITIVE_INFINITY), { timeout: 30_000 })
+    .poll(() => shop.served().some((sent) => sent.sender === sender && sent.startedAt >= since && sent.endedAt === Number.POSITIVE_INFINITY), {
+      timeout: 30_000,
+    })
     .toBe(true);
 }
 
@@ -101,11 +131,14 @@ function syncTags(tab: Page): Promise<string[]> {
   });
 }
 
-const answered = (sent: readonly SentPayment[]): SentPayment[] => sent.filter((request) => request.status !== undefined);
+/** The requests of `shop` the server answered. */
+const answered = (shop: Shop): ServedPayment[] => shop.served().filter((request) => request.status !== undefined);
+/** Requests as `[sender, key, status]`. */
+const summary = (requests: readonly ServedPayment[]): unknown[] => requests.map((request) => [request.sender, request.key, request.status]);
 
 describe('the checkout Service Worker', () => {
   it('finishes a payment whose Pay was pressed offline after the tab is closed, when the network is back and the sync fires, notifies, and the reopened page shows it paid without a request', async () => {
-    const shop = await openShop(server.origin);
+    const shop = await openShop(server);
     await shop.worker.allowNotifications();
     const url = orderUrl(server.origin);
     const key = await payOfflineThenClose(shop, url);
@@ -114,18 +147,18 @@ describe('the checkout Service Worker', () => {
     await shop.context.setOffline(false);
     await shop.worker.dispatchSync();
 
-    await expect.poll(() => answered(shop.sent).length, { timeout: 30_000 }).toBeGreaterThan(0);
+    await expect.poll(() => answered(shop).length, { timeout: 30_000 }).toBeGreaterThan(0);
     expect(await server.entriesFor(key)).toHaveLength(1);
-    // Sent by the worker alone: the page's attempts, made offline, got no answer.
-    expect(answered(shop.sent).map((request) => [request.sender, request.key, request.status])).toEqual([['worker', key, 201]]);
+    // Sent by the worker alone: the page's attempts, made offline, never reached the server.
+    expect(summary(shop.served())).toEqual([['worker', key, 201]]);
     // The example's onSettled hook: no tab of the shop was open, so the customer is notified.
     await expect.poll(() => workerNotifications(shop)).toEqual([['Payment confirmed', key]]);
 
-    const before = shop.sent.length;
+    const before = shop.served().length;
     const reopened = await shop.context.newPage();
     await reopened.goto(url);
     expect(await waitForStatus(reopened, 'paid')).toBe(key);
-    expect(shop.sent.slice(before)).toEqual([]);
+    expect(shop.served().slice(before)).toEqual([]);
     expect(await server.entriesFor(key)).toHaveLength(1);
   });
 
@@ -133,7 +166,7 @@ describe('the checkout Service Worker', () => {
     ['the worker', 'a reopened page', 'worker'],
     ['a reopened page', 'the worker', 'page'],
   ] as const)('sends a payment resumed by %s and, while that request is in flight, by %s from the first one only, and charges once', async (_, __, first) => {
-    const shop = await openShop(slowServer.origin);
+    const shop = await openShop(slowServer);
     const url = orderUrl(slowServer.origin);
     // With the page first, no sync may fire by itself when the network is back: the worker is
     // then woken by `online`, once the page's request is in flight.
@@ -148,7 +181,12 @@ describe('the checkout Service Worker', () => {
       await reopened.goto(url);
       await waitForStatus(reopened, 'confirming');
       // The page resumed while the worker's request was still in the slow rail.
-      expect(shop.sent.filter((sent) => sent.startedAt >= online).map((sent) => sent.endedAt)).toContain(Number.POSITIVE_INFINITY);
+      expect(
+        shop
+          .served()
+          .filter((sent) => sent.startedAt >= online)
+          .map((sent) => sent.endedAt),
+      ).toContain(Number.POSITIVE_INFINITY);
     } else {
       await reopened.goto(url);
       await inFlight(shop, 'page', online);
@@ -156,16 +194,15 @@ describe('the checkout Service Worker', () => {
     }
 
     expect(await waitForStatus(reopened, 'paid', 45_000)).toBe(key);
-    // Every request ends (the poll's default second was too short under CI load once); a second
-    // request, however slow, is still caught by the assertion on what was sent after `online`.
-    await expect.poll(() => shop.sent.every((sent) => sent.endedAt < Number.POSITIVE_INFINITY), { timeout: 15_000 }).toBe(true);
+    // Every request that reached the server ends; a second one, however slow, is still caught by
+    // the assertion on what reached it after `online` (its status is then `undefined`).
+    await expect.poll(() => shop.served().every((sent) => sent.endedAt < Number.POSITIVE_INFINITY), { timeout: 15_000 }).toBe(true);
     expect(await slowServer.entriesFor(key)).toHaveLength(1);
-    const afterOnline = shop.sent.filter((sent) => sent.startedAt >= online);
-    expect(afterOnline.map((sent) => [sent.sender, sent.key, sent.status])).toEqual([[first, key, 201]]);
+    expect(summary(shop.served().filter((sent) => sent.startedAt >= online))).toEqual([[first, key, 201]]);
   });
 
   it('finishes the payment when the worker starts, where the browser has no Background Sync', async () => {
-    const shop = await openShop(server.origin);
+    const shop = await openShop(server);
     const key = await payOfflineThenClose(shop, orderUrl(server.origin), 'without sync');
     await shop.context.setOffline(false);
     await shop.worker.stop();
@@ -173,35 +210,35 @@ describe('the checkout Service Worker', () => {
 
     await shop.worker.start();
 
-    await expect.poll(() => answered(shop.sent).length, { timeout: 30_000 }).toBeGreaterThan(0);
-    expect(answered(shop.sent).map((request) => [request.sender, request.key, request.status])).toEqual([['worker', key, 201]]);
+    await expect.poll(() => answered(shop).length, { timeout: 30_000 }).toBeGreaterThan(0);
+    expect(summary(shop.served())).toEqual([['worker', key, 201]]);
     expect(await server.entriesFor(key)).toHaveLength(1);
   });
 
   it("finishes the payment on the worker's online event, where the browser has no Background Sync", async () => {
-    const shop = await openShop(server.origin);
+    const shop = await openShop(server);
     const key = await payOfflineThenClose(shop, orderUrl(server.origin), 'without sync');
     await shop.context.setOffline(false);
     expect(await server.entriesFor(key)).toHaveLength(0);
 
     await workerOnline(shop);
 
-    await expect.poll(() => answered(shop.sent).length, { timeout: 30_000 }).toBeGreaterThan(0);
-    expect(answered(shop.sent).map((request) => [request.sender, request.key, request.status])).toEqual([['worker', key, 201]]);
+    await expect.poll(() => answered(shop).length, { timeout: 30_000 }).toBeGreaterThan(0);
+    expect(summary(shop.served())).toEqual([['worker', key, 201]]);
     expect(await server.entriesFor(key)).toHaveLength(1);
   });
 
   it("waits out a 503 with Retry-After during the worker's resume, retries with the same key and charges once", async () => {
     // The first call to the risk check is refused with 503 + Retry-After: 1 (nothing applied).
-    const busyServer = await startServer(page.dir, 'unavailable:ext1:1:1');
+    const busyServer = await recorded(await startServer(page.dir, 'unavailable:ext1:1:1'));
     try {
-      const shop = await openShop(busyServer.origin);
+      const shop = await openShop(busyServer);
       const key = await payOfflineThenClose(shop, orderUrl(busyServer.origin));
       await shop.context.setOffline(false);
       await shop.worker.dispatchSync();
 
-      await expect.poll(() => answered(shop.sent).map((request) => request.status), { timeout: 30_000 }).toEqual([503, 201]);
-      const [refused, retried] = answered(shop.sent) as [SentPayment, SentPayment];
+      await expect.poll(() => shop.served().map((request) => request.status), { timeout: 30_000 }).toEqual([503, 201]);
+      const [refused, retried] = shop.served() as [ServedPayment, ServedPayment];
       expect([refused.sender, refused.key, retried.sender, retried.key]).toEqual(['worker', key, 'worker', key]);
       // Retry-After: 1 was waited for; without it the retry would follow within the 300 ms backoff.
       expect(retried.startedAt - refused.endedAt).toBeGreaterThanOrEqual(900);
@@ -212,7 +249,7 @@ describe('the checkout Service Worker', () => {
   });
 
   it('leaves resume on load as the way a payment finishes without a Service Worker, and charges once', async () => {
-    const shop = await openShop(server.origin, { serviceWorkers: 'block' });
+    const shop = await openShop(server, { serviceWorkers: 'block' });
     const url = orderUrl(server.origin);
     const key = await payOfflineThenClose(shop, url, 'none');
     await shop.context.setOffline(false);
@@ -221,12 +258,12 @@ describe('the checkout Service Worker', () => {
     await reopened.goto(url);
 
     expect(await waitForStatus(reopened, 'paid')).toBe(key);
-    expect(answered(shop.sent).map((request) => [request.sender, request.key, request.status])).toEqual([['page', key, 201]]);
+    expect(summary(shop.served())).toEqual([['page', key, 201]]);
     expect(await server.entriesFor(key)).toHaveLength(1);
   });
 
   it("shows an open page the payment paid once the worker has finished it, when the page's own requests get no answer", async () => {
-    const shop = await openShop(server.origin);
+    const shop = await openShop(server);
     const tab = await shop.context.newPage();
     // This tab's requests fail as if its connection were down; the worker's are not routed here.
     await tab.route('**/v1/payments', (route) => route.abort('internetdisconnected'));
@@ -240,7 +277,7 @@ describe('the checkout Service Worker', () => {
     await shop.worker.dispatchSync();
 
     expect(await waitForStatus(tab, 'paid', 45_000)).toBe(key);
-    expect(answered(shop.sent).map((request) => [request.sender, request.key, request.status])).toEqual([['worker', key, 201]]);
+    expect(summary(shop.served())).toEqual([['worker', key, 201]]);
     expect(await server.entriesFor(key)).toHaveLength(1);
   });
 });

@@ -81,6 +81,22 @@ export function spawnServe(args: readonly string[], env: NodeJS.ProcessEnv = {})
   });
 }
 
+let barriers = 0;
+
+/**
+ * Every line the server logged for the requests it answered before this call: sends one more
+ * request, to a path of its own, and resolves once that request's line was read. The server
+ * writes its lines in order to one pipe, so the lines before it are in `served.lines` too (a
+ * response can reach a test before the line the server wrote for it is read off the pipe).
+ */
+export async function loggedSoFar(served: Served, timeoutMs = 10_000): Promise<string[]> {
+  const path = `/__logged-so-far-${++barriers}`;
+  await fetch(`${served.url}${path}`).then((response) => response.arrayBuffer());
+  const mine = (line: string): boolean => line.includes(`"path":"${path}"`);
+  if (!(await eventually(() => served.lines.some(mine), timeoutMs))) throw new Error(`the server never logged ${path}`);
+  return served.lines.slice(0, served.lines.findIndex(mine));
+}
+
 /** Runs `oncely serve …args` expecting it to fail at startup. */
 export async function serveFailure(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const proc = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--port', '0', ...args], {
