@@ -53,7 +53,7 @@ export function spawnServe(args: readonly string[], env: NodeJS.ProcessEnv = {})
   const lines: string[] = [];
   const stderr: string[] = [];
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    proc.once('exit', (code, signal) => resolve({ code, signal })),
+    proc.once('close', (code, signal) => resolve({ code, signal })),
   );
   createInterface({ input: proc.stderr! }).on('line', (line) => stderr.push(line));
   return new Promise<Served>((resolve, reject) => {
@@ -108,7 +108,7 @@ export async function serveFailure(args: readonly string[], env: NodeJS.ProcessE
   let stderr = '';
   proc.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   proc.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const code = await new Promise<number | null>((resolve) => proc.once('exit', (exitCode) => resolve(exitCode)));
+  const code = await new Promise<number | null>((resolve) => proc.once('close', (exitCode) => resolve(exitCode)));
   if (code === 0 || code === null) proc.kill('SIGKILL');
   return { code, stdout, stderr };
 }
