@@ -60,8 +60,12 @@ export function figure(id: string, label: string, unit: string, values: readonly
 /** Whether the suites run in `--quick` mode (shorter loads, fewer operations). */
 export const QUICK = process.env['BENCH_QUICK'] === '1';
 
-/** Rounds of every alternated comparison. */
-export const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
+/**
+ * Rounds of every alternated comparison. Five: on a 2-core machine shared with other services one
+ * round in three can be off by a third (PostgreSQL's first execution over its SQL's bound measured
+ * 0.83 and 0.83 as the median of three rounds, 1.08 as the median of seven, at the same commit).
+ */
+export const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? (QUICK ? 3 : 5));
 
 /** Seconds of each autocannon run. */
 export const LOAD_SECONDS = Number(process.env['BENCH_LOAD_SECONDS'] ?? (QUICK ? 1 : 2));
