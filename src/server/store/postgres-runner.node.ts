@@ -185,10 +185,9 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
   async function checkout(): Promise<{ client: Pooled; pipelined: boolean; ended(): boolean; end(sql?: string, failure?: unknown): Promise<void> }> {
     const client = (await pool.connect()) as Pooled;
     let broken: Error | undefined;
-    const onError = (error: Error): void => {
-      broken = error;
-    };
+    const onError = (error: Error): void => void (broken = error);
     client.on('error', onError);
+    await probe.checkedOut(client);
     let ended = false;
     return {
       client,

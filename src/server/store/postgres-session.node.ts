@@ -47,14 +47,20 @@ export interface SessionProbe {
   prepared(): boolean;
   /** Whether some connection was found to go through a pooler. */
   pooled(): boolean;
+  /**
+   * Probes `client`, checked out by the store, unless it was probed already: awaited before the
+   * store's first statement on it, so that no query of the store waits in `pg`'s queue behind
+   * another (the app's `connect` hook may still be running its own).
+   */
+  checkedOut(client: pg.PoolClient): Promise<void>;
 }
 
 /** A `pg` client as the pool hands it out, with the backend process id of its startup. */
-type Probed = pg.PoolClient & { readonly processID?: number | null };
+type Probed = pg.PoolClient & { readonly processID?: number | null; readonly pipeline?: boolean };
 
 /**
  * Whether `client` reaches PostgreSQL through a pooler: the backend key data of its startup names
- * a process other than the one serving it. Sent ahead of whatever the pool's first user queues.
+ * a process other than the one serving it.
  */
 export async function throughPooler(client: Probed): Promise<boolean> {
   const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
@@ -62,15 +68,23 @@ export async function throughPooler(client: Probed): Promise<boolean> {
 }
 
 /**
- * Probes every new connection of `pool` (see the module notes). `forced`: the store's
+ * Probes the connections of `pool` (see the module notes). `forced`: the store's
  * `preparedStatements` option when given, which decides alone. Until a probe answers, statements
  * go unnamed (always safe); a pooled connection turns prepared statements off for good.
+ *
+ * When: a pipelined connection (the store's own pool) on its `connect` event, ahead of whatever
+ * comes next in its pipeline. Any other (an app's pool) the first time the store checks it out,
+ * and awaited: `pg` 8 queues a query sent while another runs, with a DeprecationWarning printed
+ * into the app's log, and `pg` 9 removes the queue; on `connect` the probe met the app's own
+ * hooks (`client.query('SET …')`) and its first statement there.
  */
 export function sessionProbe(pool: pg.Pool, forced: boolean | undefined): SessionProbe {
   let direct = false;
   let pooled = false;
-  pool.on('connect', (client) => {
-    throughPooler(client as Probed).then(
+  const probed = new WeakSet<pg.PoolClient>();
+  const probe = (client: Probed): Promise<void> => {
+    probed.add(client);
+    return throughPooler(client).then(
       (through) => {
         if (through) pooled = true;
         else direct = true;
@@ -78,10 +92,16 @@ export function sessionProbe(pool: pg.Pool, forced: boolean | undefined): Sessio
       // A failed probe proves nothing: the state stays as it was.
       () => undefined,
     );
+  };
+  pool.on('connect', (client) => {
+    if ((client as Probed).pipeline === true) void probe(client);
   });
   return {
     prepared: () => forced ?? (direct && !pooled),
     pooled: () => pooled,
+    checkedOut: async (client) => {
+      if (!probed.has(client)) await probe(client);
+    },
   };
 }
 

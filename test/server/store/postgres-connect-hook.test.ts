@@ -1,0 +1,58 @@
+/**
+ * The app's own `pg.Pool`, with the hook apps give it (`pool.on('connect', (client) =>
+ * client.query('SET …'))`): the store's statements never queue a query behind another on one
+ * client. `pg` 8 prints a DeprecationWarning into the app's log when they do ("Calling
+ * client.query() when the client is already executing a query"), and `pg` 9 removes the queue.
+ * The store's probe for a pooler (`postgres-session.node.ts`) used to be sent on the pool's
+ * `connect` event, next to the app's hook and ahead of the first statement.
+ *
+ * In a file of its own: Node prints a deprecation once per process.
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { postgresKeyStore } from '../../../src/server/store/postgres.node.js';
+import { canRunServerTests, requireServerUrl } from '../../support/pg.js';
+
+const withPostgres = await canRunServerTests();
+const warnings: string[] = [];
+const onWarning = (warning: Error): void => void warnings.push(`${warning.name}: ${warning.message}`);
+process.on('warning', onWarning);
+afterAll(() => void process.off('warning', onWarning));
+
+describe.skipIf(!withPostgres)("the app's pg.Pool with a connect hook, on PostgreSQL", () => {
+  it('queues no query behind another on a client: no pg deprecation, and the store still finds its connections direct', async () => {
+    const url = await requireServerUrl('connect hook');
+    const schema = `oncely_t_hook_${randomBytes(4).toString('hex')}`;
+    const pool = new pg.Pool({ connectionString: url, max: 3 });
+    pool.on('connect', (client) => void client.query("SET application_name = 'shop'"));
+    const store = postgresKeyStore({ pool, schema });
+    try {
+      await store.migrate();
+      // Every path that checks a connection out, on fresh connections and on pooled ones.
+      for (let round = 0; round < 3; round += 1) {
+        await Promise.all(
+          Array.from({ length: 3 }, async (_, i) => {
+            const key = `hook-${round}-${i}`;
+            const admitted = await store.admit(
+              { clientId: 'acme', key, requestHash: 'h', endpoint: 'POST /x', requestBody: '{}', leaseMs: 30_000, ttlMs: 86_400_000 },
+              { work: (tx) => tx.get<{ n: number }>('SELECT $1::int AS n', [i]), response: (row) => ({ status: 201, headers: {}, body: JSON.stringify(row) }) },
+            );
+            expect(admitted.owned).toBe(true);
+            expect(await store.transaction((tx) => tx.get<{ name: string }>('SELECT current_setting($1) AS name', ['application_name']))).toEqual({
+              name: 'shop',
+            });
+          }),
+        );
+      }
+      // A direct connection was recognised: the store's statements are prepared by now.
+      const prepared = await pool.query<{ n: number }>("SELECT count(*)::int AS n FROM pg_prepared_statements WHERE name LIKE 'oncely_%'");
+      expect(prepared.rows[0]!.n).toBeGreaterThan(0);
+      expect(warnings.filter((warning) => warning.includes('already executing a query'))).toEqual([]);
+    } finally {
+      await store.close();
+      await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await pool.end();
+    }
+  });
+});
