@@ -187,7 +187,8 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
     let broken: Error | undefined;
     const onError = (error: Error): void => void (broken = error);
     client.on('error', onError);
-    await probe.checkedOut(client);
+    const probing = probe.checkedOut(client);
+    if (probing) await probing;
     let ended = false;
     return {
       client,

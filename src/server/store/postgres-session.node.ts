@@ -48,11 +48,12 @@ export interface SessionProbe {
   /** Whether some connection was found to go through a pooler. */
   pooled(): boolean;
   /**
-   * Probes `client`, checked out by the store, unless it was probed already: awaited before the
-   * store's first statement on it, so that no query of the store waits in `pg`'s queue behind
-   * another (the app's `connect` hook may still be running its own).
+   * Probes `client`, checked out by the store, unless it was probed already or `forced` decides
+   * (then `undefined`: nothing to wait for on the hot path): awaited before the store's first
+   * statement on it, so that no query of the store waits in `pg`'s queue behind another (the app's
+   * `connect` hook may still be running its own).
    */
-  checkedOut(client: pg.PoolClient): Promise<void>;
+  checkedOut(client: pg.PoolClient): Promise<void> | undefined;
 }
 
 /** A `pg` client as the pool hands it out, with the backend process id of its startup. */
@@ -94,14 +95,12 @@ export function sessionProbe(pool: pg.Pool, forced: boolean | undefined): Sessio
     );
   };
   pool.on('connect', (client) => {
-    if ((client as Probed).pipeline === true) void probe(client);
+    if (forced === undefined && (client as Probed).pipeline === true) void probe(client);
   });
   return {
     prepared: () => forced ?? (direct && !pooled),
     pooled: () => pooled,
-    checkedOut: async (client) => {
-      if (!probed.has(client)) await probe(client);
-    },
+    checkedOut: (client) => (forced === undefined && !probed.has(client) ? probe(client) : undefined),
   };
 }
 
