@@ -47,9 +47,13 @@ const rows = [
   { name: 'M11 a key minted for every attempt', model: 'journal.pml', defines: ['MUTATION=11', 'CHECK=1'], mode: 'safety', property: 'K1', expect: 'violation' },
   { name: 'M12 refusal settles failed if this chain sent nothing', model: 'journal.pml', defines: ['MUTATION=12', 'CHECK=3'], mode: 'safety', property: 'K3', expect: 'violation' },
   { name: 'M13 claim read and written in two transactions', model: 'journal.pml', defines: ['MUTATION=13', 'CHECK=2'], mode: 'safety', property: 'K2', expect: 'violation' },
-  { name: 'M14 claim granted on a settled record', model: 'journal.pml', defines: ['MUTATION=14', 'CHECK=2'], mode: 'safety', property: 'K2', expect: 'violation' },
-  { name: 'F1 journal: refused headers after another process sent', model: 'journal.pml', defines: ['CHECK=3'], mode: 'safety', property: 'K3', expect: 'finding' },
+  { name: 'M14 claim granted on a settled record', model: 'journal.pml', defines: ['MUTATION=14', 'CHECK=2', 'PREPARED=1'], mode: 'safety', property: 'K2', expect: 'violation' },
+  { name: 'journal prepared, sent by two processes', model: 'journal.pml', defines: ['PREPARED=1'], mode: 'safety', property: 'K1-K3', expect: 'pass' },
+  { name: 'M16 prepared: marked submitted before it is claimed', model: 'journal.pml', defines: ['MUTATION=16', 'CHECK=3', 'PREPARED=1'], mode: 'safety', property: 'K3', expect: 'violation' },
+  { name: 'journal an unknown outcome never failed', model: 'journal.pml', defines: ['CHECK=3'], mode: 'safety', property: 'K3', expect: 'pass' },
+  { name: 'M15 refusal trusts a record created here, put() unclaimed (F1 as it was)', model: 'journal.pml', defines: ['MUTATION=15', 'CHECK=3'], mode: 'safety', property: 'K3', expect: 'violation' },
   { name: 'F2 journal: a live holder\'s claim runs out', model: 'journal.pml', defines: ['CHECK=2', 'STALL=1'], mode: 'safety', property: 'K2', expect: 'finding' },
+  { name: 'F2 journal: a live holder\'s claim runs out (K3)', model: 'journal.pml', defines: ['CHECK=3', 'STALL=1'], mode: 'safety', property: 'K3', expect: 'finding' },
 ];
 
 function run(command, args, cwd) {

@@ -2,8 +2,9 @@
  * oncely's client journal: two processes sharing one journal claim and resume one operation,
  * either may crash anywhere (see README.md for the map to the code).
  *
- *   Client(1)  the process that called post(): it journaled the record (submitted) and sends it
- *              with the record in hand (`fresh`), with no claim before its first attempt
+ *   Client(1)  the process that called post(): it journaled the record (submitted) already
+ *              claimed, in the same write (Journal.put's `claim`), and sends it with the record
+ *              in hand (`fresh`); that claim stands for its first attempt's
  *   Client(2)  another process running resume(): it claims the record first, then sends it
  *   A crashed process restarts and runs resume(); a chain that ended pending may be resumed again.
  *
@@ -14,7 +15,7 @@
  */
 
 #ifndef MUTATION
-#define MUTATION 0      /* 0: the code as it is; 11..14: the mutants of README.md */
+#define MUTATION 0      /* 0: the code as it is; 11..15: the mutants of README.md */
 #endif
 #ifndef CHECK
 #define CHECK 0         /* 0: every property; n: only property Kn */
@@ -24,6 +25,9 @@
 #endif
 #ifndef MAXREFUSE
 #define MAXREFUSE 1     /* attempts whose headers fetch refuses (headers() evaluated per attempt) */
+#endif
+#ifndef PREPARED
+#define PREPARED 0      /* 1: both processes send() one prepared operation (two tabs, one natural key) */
 #endif
 #ifndef STALL
 #define STALL 0         /* 1: a live holder's claim may run out once (its keep-alive was late) */
@@ -48,6 +52,7 @@ byte claim;              /* claim_owner: 0 = none, else the process */
 bool claim_dead;         /* the holder's process is gone (isProvablyDead, or its claim ran out) */
 bool claim_expired;      /* claimed_until <= now while the holder lives (STALL only) */
 byte rec_key = 1;        /* the key, journaled by put() before anything is sent */
+bool submitted = (PREPARED == 0); /* submitted_at set: resume() may send it (post() journals it so) */
 /* ---- the server and the wire ---- */
 byte srv;                /* S_NONE / S_APPLIED / S_DECLINED */
 bool sent_any;           /* some request under the key has left a process */
@@ -98,14 +103,21 @@ byte crashes; byte refusals; byte stalls;
   fi
 
 proctype Client(byte me) {
-  bool fresh = (me == 1);     /* post(): the record this call just created, handed over */
+  bool fresh = (me == 1 && PREPARED == 0);   /* post(): the record this call just created, handed over */
+  bool sending = (PREPARED != 0);            /* send() of a prepared record: its first chain */
+  bool held;                  /* claimHeld: the claim put() created the record with, for the first attempt */
   bool untouched, sentHere, got;
   byte key, answer;
 start:
   if
   :: fresh
+  :: sending                            /* send(): the record is read, then claimed below */
   :: else ->
-     /* resumeOne(): a pending record is claimed first, else skipped */
+     /* resumeOne(): a submitted pending record is claimed first, else skipped */
+     if
+     :: !submitted -> goto stop
+     :: else
+     fi;
      CLAIM(me);
      if
      :: !got -> goto stop
@@ -117,11 +129,40 @@ start:
   :: state != PENDING -> goto stop      /* fromSettled: its stored result, no request */
   :: else
   fi;
-  untouched = fresh; fresh = false; sentHere = false;
+  /* untouched: this chain has held the claim without a break since the record was created
+     (post()) or submitted (send() of a prepared one) */
+  if
+  :: sending ->
+#if MUTATION == 16
+     submitted = true;                  /* marked submitted first: resume() elsewhere may take it up */
+     untouched = true;                  /* the code as it was: "only prepared, so never sent" */
+     CRASH;
+     CLAIM(me); held = false;
+     if :: !got -> untouched = false :: else fi
+#else
+     CLAIM(me);                         /* claimed before it is marked submitted */
+     CRASH;
+     /* read again under the claim: another tab may have submitted and sent it meanwhile */
+     held = got && !submitted;
+     submitted = true                   /* update(submittedAt): resume() may take it up from here */
+#endif
+  :: else -> held = fresh && claim == me
+  fi;
+#if MUTATION == 15
+  untouched = fresh;          /* "created by this call" taken for "nobody else can have sent it" */
+#elif MUTATION == 16
+  if :: !sending -> untouched = held :: else fi;
+#else
+  untouched = held;
+#endif
+  fresh = false; sending = false; sentHere = false;
   key = rec_key;
 attempt:
   CRASH;
-  CLAIM(me);
+  if
+  :: held -> got = true; held = false     /* the first attempt of post(): no claim call */
+  :: else -> CLAIM(me); if :: !got -> untouched = false :: else fi
+  fi;
   if
   :: got ->
      CRASH;
@@ -186,7 +227,7 @@ ended:
   fi;
 crashed:
   /* the process is gone: its claim is provably dead; it restarts and runs resume() */
-  atomic { if :: claim == me -> claim_dead = true :: else fi; fresh = false; answer = 0 };
+  atomic { if :: claim == me -> claim_dead = true :: else fi; fresh = false; sending = false; answer = 0 };
   goto start;
 stop:
   skip
@@ -204,6 +245,12 @@ end:
 
 init {
   atomic {
+#if MUTATION != 15
+    if
+    :: PREPARED == 0 -> claim = 1   /* put() stores the record claimed by its creator, in the same write */
+    :: else
+    fi;
+#endif
     run Client(1);
     run Client(2);
 #if STALL

@@ -6,12 +6,14 @@
  * send:    join the key's in-flight chain, or start one:
  *            get record ── settled? → stored result / typed error (no request)
  *                       └─ expired? → ExpiredOperationError (no request)
- *            not submitted yet (prepared only)? → update(submittedAt)   ← durable before the first attempt
+ *            not submitted yet (prepared only)? → claim, read again, update(submittedAt)   ← durable before the first attempt
  *            loop (p-retry):
  *              claim(key) ── refused → re-read (settled elsewhere?) or wait like a 409
+ *                            (post()'s first attempt holds the claim put() created the record with)
  *              headers: client's (evaluated now) + journaled + this call's unjournaled ones
  *                       ── fetch would refuse them → RequestRefusedError: failed if nothing
- *                          was ever sent, else the record stays pending
+ *                          can have been sent (this chain held the claim throughout and sent
+ *                          nothing), else the record stays pending
  *              attempt: journaled bytes + key + headers  → update(attempts, lastStatus) → no answer? onUnanswered
  *              decide:  settle → update(state, result) → result | HttpError…    (a write-behind where
  *                                the journal has updateLater: ordered before any later journal call,
@@ -134,24 +136,43 @@ export async function runChain(
   // A record this call has just created needs no read back: nothing else knows its key yet.
   const record = fresh?.record ?? (await loadRecord(options, ref));
   if (record.state !== OperationState.Pending) return fromSettled(ref, record);
-  // Whether no attempt can have left before this chain: the record was just created by this call,
-  // or only prepared (resume() never sends those). A submitted record may have been sent by a
-  // process that died before it could count the attempt (`attempts` counts answered ones).
-  const untouched = fresh !== undefined || record.submittedAt === null;
   // Bytes read back are checked before they are sent (and before the row is written to): the
   // retries below send this checked record from memory. One the call just built needs none.
   if (fresh === undefined) await assertIntact(options, ref, record);
   if (isExpired(record, options.keyTtlMs)) throw new ExpiredOperationError(ref, record.createdAt, options.keyTtlMs);
-  // From here on the caller has asked for it: a crash before or during the first attempt must
-  // leave it for resume(), which skips operations that were only prepared.
-  if (record.submittedAt === null) await journal.update(scope, ref.key, { submittedAt: Date.now() });
+  // The claim the record was created with (Journal.put's `claim`) stands for the first attempt's.
+  let claimHeld = fresh?.claimed === true;
+  // Whether no request under the key can have left any process but through this chain: this
+  // chain has held the claim without a break since the record was created (post()) or submitted
+  // (send() of a prepared one). Another holder (a resume() elsewhere, a process that died with
+  // its request on the wire) may have sent it: then a refusal here says nothing of the outcome.
+  let untouched = claimHeld;
+  if (record.submittedAt === null) {
+    // Claimed before it is marked submitted: from that write on, resume() elsewhere may take it up.
+    claimHeld = await journal.claim(scope, ref.key, ownerId, claimTtlMs);
+    // Read again under the claim: another holder (a tab sending the same prepared operation) may
+    // have submitted it, and sent it, since it was read above.
+    const current = claimHeld ? await loadRecord(options, ref) : record;
+    if (current.state !== OperationState.Pending) return fromSettled(ref, current);
+    untouched = claimHeld && current.submittedAt === null;
+    // From here on the caller has asked for it: a crash before or during the first attempt must
+    // leave it for resume(), which skips operations that were only prepared.
+    if (current.submittedAt === null) await journal.update(scope, ref.key, { submittedAt: Date.now() });
+  }
   const started = Date.now();
   let attempts = record.attempts;
-  // The claim the record was created with stands for the first attempt's.
-  let claimHeld = fresh?.claimed === true;
   // Claims are refreshed at every attempt; this keeps them alive through long Retry-After waits.
-  // A failed refresh only lets another process take over, which the server's dedupe absorbs.
-  const refresh = (): void => void journal.claim(scope, ref.key, ownerId, claimTtlMs).catch(() => undefined);
+  // A failed refresh only lets another process take over, which the server's dedupe absorbs; it
+  // ends `untouched`, as does any claim this chain is refused.
+  const claimOwn = async (): Promise<boolean> => {
+    const held = await journal.claim(scope, ref.key, ownerId, claimTtlMs).catch((error: unknown) => {
+      untouched = false;
+      throw error;
+    });
+    if (!held) untouched = false;
+    return held;
+  };
+  const refresh = (): void => void claimOwn().catch(() => undefined);
   const keepAlive = setInterval(refresh, Math.max(50, claimTtlMs / 3));
   (keepAlive as { unref?: () => void }).unref?.();
 
@@ -185,7 +206,8 @@ export async function runChain(
   /** Attempts this chain started (`attempts` counts those that got as far as an outcome). */
   let sent = 0;
   // Nothing can leave the process: a final local answer, never "outcome unknown". Settled as
-  // failed only when no attempt was ever sent; otherwise the server may have applied one.
+  // failed only when no attempt can have been sent, by this chain or any other holder of the
+  // claim (`untouched`); otherwise the server may have applied one.
   const refuse = async (reason: string): Promise<RequestRefusedError> => {
     const never = untouched && sent === 0;
     if (never) {
@@ -199,7 +221,7 @@ export async function runChain(
   const attempt = async (): Promise<OperationResult> => {
     let outcome: AttemptOutcome;
     let report: AttemptReport | undefined;
-    const claimed = claimHeld || (await journal.claim(scope, ref.key, ownerId, claimTtlMs));
+    const claimed = claimHeld || (await claimOwn());
     claimHeld = false;
     if (claimed) {
       const headers = { ...(await options.headers()), ...record.headers, ...unjournaled, 'idempotency-key': ref.key };

@@ -103,26 +103,54 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
     });
   };
 
-  const newRow = (operation: NewOperation, seq: number, now: number): Row => ({
-    record: newRecord(operation, now),
-    seq,
-    claimOwner: null,
-    claimedUntil: null,
-  });
+  // A claim asked for is written in the row itself (lease records), or is the Web Lock that
+  // `insertAll` took before the row existed: `claimed` says which rows hold one.
+  const newRow = (operation: NewOperation, seq: number, now: number, claimed: boolean): Row => {
+    const lease = claimed && !webLocks && operation.claim !== undefined;
+    return {
+      record: newRecord(operation, now),
+      seq,
+      claimOwner: lease ? (operation.claim?.owner ?? null) : null,
+      claimedUntil: lease ? now + (operation.claim?.ttlMs ?? 0) : null,
+    };
+  };
+
+  // With Web Locks the claim `put()` is asked for is the lock, taken *before* the row is written:
+  // no other tab can claim a record between its creation and its first attempt. A lock that is
+  // not free (another tab holds this key) leaves that operation unclaimed.
+  const lockClaims = async (operations: readonly NewOperation[]): Promise<boolean[]> =>
+    Promise.all(
+      operations.map(({ scope, key, claim }) => (claim === undefined ? false : (webLocks?.acquire(rowKey(scope, key), claim.owner, claim.ttlMs) ?? true))),
+    );
+
+  // Locks taken for rows that were not created (the key existed) are given back: the existing
+  // record and whoever holds it stay as they were.
+  const unlockUnused = async (operations: readonly NewOperation[], locked: readonly boolean[], outcomes?: readonly PutOutcome[]): Promise<void> => {
+    if (!webLocks) return;
+    const ids = operations.map((operation) => rowKey(operation.scope, operation.key));
+    const created = new Set(ids.filter((_, index) => outcomes?.[index]?.created === true));
+    const unused = operations.filter((_, index) => locked[index] === true && !created.has(ids[index] as string));
+    await Promise.all(unused.map((operation) => webLocks.release(rowKey(operation.scope, operation.key), operation.claim?.owner)));
+  };
 
   const insertAll = async (operations: readonly NewOperation[]): Promise<PutOutcome[]> => {
+    const locked = webLocks ? await lockClaims(operations) : operations.map((operation) => operation.claim !== undefined);
     // An existing row under a new operation's key that cannot be read: nothing is written.
     let damaged: unknown;
+    let outcomes: PutOutcome[];
     try {
-      return await insertAllOnce(operations, (error) => {
+      outcomes = await insertAllOnce(operations, locked, (error) => {
         damaged = error;
       });
     } catch (error) {
+      await unlockUnused(operations, locked);
       throw damaged ?? error;
     }
+    await unlockUnused(operations, locked, outcomes);
+    return outcomes;
   };
 
-  const insertAllOnce = (operations: readonly NewOperation[], onDamaged: (error: unknown) => void): Promise<PutOutcome[]> =>
+  const insertAllOnce = (operations: readonly NewOperation[], locked: readonly boolean[], onDamaged: (error: unknown) => void): Promise<PutOutcome[]> =>
     transact<PutOutcome[]>('readwrite', (store, finish) => {
       const now = Date.now();
       const outcomes: PutOutcome[] = [];
@@ -160,10 +188,11 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
               outcomes.push({ created: false, record: existing.record });
             } else {
               seq += 1;
-              const row = newRow(operation, seq, now);
+              const claimed = locked[index - 1] === true;
+              const row = newRow(operation, seq, now, claimed);
               store.put(row, id);
               inBatch.set(id, row.record);
-              outcomes.push({ created: true, record: row.record });
+              outcomes.push({ created: true, record: row.record, ...(claimed ? { claimed: true } : {}) });
             }
             step();
           };

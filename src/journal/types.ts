@@ -92,10 +92,13 @@ export type NewOperation = Pick<OperationRecord, 'scope' | 'key' | 'method' | 'u
   /** `true` stores the record with `submittedAt` = now; otherwise it is only prepared (`null`). */
   readonly submitted?: boolean;
   /**
-   * Stores a record it creates already claimed by `owner` for `ttlMs`, in the same write, as
-   * {@link Journal.claim} would: `post()` sends at once and saves a journal transaction. A journal
-   * that does not hold claims in its rows may ignore it ({@link PutOutcome.claimed} then stays
-   * unset) and the client claims as usual.
+   * Stores a record it creates already claimed by `owner` for `ttlMs`, **atomically with the
+   * write**, as {@link Journal.claim} would: no other owner can claim the record between its
+   * creation and its first attempt. Every journal must honour it (the contract suite checks it):
+   * `post()` relies on it to know that no other process can have sent the operation before its
+   * first attempt, so that a request refused before it leaves (`RequestRefusedError`) may be
+   * settled as failed. A record that already existed is left as it is, claim included
+   * ({@link PutOutcome.claimed} unset). It also saves `post()` a journal transaction.
    */
   readonly claim?: { readonly owner: string; readonly ttlMs: number };
 };
@@ -143,7 +146,11 @@ export interface PutOutcome {
   readonly created: boolean;
   /** The record as stored: the new one, or the existing one untouched. */
   readonly record: OperationRecord;
-  /** `true` when the record was created holding the claim asked for with `claim` (see {@link NewOperation}). */
+  /**
+   * `true` when the record was created holding the claim asked for with `claim` (see
+   * {@link NewOperation}); unset when no claim was asked for or the record existed. A client
+   * treats anything but `true` as "another owner may hold it".
+   */
   readonly claimed?: boolean;
 }
 

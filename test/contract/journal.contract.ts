@@ -294,6 +294,71 @@ export function runJournalContract(name: string, makeFixture: () => JournalFixtu
       expect(await journal.claim(op.scope, op.key, 'b', 60_000)).toBe(false);
     });
 
+    // post() journals its operation claimed (NewOperation.claim): no other process may send it
+    // before its first attempt, so a request refused before it leaves can be settled failed.
+    describe('put() with a claim', () => {
+      // Two handles on one store where the backend has them (two processes, two tabs), else one.
+      const pair = (): [Journal, Journal] => {
+        const mine = open();
+        return [mine, options.persistent ? open() : mine];
+      };
+
+      it('creates the record held by the owner it names: another owner is refused until it is released', async () => {
+        const [mine, other] = pair();
+        const op = operation();
+        const outcome = await mine.put({ ...op, submitted: true, claim: { owner: 'process-a', ttlMs: 60_000 } });
+        expect(outcome).toMatchObject({ created: true, claimed: true });
+        expect(await other.claim(op.scope, op.key, 'process-b', 60_000)).toBe(false);
+        expect(await mine.claim(op.scope, op.key, 'process-a', 60_000)).toBe(true);
+        await mine.release(op.scope, op.key, 'process-a');
+        expect(await other.claim(op.scope, op.key, 'process-b', 60_000)).toBe(true);
+      });
+
+      it('never lets a claim made while the record is being created win over the creating owner', async () => {
+        const [mine, other] = pair();
+        const ops = Array.from({ length: 20 }, () => operation());
+        const raced = await Promise.all(
+          ops.map(async (op) => {
+            const [outcome, stolen] = await Promise.all([
+              mine.put({ ...op, submitted: true, claim: { owner: 'process-a', ttlMs: 60_000 } }),
+              other.claim(op.scope, op.key, 'process-b', 60_000),
+            ]);
+            return { claimed: outcome.claimed, stolen };
+          }),
+        );
+        expect(raced.filter((r) => r.claimed !== true || r.stolen)).toEqual([]);
+      });
+
+      it('claims nothing when the key exists already: the record and its holder stay as they were', async () => {
+        const [mine, other] = pair();
+        const op = operation();
+        await other.put({ ...op, submitted: true });
+        expect(await other.claim(op.scope, op.key, 'process-b', 60_000)).toBe(true);
+        const outcome = await mine.put({ ...op, submitted: true, claim: { owner: 'process-a', ttlMs: 60_000 } });
+        expect(outcome.created).toBe(false);
+        expect(outcome.claimed).toBeUndefined();
+        expect(await mine.claim(op.scope, op.key, 'process-a', 60_000)).toBe(false);
+        expect(await other.claim(op.scope, op.key, 'process-b', 60_000)).toBe(true);
+      });
+
+      it('holds the claim on a corrected request that replaces a refused one', async () => {
+        const [mine, other] = pair();
+        const op = operation();
+        await mine.put(op);
+        await mine.update(op.scope, op.key, { state: OperationState.Failed, attempts: 1, lastStatus: 400, result: null });
+        const corrected = { ...op, body: '{"amount":3}', fingerprint: `sha256:${op.key}-fixed`, submitted: true, claim: { owner: 'process-a', ttlMs: 60_000 } };
+        expect(await mine.put(corrected)).toMatchObject({ created: true, claimed: true });
+        expect(await other.claim(op.scope, op.key, 'process-b', 60_000)).toBe(false);
+      });
+
+      it('stores an unclaimed record when no claim is asked for', async () => {
+        const [mine, other] = pair();
+        const op = operation();
+        expect((await mine.put(op)).claimed).toBeUndefined();
+        expect(await other.claim(op.scope, op.key, 'process-b', 60_000)).toBe(true);
+      });
+    });
+
     it('prunes only settled records older than the retention and reports how many', async () => {
       clock.start();
       const journal = open();
