@@ -11,13 +11,15 @@
  * @module
  */
 import { existsSync } from 'node:fs';
-import { createClient } from '../client/create-client.js';
+import { createClient, type Client } from '../client/create-client.js';
+import type { ResumeOutcome } from '../client/results.js';
 import { nodeDigest } from '../digest.node.js';
 import { defaultJournalPath } from '../journal/default.node.js';
 import { recordDamage } from '../journal/integrity.js';
 import { sqliteJournal } from '../journal/sqlite.node.js';
 import { OperationState, SCOPE_NAME, isExpired, scopeOf, type DamagedRecord, type OperationRecord } from '../journal/types.js';
 import { parseCommandArgs, readDuration, reportParseFailure, tokenProblem, usageError, type ReadResult } from './args.js';
+import { onInterrupt } from './interrupt.js';
 
 const journalOption = { type: 'string', value: 'PATH', help: 'the journal file (default: $ONCELY_JOURNAL, else ~/.oncely/journal.db)' } as const;
 const jsonOption = { type: 'boolean', help: 'print JSON instead of a table' } as const;
@@ -201,12 +203,40 @@ export async function pending(argv: readonly string[]): Promise<number> {
   }
 }
 
+/** Prints what `resume()` did to each operation (a table, or JSON); returns how many are still unsettled. */
+function printResumed(outcomes: readonly ResumeOutcome[], json: boolean): number {
+  const lines = outcomes.map((outcome) => {
+    switch (outcome.state) {
+      case 'succeeded':
+        return { key: outcome.key, state: outcome.state, status: outcome.result.status, replayed: outcome.result.replayed };
+      case 'skipped':
+        return { key: outcome.key, state: outcome.state, detail: 'another live process holds its claim' };
+      case 'damaged':
+        return { key: outcome.key, state: outcome.state, detail: `damaged row, left as it is: ${outcome.reason}` };
+      default:
+        return { key: outcome.key, state: outcome.state, detail: outcome.error.message };
+    }
+  });
+  const unsettled = lines.filter((line) => line.state !== 'succeeded' && line.state !== 'failed').length;
+  if (json) {
+    console.log(JSON.stringify(lines, null, 2));
+    return unsettled;
+  }
+  for (const line of lines) {
+    const what = 'status' in line ? `${line.status}${line.replayed ? ' (replayed)' : ''}` : line.detail;
+    console.log(`${line.key}  ${line.state.padEnd(9)}  ${what}`);
+  }
+  console.log(`\nresumed ${lines.length}: ${lines.length - unsettled} settled, ${unsettled} still without a final outcome`);
+  return unsettled;
+}
+
 /**
  * `oncely resume --url URL [--scope NAME] [--journal PATH] [--token TOKEN] [--json]`: sends the
  * scope's submitted pending operations again. Exit code 0 when every one of them settled
  * (succeeded or failed), 1 when some are still pending (a `401` included: rerun with a valid
  * token), expired, damaged or held by another live process, or when there is no journal at the
- * path; 2 for a usage error.
+ * path; 2 for a usage error; 130 when Ctrl-C stopped it (what was in flight stays pending; a
+ * second Ctrl-C leaves once the outcomes already received are written).
  *
  * @example
  * ```ts
@@ -237,13 +267,24 @@ export async function resume(argv: readonly string[]): Promise<number> {
   const path = defaultJournalPath({ path: parsed.values.journal });
   if (!journalExists('resume', path)) return 1;
   const journal = sqliteJournal({ path });
+  const abort = new AbortController();
+  let client: Client | undefined;
+  let stopListening = (): void => undefined;
   try {
-    const client = createClient({
+    client = createClient({
       baseUrl: parsed.values.url,
       ...(parsed.values.scope === undefined ? {} : { scope: parsed.values.scope }),
       headers: { authorization: `Bearer ${token}` },
       journal,
       keyTtlMs: ttl.value,
+      signal: abort.signal,
+    });
+    const opened = client;
+    // Ctrl-C stops sending (what is in flight stays pending) and reports; a second one leaves
+    // once the outcomes already received are written (interrupt.ts).
+    stopListening = onInterrupt({
+      stop: () => abort.abort(new Error('interrupted (Ctrl-C)')),
+      flush: () => opened.close().finally(() => journal.close()),
     });
     const outcomes = await client.resume();
     if (outcomes.length === 0) {
@@ -251,31 +292,11 @@ export async function resume(argv: readonly string[]): Promise<number> {
       else console.log(`nothing to resume for ${client.scope} in ${journal.path}`);
       return 0;
     }
-    const lines = outcomes.map((outcome) => {
-      switch (outcome.state) {
-        case 'succeeded':
-          return { key: outcome.key, state: outcome.state, status: outcome.result.status, replayed: outcome.result.replayed };
-        case 'skipped':
-          return { key: outcome.key, state: outcome.state, detail: 'another live process holds its claim' };
-        case 'damaged':
-          return { key: outcome.key, state: outcome.state, detail: `damaged row, left as it is: ${outcome.reason}` };
-        default:
-          return { key: outcome.key, state: outcome.state, detail: outcome.error.message };
-      }
-    });
-    const unsettled = lines.filter((line) => line.state !== 'succeeded' && line.state !== 'failed').length;
-    if (parsed.values.json === true) {
-      console.log(JSON.stringify(lines, null, 2));
-    } else {
-      for (const line of lines) {
-        const what = 'status' in line ? `${line.status}${line.replayed ? ' (replayed)' : ''}` : line.detail;
-        console.log(`${line.key}  ${line.state.padEnd(9)}  ${what}`);
-      }
-      const settled = lines.length - unsettled;
-      console.log(`\nresumed ${lines.length}: ${settled} settled, ${unsettled} still without a final outcome`);
-    }
+    const unsettled = printResumed(outcomes, parsed.values.json === true);
+    if (abort.signal.aborted) return 130;
     return unsettled === 0 ? 0 : 1;
   } finally {
-    await journal.close();
+    stopListening();
+    await (client?.close() ?? Promise.resolve()).finally(() => journal.close());
   }
 }

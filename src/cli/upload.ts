@@ -22,6 +22,7 @@ import { sqliteJournal } from '../journal/sqlite.node.js';
 import { OperationState, type NewOperation } from '../journal/types.js';
 import { deriveKey } from '../keys.js';
 import { reportParseFailure } from './args.js';
+import { onInterrupt } from './interrupt.js';
 import { inspectFile, rowFingerprint, validBatches } from './upload-file.js';
 import { createProgress, type Progress } from './upload-progress.js';
 import { createTally, renderReport, type Tally, type UploadReport } from './upload-report.js';
@@ -133,11 +134,11 @@ async function send(settings: UploadSettings, tally: Tally, progress: Progress, 
     process.stderr.write(`\nstopping: ${message}; run the same command again to resume\n`);
     abort.abort(new Error(message));
   };
-  const onSigint = (): void => {
-    if (abort.signal.aborted) process.exit(130); // a second Ctrl-C: leave now, the journal is consistent
-    stop('interrupted', 'interrupted (Ctrl-C)');
-  };
-  process.on('SIGINT', onSigint);
+  // A second Ctrl-C leaves early, once the outcomes already received are written (interrupt.ts).
+  const stopListening = onInterrupt({
+    stop: () => stop('interrupted', 'interrupted (Ctrl-C)'),
+    flush: () => client.close().finally(() => journal.close()),
+  });
   const unreachableAfter = Math.max(16, 2 * settings.concurrency);
   let pendingInARow = 0;
 
@@ -238,7 +239,7 @@ async function send(settings: UploadSettings, tally: Tally, progress: Progress, 
     await Promise.all(inFlight);
     progress.finish(done, tally.counts, run.sent);
   } finally {
-    process.off('SIGINT', onSigint);
+    stopListening();
     await client.close();
     await journal.close();
   }

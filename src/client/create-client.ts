@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { ErrorCode, ExpiredOperationError, KeyReusedError, OncelyError, isOncelyError, type OperationRef } from '../errors.js';
+import { ErrorCode, ExpiredOperationError, JournalError, KeyReusedError, OncelyError, isOncelyError, type OperationRef } from '../errors.js';
 import { recordDamage } from '../journal/integrity.js';
 import { OperationState, isExpired, type DamagedRecord, type Journal, type OperationRecord } from '../journal/types.js';
 import type { FingerprintDigest } from '../fingerprint.js';
@@ -15,6 +15,7 @@ import { snapshotOf } from './operation.js';
 import { normalizeOptions, type ClientOptions } from './options.js';
 import { prepareRequest, type RequestOptions } from './request.js';
 import type { OperationResult, PendingOperation, ResumeOutcome } from './results.js';
+import { writeBehinds } from './write-behind.js';
 
 /**
  * Options of {@link Client.resume}.
@@ -94,7 +95,14 @@ export interface Client {
    * Operations that were only prepared, never sent, are not touched (nor reported).
    */
   resume(options?: ResumeOptions): Promise<ResumeOutcome[]>;
-  /** Stops operations in flight (they stay pending) and closes a journal the client created. */
+  /**
+   * Stops operations in flight (they stay pending), waits until every outcome this client handed
+   * to a caller is written to the journal — whoever created the journal — and closes a journal
+   * the client created. Once it resolves, nothing it reported is lost, whatever the process does
+   * next (`process.exit()`, a kill). Rejects with a `JournalError` naming the operations whose
+   * outcome could not be written (they read as pending: the next `resume()` sends them again
+   * under their keys); the client is closed either way.
+   */
   close(): Promise<void>;
 }
 
@@ -124,6 +132,7 @@ export function buildClient(options: ClientOptions, defaultJournal: (() => Journ
       if (closed) throw new OncelyError(ErrorCode.Config, 'this oncely client is closed');
     },
     trackers: new Map(),
+    behind: writeBehinds(journal),
   };
   resolved.signal?.addEventListener('abort', () => void abortAll(engine, resolved.signal?.reason), { once: true });
 
@@ -238,9 +247,21 @@ export function buildClient(options: ClientOptions, defaultJournal: (() => Journ
       if (closed) return;
       closed = true;
       await abortAll(engine, new Error('client closed'));
+      // Every outcome handed to a caller is committed before close() resolves, whoever made the
+      // journal: a program may exit the moment it does.
+      const unwritten = (await engine.behind?.flush()) ?? [];
       if (ownsJournal) await journal.close();
+      if (unwritten.length > 0) throw unwrittenError(unwritten);
     },
   };
+}
+
+/** The error of a `close()` that could not write every outcome it had handed out. */
+function unwrittenError(keys: readonly string[]): JournalError {
+  const listed = keys.slice(0, 10).join(', ') + (keys.length > 10 ? `, and ${keys.length - 10} more` : '');
+  return new JournalError(`the outcome of ${keys.length} settled operation(s) could not be written to the journal (Idempotency-Key ${listed})`, {
+    hint: 'they read as pending: the next resume() sends them again under their keys, which a server that still holds them answers with its stored response',
+  });
 }
 
 /**

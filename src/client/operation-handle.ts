@@ -11,6 +11,7 @@ import { runChain, snapshotOf, type FreshRecord } from './operation.js';
 import type { ResolvedOptions } from './options.js';
 import type { OperationResult } from './results.js';
 import { join, type Chain } from './waiting.js';
+import type { WriteBehinds } from './write-behind.js';
 
 /**
  * Options of {@link Operation.send}.
@@ -89,6 +90,8 @@ export interface Engine {
   readonly assertOpen: () => void;
   /** Followed state by key, while it can still change (a final one is dropped: the journal has it). */
   readonly trackers: Map<string, Tracker>;
+  /** Outcomes written behind, which `close()` sees committed (`undefined`: the journal writes none behind). */
+  readonly behind: WriteBehinds | undefined;
 }
 
 /**
@@ -169,7 +172,8 @@ export function createOperation(
         if (clientSignal?.aborted) controller.abort(new OperationAbortedError(ref, { cause: clientSignal.reason }));
         const first = justCreated;
         justCreated = undefined;
-        const run = (): Promise<OperationResult> => runChain(engine.options, ref, unjournaled, controller.signal, track, previous ? undefined : first);
+        const run = (): Promise<OperationResult> =>
+          runChain(engine.options, ref, unjournaled, controller.signal, track, engine.behind, previous ? undefined : first);
         track({ state: 'sending', elsewhere: false });
         const started: Chain = {
           ref,

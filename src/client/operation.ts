@@ -41,6 +41,7 @@ import type { ResolvedOptions } from './options.js';
 import { finalError, isReplay, toResult, toStorable, type OperationResult } from './results.js';
 import { decide, type AttemptOutcome } from './retry-policy.js';
 import { sleep } from './waiting.js';
+import type { WriteBehinds } from './write-behind.js';
 
 /** Thrown inside the p-retry loop to ask for a retry after `delayMs`. */
 class RetryLater extends Error {
@@ -120,7 +121,8 @@ export interface FreshRecord {
 }
 
 /**
- * Runs one attempt chain of `ref` to its end (internal); `track` hears each state it passes.
+ * Runs one attempt chain of `ref` to its end (internal); `track` hears each state it passes, and
+ * `behind` keeps the outcome written behind until the client's `close()` has seen it committed.
  *
  * @internal
  */
@@ -130,6 +132,7 @@ export async function runChain(
   unjournaled: Readonly<Record<string, string>>,
   signal: AbortSignal,
   track: (snapshot: OperationSnapshot) => void,
+  behind: WriteBehinds | undefined,
   fresh?: FreshRecord,
 ): Promise<OperationResult> {
   const { journal, retry, ownerId, claimTtlMs, hooks, scope } = options;
@@ -195,7 +198,8 @@ export async function runChain(
     // before every later call (Journal.updateLater). Until it commits the record is pending and
     // claimed by this process; if the process dies first, or the write fails, resume() sends it
     // again under its key and the server replays its stored response: the same outcome, one effect.
-    if (journal.updateLater) void journal.updateLater(scope, ref.key, patch).catch(() => undefined);
+    // close() waits for it (see write-behind.ts).
+    if (behind) void behind.write(scope, ref.key, patch);
     else await journal.update(scope, ref.key, patch);
     settled = true;
     hooks.onSettled?.({ ...ref, state, status, replayed: live.replayed, attempts });

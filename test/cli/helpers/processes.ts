@@ -50,14 +50,15 @@ export interface TestServer {
 /**
  * Starts `oncely serve --port 0 --db <db>` and waits for its listening line. Each name in
  * `callers` becomes a caller of its own, token `tok_<name>`, so that tests sharing a server
- * never count each other's ledger entries; `test_acme` stays the demo caller acme.
+ * never count each other's ledger entries; `test_acme` stays the demo caller acme. `extraArgs`
+ * go to `oncely serve` as they are (e.g. `--faults slow:ext1:300`).
  */
-export async function startServer(db: string, callers: readonly string[] = []): Promise<TestServer> {
+export async function startServer(db: string, callers: readonly string[] = [], extraArgs: readonly string[] = []): Promise<TestServer> {
   const clientsFile = `${db}.clients.json`;
   const clients: Record<string, string> = { test_acme: 'acme' };
   for (const name of callers) clients[`tok_${name}`] = name;
   writeFileSync(clientsFile, JSON.stringify(clients));
-  const child = spawn(process.execPath, [...NODE_ARGS, MAIN, 'serve', '--port', '0', '--db', db, '--quiet', '--clients', clientsFile], {
+  const child = spawn(process.execPath, [...NODE_ARGS, MAIN, 'serve', '--port', '0', '--db', db, '--quiet', '--clients', clientsFile, ...extraArgs], {
     env: { ...process.env, ONCELY_FAULTS: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,0 +1,83 @@
+/**
+ * The outcomes a client has written *behind* (`Journal.updateLater`): handed to the caller before
+ * their write committed, so `close()` must see each of them committed before it resolves. An
+ * outcome left unwritten reads as pending, claimed by a process that is gone, and the next
+ * `resume()` sends it again: a replay where the server still holds the key, a second effect where
+ * it does not (or never deduplicated).
+ *
+ * A write-behind that fails (a lock held past the busy timeout, a full disk) is written again
+ * with `update()` at once, and once more by `flush()`; what still fails is reported by `flush()`.
+ *
+ * @module
+ * @internal
+ */
+import type { Journal, OperationPatch } from '../journal/types.js';
+
+/** An outcome that could not be written: its key, and what to write. */
+interface Unwritten {
+  readonly scope: string;
+  readonly key: string;
+  readonly patch: OperationPatch;
+}
+
+/**
+ * The write-behinds of one client.
+ *
+ * @internal
+ */
+export interface WriteBehinds {
+  /** Writes `patch` behind (`updateLater`); resolves once it is written or given up (never rejects). */
+  write(scope: string, key: string, patch: OperationPatch): Promise<void>;
+  /** Waits for every write made so far, tries the failed ones once more, and resolves to the keys still unwritten. */
+  flush(): Promise<string[]>;
+}
+
+/**
+ * Creates the write-behind bookkeeping of one client on `journal`, or `undefined` when the
+ * journal has no `updateLater` (every write of it is awaited: nothing is left behind).
+ *
+ * @example
+ * ```ts
+ * const behind = writeBehinds(journal);
+ * if (behind) void behind.write(scope, key, { state: 'succeeded', result });
+ * const lost = (await behind?.flush()) ?? []; // [] once every outcome is in the journal
+ * ```
+ * @internal
+ */
+export function writeBehinds(journal: Journal): WriteBehinds | undefined {
+  const { updateLater } = journal;
+  if (!updateLater) return undefined;
+  const inFlight = new Set<Promise<void>>();
+  const unwritten = new Map<string, Unwritten>();
+
+  const writeAgain = async (entry: Unwritten): Promise<boolean> => {
+    try {
+      await journal.update(entry.scope, entry.key, entry.patch);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  return {
+    write(scope, key, patch) {
+      const entry: Unwritten = { scope, key, patch };
+      const write = updateLater.call(journal, scope, key, patch).then(
+        () => undefined,
+        async () => {
+          if (!(await writeAgain(entry))) unwritten.set(key, entry);
+        },
+      );
+      inFlight.add(write);
+      void write.finally(() => inFlight.delete(write));
+      return write;
+    },
+    async flush() {
+      while (inFlight.size > 0) await Promise.all([...inFlight]);
+      for (const entry of [...unwritten.values()]) {
+        if (await writeAgain(entry)) unwritten.delete(entry.key);
+      }
+      return [...unwritten.keys()];
+    },
+  };
+}
