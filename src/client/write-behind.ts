@@ -13,13 +13,6 @@
  */
 import type { Journal, OperationPatch } from '../journal/types.js';
 
-/** An outcome that could not be written: its key, and what to write. */
-interface Unwritten {
-  readonly scope: string;
-  readonly key: string;
-  readonly patch: OperationPatch;
-}
-
 /**
  * The write-behinds of one client.
  *
@@ -48,34 +41,29 @@ export function writeBehinds(journal: Journal): WriteBehinds | undefined {
   const { updateLater } = journal;
   if (!updateLater) return undefined;
   const inFlight = new Set<Promise<void>>();
-  const unwritten = new Map<string, Unwritten>();
-
-  const writeAgain = async (entry: Unwritten): Promise<boolean> => {
-    try {
-      await journal.update(entry.scope, entry.key, entry.patch);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-
+  // The outcomes that could not be written, by key: each entry writes its outcome again.
+  const unwritten = new Map<string, () => Promise<unknown>>();
   return {
     write(scope, key, patch) {
-      const entry: Unwritten = { scope, key, patch };
-      const write = updateLater.call(journal, scope, key, patch).then(
-        () => undefined,
-        async () => {
-          if (!(await writeAgain(entry))) unwritten.set(key, entry);
-        },
-      );
+      const again = (): Promise<unknown> => journal.update(scope, key, patch);
+      const write = updateLater
+        .call(journal, scope, key, patch)
+        .catch(again)
+        .then(
+          () => undefined,
+          () => void unwritten.set(key, again),
+        );
       inFlight.add(write);
       void write.finally(() => inFlight.delete(write));
       return write;
     },
     async flush() {
       while (inFlight.size > 0) await Promise.all([...inFlight]);
-      for (const entry of [...unwritten.values()]) {
-        if (await writeAgain(entry)) unwritten.delete(entry.key);
+      for (const [key, again] of unwritten) {
+        await again().then(
+          () => unwritten.delete(key),
+          () => undefined,
+        );
       }
       return [...unwritten.keys()];
     },
