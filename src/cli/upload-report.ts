@@ -80,6 +80,9 @@ export interface UploadReport {
 /** How many rows each list of the report keeps. */
 export const MAX_LISTED = 1000;
 
+/** How many rows of each list the text report prints: a screenful; `--report FILE` has the rest. */
+export const MAX_PRINTED = 20;
+
 /** Accumulates outcomes as rows finish; see {@link createTally}. */
 export interface Tally {
   readonly counts: Record<Exclude<RowOutcome, 'invalid'> | 'invalid', number>;
@@ -140,8 +143,9 @@ export function createTally(): Tally {
 
 function listing(title: string, rows: readonly RowProblem[], total: number): string[] {
   if (total === 0) return [];
-  const lines = rows.map((row) => `  line ${row.line}: ${row.status === undefined ? '' : `${row.status} `}${row.reason}`);
-  if (total > rows.length) lines.push(`  … and ${total - rows.length} more`);
+  const printed = rows.slice(0, MAX_PRINTED);
+  const lines = printed.map((row) => `  line ${row.line}: ${row.status === undefined ? '' : `${row.status} `}${row.reason}`);
+  if (total > printed.length) lines.push(`  … and ${total - printed.length} more (--report FILE lists the first ${MAX_LISTED})`);
   return ['', `${title}:`, ...lines];
 }
 
