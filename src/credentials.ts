@@ -6,19 +6,27 @@
  *
  * | rule | matches |
  * |---|---|
- * | a word of the name contains token, secret, key, pass, pwd, credential, session, sessid, cookie, bearer, ticket, signature, or auth (not author/authority) | `access_token`, `apiKey`, `X-Amz-Signature`, `client_secret`, `PHPSESSID`, `x-auth-token` |
- * | a word of the name is sig, sid, pw, pin, otp, jwt, jws or hmac | `sig`, `jwt`, `otp` |
+ * | a word of the name contains token, secret, key, pass, pwd, credential, session, sessid, cookie, bearer, ticket, signature, verifier, or auth (not author/authority) | `access_token`, `apiKey`, `X-Amz-Signature`, `client_secret`, `PHPSESSID`, `x-auth-token`, `code_verifier` |
+ * | a word of the name is sig, sid, pw, pin, otp, totp, hotp, mfa, 2fa, cvv, cvc, jwt, jws or hmac | `sig`, `jwt`, `otp`, `cvv` |
+ * | the whole name is `code`: OAuth's authorization code (RFC 6749 §4.1.2), a bearer credential until redeemed | `code`, `Code` |
+ * | a word is code, and another says what it proves (device, verification, confirm, reset, recovery, backup, login, magic, security, access, activation, sms…) | `device_code`, `verificationCode`, `mfa-code` |
  * | a value shaped like a JWT (`eyJ….….…`) | any name |
  *
  * A word is a run of letters and digits, split at camelCase humps (`apiKey` → `api`, `key`). The
- * rule errs on the side of refusing (`keyword`, `passenger`): a caller opts such a name in.
+ * rule errs on the side of refusing (`keyword`, `passenger`): a caller opts such a name in. A
+ * `code` that names a category is no credential and stays allowed (`postcode`, `zip_code`,
+ * `country_code`, `currency_code`, `promo_code`, `status_code`): only a bare `code`, or one
+ * qualified as a proof, is refused. Nor is a `nonce` or a `state`: both are public by design
+ * (OAuth signs over its nonce, and sends `state` back to the page that made it).
  *
  * @module
  * @internal
  */
 
-const WITHIN = /token|secret|key|pass|pwd|credential|session|sessid|cookie|bearer|ticket|signature|auth(?!or(?!i[sz]))/;
-const EXACT = /^(?:sig|sid|pw|pin|otp|jwt|jws|hmac)$/;
+const WITHIN = /token|secret|key|pass|pwd|credential|session|sessid|cookie|bearer|ticket|signature|verifier|auth(?!or(?!i[sz]))/;
+const EXACT = /^(?:sig|sid|pw|pin|otp|totp|hotp|mfa|2fa|cvv2?|cvc2?|jwt|jws|hmac)$/;
+/** Words that make a `code` a one-time proof of identity rather than a category. */
+const PROOF = /^(?:device|verification|verify|confirmation|confirm|reset|recovery|backup|login|signin|magic|security|access|activation|sms|onetime)$/;
 const JWT = /^eyJ[\w-]*\.[\w-]+\.[\w-]*$/;
 
 /**
@@ -28,17 +36,23 @@ const JWT = /^eyJ[\w-]*\.[\w-]+\.[\w-]*$/;
  * ```ts
  * isCredentialName('private_token'); // true
  * isCredentialName('X-Amz-Credential'); // true
+ * isCredentialName('code'); // true: OAuth's authorization code
+ * isCredentialName('country_code'); // false
  * isCredentialName('author'); // false
  * ```
  * @internal
  */
 export function isCredentialName(name: string): boolean {
   // Its words: runs of letters and digits, split at camelCase humps (`apiKey` → api, key).
-  return name
+  const words = name
     .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
     .toLowerCase()
     .split(/[^a-z0-9]+/)
-    .some((word) => EXACT.test(word) || WITHIN.test(word));
+    .filter((word) => word !== '');
+  if (words.some((word) => EXACT.test(word) || WITHIN.test(word))) return true;
+  // `code` alone is OAuth's authorization code; beside a category (`zip_code`) it is no secret.
+  const code = words.findIndex((word) => word === 'code' || word === 'codes');
+  return code !== -1 && (words.length === 1 || words.some((word) => PROOF.test(word)));
 }
 
 /**

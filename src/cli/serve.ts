@@ -20,7 +20,6 @@ import { isOncelyError } from '../errors.js';
 import { assertPeers, importPeer } from '../optional-peer.node.js';
 import { createReferenceApp, type ReferenceApp } from '../reference/app.js';
 import { createClients, parseClients } from '../reference/clients.js';
-import { answerClientError } from '../reference/client-error.node.js';
 import { createFaults } from '../reference/faults.js';
 import { createStaticFiles } from '../reference/static-files.node.js';
 import { nodeDigest } from '../digest.node.js';
@@ -28,6 +27,7 @@ import type { KeyStore } from '../server/store/types.js';
 import { schemaFromUrl } from '../server/store/postgres-url.node.js';
 import { sqliteKeyStore } from '../server/store/sqlite.node.js';
 import { SERVER_DEFAULTS } from '../server/options.js';
+import { listenHttp } from './serve-listen.js';
 import { describeWakeUps, logReplication, redacted } from './serve-postgres.js';
 import { type CommandSpec, type OptionSpec, parseCommandArgs, readDuration, readInteger, reportParseFailure, usageError } from './args.js';
 
@@ -61,6 +61,11 @@ const spec = {
     'recovery-interval': { type: 'string', value: 'DURATION', help: 'recovery worker sweep interval; 0 disables it (default 1s)' },
     'reaper-interval': { type: 'string', value: 'DURATION', help: 'reaper pass interval; 0 disables it (default 60s)' },
     grace: { type: 'string', value: 'DURATION', help: 'how long shutdown waits for requests in flight (default 10s)' },
+    'request-timeout': {
+      type: 'string',
+      value: 'DURATION',
+      help: 'how long a request may take to arrive, headers and body; a slower one gets 408 (default 30s)',
+    },
     metrics: { type: 'boolean', help: 'serve GET /metrics (global counters) to anyone who reaches the port (default: off)' },
     'metrics-token': { type: 'string', value: 'TOKEN', help: 'serve GET /metrics only with Authorization: Bearer TOKEN (default $ONCELY_METRICS_TOKEN)' },
     quiet: { type: 'boolean', help: 'no per-request log lines' },
@@ -148,6 +153,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
     ['recovery-interval', '1s'],
     ['reaper-interval', '60s'],
     ['grace', '10s'],
+    ['request-timeout', '30s'],
   ] as const) {
     const duration = readDuration(name, values[name], { fallback });
     if (!duration.ok) return fail(duration.problem);
@@ -160,6 +166,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   const ttlMs = durations['key-ttl']!;
   if (leaseMs < 100) return fail('--lease must be at least 100ms');
   if (ttlMs <= leaseMs) return fail('--key-ttl must be longer than the lease');
+  if (durations['request-timeout']! < 1) return fail('--request-timeout must be longer than 0: every request needs a bound on its arrival');
 
   const metricsToken = values['metrics-token'] ?? process.env['ONCELY_METRICS_TOKEN'];
   if (metricsToken !== undefined && !/^[\x21-\x7e]{16,}$/.test(metricsToken)) {
@@ -232,18 +239,11 @@ export async function serve(argv: readonly string[]): Promise<number> {
     return response;
   };
 
-  const server = await new Promise<ReturnType<typeof listen>>((resolve, reject) => {
-    const started = peers.listen({ fetch, port: port.value, hostname: values.host ?? '127.0.0.1' }, (info) => {
-      const host = info.family === 'IPv6' ? `[${info.address}]` : info.address;
-      process.stdout.write(`oncely listening on http://${host}:${info.port}\n`);
-      resolve(started);
-    });
-    started.once('error', reject);
-    // A request Node's parser refuses (a CR or NUL in a header) gets problem+json, not a bare 400.
-    started.on('clientError', answerClientError);
-  }).catch((error: unknown) => {
-    console.error(`oncely serve: cannot listen: ${error instanceof Error ? error.message : String(error)}`);
-    return undefined;
+  const server = await listenHttp(peers.listen, {
+    fetch,
+    port: port.value,
+    host: values.host ?? '127.0.0.1',
+    requestTimeoutMs: durations['request-timeout']!,
   });
   if (server === undefined) {
     await app.close(0);

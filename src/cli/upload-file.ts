@@ -117,22 +117,40 @@ export interface Inspected {
 /** 30 bits of a derived key (its leading hex digits): small integers keep pass 1's set compact. */
 const keyPrefix = (key: string): number => Number.parseInt(key.slice(0, 8), 16) >>> 2;
 
+/**
+ * How many of a duplicate row's partners its reason names. A key shared by every row of a file
+ * would otherwise give each of n rows a reason naming the other n - 1: n² line numbers (2 000 rows
+ * printed 11 MB), held in memory and written to the report.
+ */
+const PARTNERS_NAMED = 3;
+
+/** `line 29`, `lines 5, 29`, `lines 2, 3, 4 and 1996 more`: the lines `named` of `total` partners. */
+function partnerList(named: readonly number[], total: number): string {
+  const more = total - named.length;
+  return `line${total > 1 ? 's' : ''} ${named.join(', ')}${more > 0 ? ` and ${more} more` : ''}`;
+}
+
 /** Reads the file once more for the rows whose key prefix occurs twice, and compares full keys. */
 async function confirmDuplicates(settings: FileSettings, prefixes: ReadonlySet<number>): Promise<Map<number, string>> {
   const lines = new Map<string, number[]>();
   for await (const mapped of mappedRows(settings)) {
     for (const row of mapped) {
       if (isInvalidRow(row) || !prefixes.has(keyPrefix(row.key))) continue;
-      lines.set(row.key, [...(lines.get(row.key) ?? []), row.line]);
+      const at = lines.get(row.key);
+      if (at === undefined) lines.set(row.key, [row.line]);
+      else at.push(row.line);
     }
   }
   const duplicates = new Map<number, string>();
   const columns = settings.keyColumns.join(', ');
   for (const [key, at] of lines) {
     if (at.length < 2) continue;
+    // The partners named are the first lines of the key (or the first others): enough to find the
+    // rows in the file, the same few for every row of the key.
+    const first = at.slice(0, PARTNERS_NAMED + 1);
     for (const line of at) {
-      const others = at.filter((other) => other !== line).join(', ');
-      duplicates.set(line, `the same key (${columns}) as line${at.length > 2 ? 's' : ''} ${others}: key ${key}; neither is sent, fix the file`);
+      const named = first.filter((other) => other !== line).slice(0, PARTNERS_NAMED);
+      duplicates.set(line, `the same key (${columns}) as ${partnerList(named, at.length - 1)}: key ${key}; neither is sent, fix the file`);
     }
   }
   return duplicates;

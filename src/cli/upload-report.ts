@@ -44,6 +44,8 @@ export interface UploadReport {
   readonly file: string;
   readonly url: string | null;
   readonly dryRun: boolean;
+  /** `--strict`: any invalid row fails the run (exit 1); without it, only a file with no valid row does. */
+  readonly strict: boolean;
   /** Whether the run stopped before every row was sent (see `stopReason`). */
   readonly interrupted: boolean;
   /**
@@ -80,6 +82,25 @@ export interface UploadReport {
 /** How many rows each list of the report keeps. */
 export const MAX_LISTED = 1000;
 
+/** How many rows of each list the text report prints: a screenful; `--report FILE` has the rest. */
+export const MAX_PRINTED = 20;
+
+/**
+ * Whether the run did what it was asked, its exit code 0: every valid row has a final outcome
+ * (a dry run: would be sent), and the invalid rows are tolerated: with `strict`, none; without,
+ * as long as some row is valid. A file whose every row is invalid sends nothing, which no caller
+ * asks for; a strict caller (a CI check of the file, a cron job) wants every row to go through.
+ *
+ * @example
+ * ```ts
+ * process.exitCode = succeeded(report) ? 0 : 1;
+ * ```
+ */
+export function succeeded(report: UploadReport): boolean {
+  const tolerated = report.invalid === 0 || (!report.strict && report.valid > 0);
+  return tolerated && (report.dryRun || report.complete);
+}
+
 /** Accumulates outcomes as rows finish; see {@link createTally}. */
 export interface Tally {
   readonly counts: Record<Exclude<RowOutcome, 'invalid'> | 'invalid', number>;
@@ -88,6 +109,7 @@ export interface Tally {
     file: string;
     url: string | null;
     dryRun: boolean;
+    strict: boolean;
     interrupted: boolean;
     stopReason: string | null;
     rows: number;
@@ -140,9 +162,31 @@ export function createTally(): Tally {
 
 function listing(title: string, rows: readonly RowProblem[], total: number): string[] {
   if (total === 0) return [];
-  const lines = rows.map((row) => `  line ${row.line}: ${row.status === undefined ? '' : `${row.status} `}${row.reason}`);
-  if (total > rows.length) lines.push(`  … and ${total - rows.length} more`);
+  const printed = rows.slice(0, MAX_PRINTED);
+  const lines = printed.map((row) => `  line ${row.line}: ${row.status === undefined ? '' : `${row.status} `}${row.reason}`);
+  if (total > printed.length) lines.push(`  … and ${total - printed.length} more (--report FILE lists the first ${MAX_LISTED})`);
   return ['', `${title}:`, ...lines];
+}
+
+/** The last lines: whether the run did what it was asked, and if not what to do. */
+function verdict(report: UploadReport): string[] {
+  const noneValid = report.invalid > 0 && report.valid === 0;
+  const refused = noneValid || (report.strict && report.invalid > 0);
+  const fix = refused
+    ? [
+        noneValid
+          ? `no row of the file is valid: ${report.dryRun ? 'none would be sent' : 'nothing was sent'}; fix the file`
+          : `${report.invalid} invalid rows (--strict): fix them in the file and run it again; rows already settled are not sent twice`,
+      ]
+    : [];
+  if (report.dryRun) return fix.length === 0 ? [] : ['', ...fix];
+  if (report.complete) return ['', ...fix, ...(refused ? [] : ['every valid row has a final outcome'])];
+  return [
+    '',
+    ...fix,
+    ...(report.stopReason === 'unauthorized' ? ['unauthorized: check --token (the server refused it; nothing was executed)'] : []),
+    `${report.valid - report.executed - report.replayed - report.declined} valid rows have no final outcome yet: run the same command again to resume`,
+  ];
 }
 
 /**
@@ -150,7 +194,7 @@ function listing(title: string, rows: readonly RowProblem[], total: number): str
  *
  * @example
  * ```ts
- * console.log(renderReport(tally.report({ file, url, dryRun: false, interrupted: false, stopReason: null, rows, elapsedMs })));
+ * console.log(renderReport(tally.report({ file, url, dryRun: false, strict: false, interrupted: false, stopReason: null, rows, sent, unsent, elapsedMs })));
  * ```
  */
 export function renderReport(report: UploadReport): string {
@@ -175,21 +219,12 @@ export function renderReport(report: UploadReport): string {
   const notes: Record<string, string> = {
     pending: report.unsent > 0 ? `  (${report.unsent} not sent yet)` : '',
   };
-  const verdict = report.dryRun
-    ? []
-    : report.complete
-      ? ['', 'every valid row has a final outcome']
-      : [
-          '',
-          ...(report.stopReason === 'unauthorized' ? ['unauthorized: check --token (the server refused it; nothing was executed)'] : []),
-          `${report.valid - report.executed - report.replayed - report.declined} valid rows have no final outcome yet: run the same command again to resume`,
-        ];
   return [
     head,
     ...figures.map(([name, value]) => `  ${name.padEnd(9)} ${String(value).padStart(9)}${notes[name] ?? ''}`),
     ...listing('invalid rows', report.invalidRows, report.invalid),
     ...listing('declined rows', report.declinedRows, report.declined),
     ...listing('pending rows (outcome unknown)', report.pendingRows, report.pending - report.unsent),
-    ...verdict,
+    ...verdict(report),
   ].join('\n');
 }

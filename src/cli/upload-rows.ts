@@ -55,6 +55,12 @@ export function isInvalidRow(row: RowUpload | InvalidRow): row is InvalidRow {
 const INTEGER = /^-?\d+$/;
 
 /**
+ * A field's value as a reason quotes it: cut to its first 40 characters, since a field may be of
+ * any length (a megabyte of junk) and the reason is printed and kept in the report.
+ */
+const quoted = (value: string): string => (value.length > 40 ? `${JSON.stringify(value.slice(0, 40))}… (${value.length} characters)` : JSON.stringify(value));
+
+/**
  * Checks the header against the options and returns the mapper for the rows under it, or
  * why the file cannot be uploaded at all (no header, a missing or repeated column).
  *
@@ -111,7 +117,7 @@ export function createRowMapper(
       if (name === 'amount') {
         // Amounts are minor units: an integer, never a float that could round.
         const amount = INTEGER.test(value.trim()) ? Number(value.trim()) : Number.NaN;
-        if (!Number.isSafeInteger(amount)) return { line, reason: `amount ${JSON.stringify(value)} is not an integer (minor units)` };
+        if (!Number.isSafeInteger(amount)) return { line, reason: `amount ${quoted(value)} is not an integer (minor units)` };
         body[name] = amount;
       } else {
         body[name] = value;

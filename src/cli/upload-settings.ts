@@ -15,7 +15,7 @@ const spec = {
   description:
     "POST every row of a CSV file exactly once. Each row's key is derived from its key columns, so running the same " +
     'command again after a crash or Ctrl-C resumes, and resubmitting a finished file changes nothing. ' +
-    'Exit code 0 only when every valid row has a final outcome.',
+    'Exit code 0 only when every valid row has a final outcome (--dry-run: would be sent) and some row is valid (--strict: every row).',
   options: {
     url: { type: 'string', value: 'URL', help: 'endpoint every row is POSTed to, e.g. http://127.0.0.1:8787/v1/payments' },
     token: { type: 'string', value: 'TOKEN', help: 'bearer token, never journaled (default: $ONCELY_TOKEN, which is safer: other users can see a flag in ps)' },
@@ -25,6 +25,7 @@ const spec = {
     'body-columns': { type: 'string', value: 'x,y', help: 'columns sent as the JSON body (default: every other column)' },
     namespace: { type: 'string', value: 'UUID', help: "uuid5 namespace of the derived keys (default: oncely's)" },
     'dry-run': { type: 'boolean', help: 'check the file and derive the keys; send and journal nothing' },
+    strict: { type: 'boolean', help: 'exit 1 when any row is invalid (default: only when no row is valid); the valid rows are still sent' },
     report: { type: 'string', value: 'FILE', help: 'also write the final report as JSON to FILE' },
   },
 } as const;
@@ -40,6 +41,8 @@ export interface UploadSettings extends FileSettings {
   readonly concurrency: number;
   readonly journalPath: string | undefined;
   readonly dryRun: boolean;
+  /** `--strict`: an invalid row fails the run. */
+  readonly strict: boolean;
   readonly reportPath: string | undefined;
 }
 
@@ -86,6 +89,7 @@ export function resolveSettings(argv: readonly string[]): { ok: true; settings: 
       bodyColumns,
       namespace,
       dryRun,
+      strict: values.strict === true,
       reportPath: values.report,
     },
   };

@@ -25,14 +25,15 @@ import { reportParseFailure } from './args.js';
 import { onInterrupt } from './interrupt.js';
 import { inspectFile, rowFingerprint, validBatches } from './upload-file.js';
 import { createProgress, type Progress } from './upload-progress.js';
-import { createTally, renderReport, type Tally, type UploadReport } from './upload-report.js';
+import { createTally, renderReport, succeeded, type Tally, type UploadReport } from './upload-report.js';
 import type { RowUpload } from './upload-rows.js';
 import { resolveSettings, type UploadSettings } from './upload-settings.js';
 
 /**
  * `oncely upload FILE.csv --url URL --token TOKEN [...]`. Exit codes: 0 every valid row has a
- * final outcome; 1 some rows are still pending (the server settled nothing for a long run of
- * rows, or the journal failed), or the file cannot be read (nothing sent); 2 usage error; 130
+ * final outcome (a dry run: the file would be sent); 1 some rows are still pending (the server
+ * settled nothing for a long run of rows, or the journal failed), or the file cannot be read
+ * (nothing sent), or no row of it is valid (with `--strict`: some row is not); 2 usage error; 130
  * stopped by Ctrl-C. In every case but a usage error, running it again resumes.
  *
  * @example
@@ -59,6 +60,7 @@ export async function upload(argv: readonly string[]): Promise<number> {
       file: settings.file,
       url: settings.dryRun ? null : (settings.url ?? null),
       dryRun: settings.dryRun,
+      strict: settings.strict,
       interrupted: run.stopReason !== undefined,
       stopReason: run.stopReason ?? null,
       rows: inspected.rows,
@@ -69,7 +71,7 @@ export async function upload(argv: readonly string[]): Promise<number> {
     console.log(renderReport(report));
     if (settings.reportPath !== undefined) await writeFile(settings.reportPath, `${JSON.stringify(report, null, 2)}\n`);
     if (run.stopReason === 'interrupted') return 130;
-    return settings.dryRun || report.complete ? 0 : 1;
+    return succeeded(report) ? 0 : 1;
   };
 
   if (settings.dryRun) {

@@ -9,7 +9,7 @@ import { recordDamage } from '../journal/integrity.js';
 import { OperationState, isExpired, type DamagedRecord, type Journal, type OperationRecord } from '../journal/types.js';
 import type { FingerprintDigest } from '../fingerprint.js';
 import { newKey } from '../keys.js';
-import { outcomeOf } from './follow.js';
+import { outcomeOf, type OperationSnapshot } from './follow.js';
 import { abortAll, createOperation, type Engine, type Operation } from './operation-handle.js';
 import { snapshotOf } from './operation.js';
 import { normalizeOptions, type ClientOptions } from './options.js';
@@ -96,6 +96,29 @@ export interface Client {
    */
   resume(options?: ResumeOptions): Promise<ResumeOutcome[]>;
   /**
+   * The operations this client follows whose state can still change — prepared, being sent,
+   * waiting or pending here, or followed while another tab sends them — by key, with their state
+   * now. What this process knows before the journal says it: an attempt on the wire, an outcome
+   * whose write is still to commit.
+   *
+   * @example
+   * ```ts
+   * const sending = [...client.following()].filter(([, snapshot]) => snapshot.state === 'sending').length;
+   * ```
+   */
+  following(): ReadonlyMap<string, OperationSnapshot>;
+  /**
+   * Hears every change of state of the operations this client follows (each one's `subscribe()`,
+   * for all of them): a key followed for the first time, each attempt, and last its final state.
+   * Returns the function that stops it.
+   *
+   * @example
+   * ```ts
+   * const stop = client.subscribe((key, snapshot) => console.log(key, snapshot.state));
+   * ```
+   */
+  subscribe(listener: (key: string, snapshot: OperationSnapshot) => void): () => void;
+  /**
    * Stops operations in flight (they stay pending), waits until every outcome this client handed
    * to a caller is written to the journal — whoever created the journal — and closes a journal
    * the client created. Once it resolves, nothing it reported is lost, whatever the process does
@@ -133,6 +156,7 @@ export function buildClient(options: ClientOptions, defaultJournal: (() => Journ
     },
     trackers: new Map(),
     behind: writeBehinds(journal),
+    listeners: new Set(),
   };
   resolved.signal?.addEventListener('abort', () => void abortAll(engine, resolved.signal?.reason), { once: true });
 
@@ -226,6 +250,13 @@ export function buildClient(options: ClientOptions, defaultJournal: (() => Journ
         lastStatus: record.lastStatus,
       }));
       return [...unsettled, ...damaged.map((row) => ({ key: row.key, state: 'damaged' as const, reason: row.reason }))];
+    },
+    following() {
+      return new Map([...engine.trackers].map(([key, tracker]) => [key, tracker.snapshot]));
+    },
+    subscribe(listener) {
+      engine.listeners.add(listener);
+      return () => void engine.listeners.delete(listener);
     },
     async resume(resumeOptions = {}) {
       engine.assertOpen();

@@ -92,6 +92,8 @@ export interface Engine {
   readonly trackers: Map<string, Tracker>;
   /** Outcomes written behind, which `close()` sees committed (`undefined`: the journal writes none behind). */
   readonly behind: WriteBehinds | undefined;
+  /** Hear every change of every tracker of this client (`client.subscribe`). */
+  readonly listeners: Set<(key: string, snapshot: OperationSnapshot) => void>;
 }
 
 /**
@@ -105,7 +107,12 @@ export function trackerFor(engine: Engine, ref: OperationRef, initial: Operation
   const tracker = createTracker(initial, () => {
     if (engine.trackers.get(ref.key) === tracker) engine.trackers.delete(ref.key);
   });
-  if (!isFinal(initial)) engine.trackers.set(ref.key, tracker);
+  if (isFinal(initial)) return tracker;
+  engine.trackers.set(ref.key, tracker);
+  // Heard before the handle's own subscribers: a list of the client's operations (the React
+  // hook) updates in the same turn as the operation's own view.
+  tracker.subscribe((snapshot) => engine.listeners.forEach((listener) => listener(ref.key, snapshot)));
+  engine.listeners.forEach((listener) => listener(ref.key, initial));
   return tracker;
 }
 

@@ -108,8 +108,9 @@ export interface ClientOptions extends ClientHooks {
   /**
    * Query strings are part of the request and are journaled. A query parameter whose name holds
    * a credential word (token, secret, key, pass, auth, sig, credential, session, cookie, jwt, …:
-   * `access_token`, `api_token`, `private_token`, `passphrase`, `X-Amz-Signature`) or whose value
-   * is a JWT is refused at `prepare()`, before anything is journaled or sent, unless named here
+   * `access_token`, `api_token`, `private_token`, `passphrase`, `X-Amz-Signature`), a one-time
+   * code (`code` alone, OAuth's authorization code; `code_verifier`, `device_code`, `mfa_code`; not
+   * `zip_code` or `country_code`) or whose value is a JWT is refused at `prepare()`, before anything is journaled or sent, unless named here
    * (case-insensitive), or unless this is `true` (every parameter). A `#fragment` is never
    * journaled.
    * @default false

@@ -12,4 +12,5 @@
 export { OncelyProvider, useOncelyClient, type OncelyProviderProps } from './client-context.js';
 export { useOperation, type OperationView, type UseOperationOptions, type UseOperationResult } from './use-operation.js';
 export { usePendingOperations } from './use-pending-operations.js';
+export type { OperationInProgress } from './in-progress-store.js';
 export { oncelyMutationFn, type MutationRequest } from './mutation.js';

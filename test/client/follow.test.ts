@@ -182,3 +182,32 @@ describe('resume({ follow: true })', () => {
     expect(server.seen).toHaveLength(1);
   });
 });
+
+describe("the client's view of every operation it follows", () => {
+  it('tells client.subscribe() listeners each change of each operation, and lists in following() those that can still change', async () => {
+    const client = testClient();
+    const heard: Array<[string, string]> = [];
+    const stop = client.subscribe((key, snapshot) => void heard.push([key, snapshot.state]));
+    const paid = await client.prepare('POST', 'v1/payments', { json: PAYMENT });
+    const later = await client.prepare('POST', 'v1/payments', { json: { ...PAYMENT, reference: 'inv-8' } });
+    expect([...client.following()].map(([key, snapshot]) => [key, snapshot.state])).toEqual([
+      [paid.key, 'prepared'],
+      [later.key, 'prepared'],
+    ]);
+
+    await paid.send();
+
+    expect(heard).toEqual([
+      [paid.key, 'prepared'],
+      [later.key, 'prepared'],
+      [paid.key, 'sending'],
+      [paid.key, 'sending'],
+      [paid.key, 'succeeded'],
+    ]);
+    // Settled: the journal has it, and the client no longer follows it.
+    expect([...client.following().keys()]).toEqual([later.key]);
+    stop();
+    await later.send();
+    expect(heard).toHaveLength(5);
+  });
+});

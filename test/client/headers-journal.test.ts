@@ -154,6 +154,18 @@ describe('the journal keeps only allow-listed response headers', () => {
     expect((await journal.list())[0]?.result?.headers).toEqual({ 'content-type': 'application/json', date: expect.any(String) });
     await client.close();
   });
+  it('drops a location that carries an authorization code (an OAuth redirect)', async () => {
+    const redirecting = async (request: Request): Promise<Response> => {
+      const response = await fetch(request);
+      const headers = new Headers(response.headers);
+      headers.set('location', 'https://shop.example/callback?code=SECRET_oauth_code&state=xyz');
+      return new Response(await response.text(), { status: response.status, headers });
+    };
+    const client = createClient({ baseUrl: server.url, journal, fetch: redirecting });
+    await client.post('v1/pay', { json: { amount: 1 } });
+    expect((await journal.list())[0]?.result?.headers).toEqual({ 'content-type': 'application/json', date: expect.any(String) });
+    await client.close();
+  });
 });
 
 describe('requests that could never be sent', () => {
@@ -229,6 +241,22 @@ describe('requests that could never be sent', () => {
     expect(bytes).not.toContain('SECRET_');
     await client.close();
     await optedIn.close();
+  });
+
+  it("refuses OAuth's authorization code and other one-time codes, and sends codes that name a category", async () => {
+    const client = createClient({ baseUrl: server.url, journal });
+    const refused = ['code', 'Code', 'code_verifier', 'oauth_verifier', 'device_code', 'verificationCode', 'mfa-code', 'reset_code', 'totp', 'cvv'];
+    for (const name of refused) expect(await refusal(client.post(`v1/pay?${name}=SECRET_code`, { json: {} }))).toContain(JSON.stringify(name));
+    const categories = ['postcode', 'zip_code', 'countryCode', 'currency_code', 'promo_code', 'status_code', 'nonce', 'state'];
+    for (const name of categories) await client.post(`v1/pay?${name}=1`, { json: {} });
+    expect(await journal.list()).toHaveLength(categories.length);
+    expect(server.attempts).toHaveLength(categories.length);
+    const bytes = [path, `${path}-wal`]
+      .filter(existsSync)
+      .map((file) => readFileSync(file).toString('latin1'))
+      .join('');
+    expect(bytes).not.toContain('SECRET_code');
+    await client.close();
   });
 
   it('never journals a #fragment, which fetch never sends and may hold a token', async () => {

@@ -58,6 +58,17 @@ describe('the snippets of the README and the guides', () => {
     expect(snippets.length).toBeGreaterThanOrEqual(20);
   });
 
+  it('create every client with the credential its requests need: a headers option, or a comment naming the session cookie', () => {
+    // Copied as written, a client without one is refused 401 at every request (the reference
+    // server's demo callers are tokens), and each payment sits pending.
+    const calls = snippets.flatMap((snippet) =>
+      [...snippet.code.matchAll(/createClient\(\{[\s\S]*?\n?\}\);/g)].map((match) => ({ page: snippet.page, call: match[0] })),
+    );
+    expect(calls.filter((c) => c.page === 'docs/react.md').length).toBeGreaterThanOrEqual(3);
+    const silent = calls.filter(({ call }) => !/\bheaders\s*:|cookie/i.test(call)).map(({ page, call }) => `${page}: ${call.split('\n')[0]}`);
+    expect(silent).toEqual([]);
+  });
+
   it('compile against the entries they import, with strict TypeScript', () => {
     // Two programs in all (Node, browser): one per page would take minutes.
     const files = snippets.map((snippet) => {

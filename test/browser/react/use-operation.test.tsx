@@ -3,7 +3,7 @@
  * payment server behind the client's `fetch` that executes each key once, as oncely's server
  * does, and counts what it executed.
  */
-import { StrictMode, useState } from 'react';
+import { StrictMode, useLayoutEffect, useState } from 'react';
 import { createRoot, type Root } from 'react-dom/client';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createClient, indexedDbJournal, type Client } from '../../../src/browser.js';
@@ -246,5 +246,46 @@ describe('usePendingOperations', () => {
 
     await vi.waitFor(() => expect(stateOf(container)).toBe('succeeded'));
     await vi.waitFor(() => expect(list()).toEqual([]), { timeout: 10_000 });
+  });
+
+  it('shows the first attempt as sending, and never a paid payment as in progress, in any committed render', async () => {
+    const server = paymentServer();
+    const client = newClient(indexedDbJournal({ dbName: `react-pending-paid-${crypto.randomUUID()}` }), server);
+    const release = server.holdNext();
+    /** What each committed render showed: the payment's state, and the list's lines. */
+    const frames: Array<{ state: string; listed: string[] }> = [];
+    function Page() {
+      const { state, send, key } = useOperation({ path: 'v1/payments', json: { ...ORDER, reference: 'ord-8' }, naturalKey: ['checkout', 'ord-8'] });
+      const pending = usePendingOperations();
+      const listed = (pending ?? []).map((op) => `${op.key}: ${op.sending ? `sending, attempt ${op.attempts + 1}` : `in progress, ${op.attempts} attempt(s)`}`);
+      useLayoutEffect(() => void frames.push({ state: state.state, listed }));
+      return (
+        <section data-key={key ?? ''}>
+          <p data-testid="state">{state.state}</p>
+          <ul data-testid="in-progress">
+            {listed.map((line) => (
+              <li key={line}>{line}</li>
+            ))}
+          </ul>
+          <button type="button" onClick={send}>
+            Pay
+          </button>
+        </section>
+      );
+    }
+    const container = mount(client, <Page />);
+    await vi.waitFor(() => expect(stateOf(container)).toBe('prepared'));
+    const key = container.querySelector('section')?.dataset.key ?? '';
+    const list = (): string[] => [...container.querySelectorAll('[data-testid="in-progress"] li')].map((li) => li.textContent ?? '');
+
+    container.querySelector('button')!.click();
+    // The first attempt is held by the server: on the wire, answered by nobody yet.
+    await vi.waitFor(() => expect(list()).toEqual([`${key}: sending, attempt 1`]), { timeout: 10_000 });
+    release();
+    await vi.waitFor(() => expect(stateOf(container)).toBe('succeeded'));
+
+    expect(frames.filter((frame) => frame.state === 'succeeded' && frame.listed.length > 0)).toEqual([]);
+    expect(frames.filter((frame) => frame.state === 'sending' && frame.listed.some((line) => line.includes('0 attempt(s)')))).toEqual([]);
+    expect(server.executed.size).toBe(1);
   });
 });
