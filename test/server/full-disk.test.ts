@@ -14,6 +14,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createRecoveryWorker } from '../../src/server/index.js';
 import { sqliteKeyStore } from '../../src/server/sqlite.js';
 import type { KeyStore } from '../../src/server/store.js';
+import { droppingConnections } from '../support/dropped-connection.js';
 import { postgresDisk, sqliteDisk, type Disk } from '../support/full-disk.js';
 import { openPgBackend, type PgBackend } from '../support/pg.js';
 import { createTestApp, type TestApp } from './fixtures.js';
@@ -121,6 +122,19 @@ describe('a 503 answered on a full disk (PostgreSQL)', () => {
     expect((await failOnFullDisk(app, disk, 'k-full')).status).toBe(503);
     await disk.free();
     const retry = await app.post({ amount: 10 }, { key: 'k-full' });
+    expect(retry.status).toBe(201);
+    expect(await app.count('ledger')).toBe(1);
+    expect([app.risk.applied.size, app.rail.applied.size]).toEqual([1, 1]);
+  });
+
+  it('runs the retry sent once connections hold again, though the release after the 503 was cut off with its connection', async () => {
+    const store = await backend.store();
+    const app = await createTestApp({ store });
+    const connections = await droppingConnections(backend, store.schema);
+    const cut: Disk = { fill: connections.cut, free: connections.mend };
+    expect((await failOnFullDisk(app, cut, 'k-cut')).status).toBe(503);
+    await connections.mend();
+    const retry = await app.post({ amount: 10 }, { key: 'k-cut' });
     expect(retry.status).toBe(201);
     expect(await app.count('ledger')).toBe(1);
     expect([app.risk.applied.size, app.rail.applied.size]).toEqual([1, 1]);
