@@ -92,6 +92,26 @@ describe('a 503 answered on a full disk (SQLite)', () => {
   });
 });
 
+describe('a 503 answered after a takeover whose reload failed', () => {
+  it('frees the key it had just taken over: the next retry takes it over again and runs', async () => {
+    const store = sqlite(file());
+    let failLoads = 0;
+    // The store answers every call but the loads it is told to fail (as a dropped connection would).
+    const flaky: KeyStore = {
+      ...store,
+      load: (clientId, key) => (failLoads > 0 ? ((failLoads -= 1), Promise.reject(new Error('connection lost'))) : store.load(clientId, key)),
+    };
+    const app = await createTestApp({ store: flaky });
+    // Parked at EXT1_SENT (the risk check timed out): the next request takes the row over.
+    app.risk.script.push('timeout-before-apply');
+    expect((await app.post({ amount: 10 }, { key: 'k-reload' })).status).toBe(202);
+    failLoads = 1;
+    expect((await app.post({ amount: 10 }, { key: 'k-reload' })).status).toBe(503);
+    expect((await app.post({ amount: 10 }, { key: 'k-reload' })).status).toBe(201);
+    expect(await app.count('ledger')).toBe(1);
+  });
+});
+
 describe('a key the recovery worker gave up on a full disk (SQLite)', () => {
   it("is free for the client's retry once the disk has room again, though the worker's park failed", async () => {
     const app = await createTestApp({ store: sqlite(file()), parkBackoff: { baseMs: 1, maxMs: 1 } });
