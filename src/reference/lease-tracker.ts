@@ -61,20 +61,23 @@ export function trackLeases(store: KeyStore): LeaseTracker {
       if (!result.ok) drop(lease);
       return result;
     },
+    // Dropped once the store has recorded the call (or the lease was lost): a finish, release or
+    // park the store refused (a full disk, a dropped connection) leaves the key held, and shutdown
+    // gives it back, as the handler's let-go would have once the store recovered.
     async finish(lease, response, work, before) {
-      try {
-        return await store.finish(lease, response, work, before);
-      } finally {
-        drop(lease);
-      }
+      const result = await store.finish(lease, response, work, before);
+      drop(lease);
+      return result;
     },
     async release(lease, options) {
+      const released = await store.release(lease, options);
       drop(lease);
-      return store.release(lease, options);
+      return released;
     },
     async park(lease, options) {
+      const parked = await store.park(lease, options);
       drop(lease);
-      return store.park(lease, options);
+      return parked;
     },
     sweep: (limit) => store.sweep(limit),
     reap: (batchSize) => store.reap(batchSize),

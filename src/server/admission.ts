@@ -17,6 +17,10 @@
  * | started, lease expired or released               | `take-over` | take the row over and run it         |
  * | nothing visible: an owner's whole request still open in its transaction for the whole wait | — | `409` + `Retry-After` (the driver) |
  *
+ * Before any of it, a let-go of the key that this instance could not record (`let-go.ts`) is tried
+ * again: the `503` it answered promised a free key. While that still fails the store error
+ * propagates (`503` again), never a `409` for a lease nobody works under.
+ *
  * {@link admitRequest} drives it: admit, classify, wait and decide again, take over, or `409` when
  * the takeover was lost. What runs after a request owns its key is the front end's business.
  *
@@ -25,6 +29,7 @@
  */
 import { inFlight, mismatch, replay, replayHeaders, type Answer } from './answers.js';
 import { waitBudget, type InFlight } from './in-flight.js';
+import type { LetGo } from './let-go.js';
 import type { CachedKey, ReplayCache } from './replay-cache.js';
 import type { AdmitResult, KeyRow, KeyStore, Lease, StoredResponse } from './store/types.js';
 
@@ -91,6 +96,8 @@ export function classify(found: Found, asking: Asking): Classified {
 export interface AdmissionPolicy {
   readonly store: Pick<KeyStore, 'takeOver'>;
   readonly keys: Pick<InFlight, 'wait' | 'running'>;
+  /** The front end's let-go of the keys it gave up, tried again first for the key asked for. */
+  readonly letGo: Pick<LetGo, 'before'>;
   /**
    * Whether an owner's admission is invisible until its work commits (a whole request in one
    * transaction): a duplicate of a key this process runs then waits for it here, holding no
@@ -155,6 +162,9 @@ const isAnswer = <O extends Owned>(result: AdmitAttempt<O>): result is Answer =>
 export async function admitRequest<O extends Owned>(policy: AdmissionPolicy, request: KeyedRequest, admitOnce: AdmitOnce<O>): Promise<Admitted<O>> {
   let inFlightWaitMs = policy.inFlightWaitMs;
   for (;;) {
+    // Each time round: an owner this request waited for may have failed to let the key go.
+    const pending = policy.letGo.before(request.clientId, request.key);
+    if (pending) await pending;
     if (policy.invisibleOwners && policy.keys.running(request.clientId, request.key)) {
       // The owner runs here: wait for it in process, up to one budget, and answer 409 if it still
       // runs. Waiters woken together go to the store one at a time (each marks the key while it

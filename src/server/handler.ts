@@ -18,6 +18,7 @@ import { validate as validateUuid } from 'uuid';
 import { fingerprintInputParsed } from '../fingerprint.js';
 import { DEFAULT_NAMESPACE, parseKeyHeader } from '../keys.js';
 import { createInFlight } from './in-flight.js';
+import { createLetGo } from './let-go.js';
 import { parseInput, type Admission } from './parse-input.js';
 import { admitRequest, fromCache, rememberFinished, type AdmissionPolicy } from './admission.js';
 import { problemAnswer, replay, respond, storeUnavailable, toResponse, type Answer } from './answers.js';
@@ -80,16 +81,25 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
   const { store, metrics } = config;
   const telemetry = serverTelemetry(options.telemetry);
   const keys = createInFlight(store, config.leaseMs);
+  const letGo = createLetGo({ store, leaseMs: config.leaseMs });
   const cache: ReplayCache | undefined = config.replayCache === false ? undefined : createReplayCache(config.replayCache);
   const policy: AdmissionPolicy = {
     store,
     keys,
+    letGo,
     cache,
     leaseMs: config.leaseMs,
     inFlightWaitMs: config.inFlightWaitMs,
     // The owner commits at each phase: a lease not refreshed lately says it stopped working.
     retryAfterMs: (row) => keys.retryAfterMs(row),
   };
+
+  /** The row just taken over under `lease`; when the store fails the lease is let go first (the answer is 503, a free key). */
+  const reload = (lease: Lease): Promise<KeyRow | undefined> =>
+    store.load(lease.clientId, lease.key).catch(async (error: unknown) => {
+      await letGo.release(lease, { forget: false });
+      throw error;
+    });
 
   /** Runs the operation's steps under `lease` from `row`'s recovery point (see `phases.ts`). */
   const execute = (
@@ -115,6 +125,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       hooks: config.hooks,
       metrics,
       onTransient: how.onTransient,
+      letGo,
       backoff: config.backoff,
       admitted: how.admitted,
       trace,
@@ -199,7 +210,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
         metrics.add('lease_takeovers');
         trace?.tookOver();
         // Reload under our lease: the previous owner may have committed more phases since `admit` read it.
-        const current = await store.load(decided.row.clientId, decided.row.key);
+        const current = await reload(decided.lease);
         if (!current) return problemAnswer('transient', ProblemType.UpstreamUnavailable, 'the key vanished during takeover', { ...echo, 'retry-after': '1' });
         return executed(await execute(operation, decided.lease, current, input, { onTransient: 'release' }, trace), current, admission, echo);
       }
@@ -284,10 +295,10 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       if (!operation || !parsed?.ok) {
         // Nothing can run this row any more; hold it off the sweep for as long as possible so it
         // does not starve the rows behind it, and leave it for reconciliation.
-        await store.park(lease, { retryAfterMs: config.backoff.maxMs });
+        await letGo.park(lease, { retryAfterMs: config.backoff.maxMs });
         return 'unresumable';
       }
-      const current = await store.load(row.clientId, row.key);
+      const current = await reload(lease);
       if (!current) return 'lost';
       const recovery = telemetry?.recovery(row.endpoint);
       const outcome = await execute(operation, lease, current, parsed.input, { onTransient: 'park' }, recovery);

@@ -32,6 +32,7 @@
  * @module
  */
 import { externalKey } from './derived-key.js';
+import type { LetGo } from './let-go.js';
 import type { ServerMetrics } from './metrics.js';
 import { LeaseLostError } from './store/lease-lost.js';
 import { resumePosition, sentOf } from './phase-plan.js';
@@ -93,6 +94,8 @@ export interface RunStepsInput<Input> {
   readonly metrics: ServerMetrics;
   /** What a transient failure does with the lease: a request releases it, the recovery worker parks (backs off). */
   readonly onTransient: 'release' | 'park';
+  /** How the lease is let go after a transient failure: retried when the store cannot record it (`let-go.ts`). */
+  readonly letGo: Pick<LetGo, 'release' | 'park'>;
   /** Park backoff: `min(maxMs, baseMs · 2^attempts)`. */
   readonly backoff: { readonly baseMs: number; readonly maxMs: number };
   /**
@@ -112,8 +115,8 @@ export interface RunStepsInput<Input> {
  *
  * @example
  * ```ts
- * const outcome = await runSteps({ store, operation, lease, input, recoveryPoint: null, data: {}, attempts: 0,
- *   namespace, leaseMs: 10_000, hooks: {}, metrics, onTransient: 'release', backoff: { baseMs: 1000, maxMs: 60_000 } });
+ * const outcome = await runSteps({ store, operation, lease, input, recoveryPoint: null, data: {}, attempts: 0, namespace, leaseMs: 10_000,
+ *   hooks: {}, metrics, onTransient: 'release', letGo: createLetGo({ store, leaseMs: 10_000 }), backoff: { baseMs: 1000, maxMs: 60_000 } });
  * ```
  */
 export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsOutcome> {
@@ -158,12 +161,10 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
     return { kind: 'finished', response };
   };
   const giveUp = async (retryAfterMs: number, cause?: unknown): Promise<StepsOutcome> => {
-    try {
-      if (run.onTransient === 'park') await store.park(lease, { retryAfterMs: backoffMs(run) });
-      else await store.release(lease, { forget: point === null });
-    } catch {
-      // The store is what failed: the lease simply runs out and the row stays resumable.
-    }
+    // Often the store is what failed, and this fails too: the let-go is then retried until it is
+    // recorded, so the answer's promise (the key is free again) holds once the store recovers.
+    if (run.onTransient === 'park') await run.letGo.park(lease, { retryAfterMs: backoffMs(run) });
+    else await run.letGo.release(lease, { forget: point === null });
     return cause === undefined ? { kind: 'transient', retryAfterMs } : { kind: 'transient', retryAfterMs, cause };
   };
 

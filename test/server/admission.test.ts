@@ -123,6 +123,7 @@ describe('admitRequest', () => {
         },
       },
       keys: { wait: async (_clientId, _key, ms) => void waits.push(ms), running: () => false },
+      letGo: { before: () => undefined },
       cache: overrides.cache,
       leaseMs: 30_000,
       inFlightWaitMs: 5000,

@@ -35,6 +35,7 @@ import { admitRequest, fromCache, type AdmissionPolicy, type AdmitAttempt } from
 import { problemAnswer, storeUnavailable, type Answer } from '../answers.js';
 import { InvalidOptionError } from '../errors/invalid-option-error.js';
 import { createInFlight } from '../in-flight.js';
+import { createLetGo } from '../let-go.js';
 import { integerOption, resolveServerOptions } from '../options.js';
 import { ProblemType } from '../problems.js';
 import { createReplayCache } from '../replay-cache.js';
@@ -84,9 +85,13 @@ export function createGuard(options: GuardOptions): Guard {
     }
   };
 
+  // A key given up while the store fails is let go again until the store records it (`../let-go.ts`).
+  const letGo = createLetGo({ store, leaseMs, report });
+
   const policy: AdmissionPolicy = {
     store,
     keys,
+    letGo,
     // `transaction: true` admits with the whole request: the owner's key is invisible until it commits.
     invisibleOwners: options.transaction === true,
     cache,
@@ -99,7 +104,7 @@ export function createGuard(options: GuardOptions): Guard {
 
   /** The handler runs under `lease`: the framework edge calls it, then `complete` with its response. */
   function execution(lease: Lease): Promise<Decision> | Decision {
-    const run = new LeasedRun(store, lease, keys.begin(lease.clientId, lease.key), report);
+    const run = new LeasedRun(store, letGo, lease, keys.begin(lease.clientId, lease.key), report);
     if (options.transaction) return TransactionExecution.open(run, leaseMs, maxResponseBytes);
     return { kind: 'run', execution: new PlainExecution(run, maxResponseBytes) };
   }
@@ -110,7 +115,7 @@ export function createGuard(options: GuardOptions): Guard {
    * duplicate in this process waits here, not in the database.
    */
   async function admitWhole(input: AdmitInput): Promise<AdmitAttempt<{ readonly owned: true; readonly decision: Decision }>> {
-    const run = new LeasedRun(store, { clientId: input.clientId, key: input.key, token: '' }, keys.begin(input.clientId, input.key), report);
+    const run = new LeasedRun(store, letGo, { clientId: input.clientId, key: input.key, token: '' }, keys.begin(input.clientId, input.key), report);
     const begun = await TransactionExecution.admit(run, input, leaseMs, maxResponseBytes);
     if (!('found' in begun)) return { owned: true, decision: begun };
     run.end();

@@ -8,6 +8,7 @@
  */
 import { inFlight, storeUnavailable, type Answer, type WireResponse } from '../answers.js';
 import { LeaseExpiredError } from '../errors/lease-expired-error.js';
+import type { LetGo } from '../let-go.js';
 import type { KeyStore, Lease, Tx } from '../store/types.js';
 import type { GuardContext } from './types.js';
 
@@ -20,6 +21,8 @@ export class LeasedRun {
 
   constructor(
     readonly store: KeyStore,
+    /** The guard's let-go of the keys it gives up (retried while the store cannot record it). */
+    private readonly letGo: Pick<LetGo, 'release'>,
     /**
      * The lease the run holds. A whole request's admission (`transaction: true` on a fresh key)
      * holds its key by its open transaction instead, and has no token before it commits: its
@@ -59,9 +62,12 @@ export class LeasedRun {
     this.reporter(error, { clientId: this.lease.clientId, key: this.lease.key });
   }
 
-  /** Gives the key up with nothing stored: a retry runs afresh. A store error is reported. */
-  async release(): Promise<void> {
-    await this.store.release(this.lease, { forget: true }).catch((error: unknown) => this.report(error));
+  /**
+   * Gives the key up with nothing stored: a retry runs afresh. A store error is reported, and the
+   * release retried until the store records it (`../let-go.ts`): a retry is not held for a lease.
+   */
+  release(): Promise<void> {
+    return this.letGo.release(this.lease, { forget: true });
   }
 
   /** The answer when another request took the key over before the response was stored (reported). */

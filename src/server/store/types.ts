@@ -274,6 +274,8 @@ export interface KeyStore {
   /**
    * Gives the request up after a transient failure. `forget: true` deletes the row (allowed only
    * while no recovery point is committed); otherwise the lease is cleared and the row stays resumable.
+   * Fenced by the token: after it rejected, the front end calls it again with the same lease until
+   * it resolves, and a call that finds the row no longer under that token changes nothing.
    */
   release(lease: Lease, options: { readonly forget: boolean }): Promise<boolean>;
   /** Outcome unknown: clears the lease, counts the attempt, and holds the row from sweeps for `retryAfterMs`. */
