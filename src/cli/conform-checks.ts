@@ -11,6 +11,7 @@
 import { fill, header, reorderedText, respacedText, type Answer } from './conform-http.js';
 import { KEY_CHECKS } from './conform-key-checks.js';
 import {
+  bodySizeNote,
   brief,
   fail,
   identity,
@@ -20,6 +21,7 @@ import {
   notAccepted,
   pass,
   replayDifferences,
+  sameBody,
   Verdict,
   type Check,
   type Finding,
@@ -44,7 +46,7 @@ const replay: Check = {
     answers.push(second);
     const differences = replayDifferences(first, second);
     if (differences.length > 0) return fail(`the second answer differs: ${differences.join('; ')}`);
-    return pass(`${first.status}, then the same ${second.status} byte for byte, ${markerNote(second)}`);
+    return pass(`${first.status}, then the same ${second.status} byte for byte${bodySizeNote(second)}, ${markerNote(second)}`);
   },
 };
 
@@ -183,7 +185,7 @@ const transient: Check = {
     if (faulty.status < 500 && faulty.status !== 429) return fail(`--fault-header did not cause a transient answer: ${brief(faulty)}`);
     const retry = await sender.send(outgoing);
     answers.push(retry);
-    if (retry.status === faulty.status && retry.body === faulty.body)
+    if (retry.status === faulty.status && sameBody(retry, faulty))
       return fail(`${faulty.status}, then the same ${brief(retry)} again: the transient answer was stored`);
     if (!isSuccess(retry)) return fail(`${faulty.status}, then ${brief(retry)}: the retry did not run`);
     return pass(`${faulty.status}, then the retry ran: ${brief(retry)}`);

@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { BODY_CAP_BYTES } from './conform-body.js';
 import { header, type Answer, type Sender } from './conform-http.js';
 
 /** How a check came out. `n/a`: it could not run against this endpoint (its option not given). */
@@ -103,7 +104,30 @@ export function identity(answer: Answer): string {
   } catch {
     // Not JSON: the body itself names the resource.
   }
-  return `body ${answer.body}`;
+  return answer.truncated ? `body of ${answer.bytes} bytes, SHA-256 ${answer.digest}` : `body ${answer.body}`;
+}
+
+/**
+ * Whether two answers' bodies are the same bytes: compared by length and SHA-256, as neither
+ * is held whole when it is over the cap.
+ *
+ * @example
+ * ```ts
+ * if (!sameBody(faulty, retry)) notes.push('the retry got another body');
+ * ```
+ */
+export const sameBody = (a: Answer, b: Answer): boolean => a.bytes === b.bytes && a.digest === b.digest;
+
+/**
+ * How a body over the cap was compared, for a finding's sentence; empty for a body held whole.
+ *
+ * @example
+ * ```ts
+ * pass(`the same 201 byte for byte${bodySizeNote(first)}`);
+ * ```
+ */
+export function bodySizeNote(answer: Answer): string {
+  return answer.truncated ? ` (${answer.bytes} bytes, over the ${BODY_CAP_BYTES}-byte cap: compared by length and SHA-256)` : '';
 }
 
 /**
@@ -178,13 +202,14 @@ function refusalReason(body: string): string {
 export function replayDifferences(original: Answer, replay: Answer): string[] {
   const differences: string[] = [];
   if (original.status !== replay.status) differences.push(`status ${original.status} then ${replay.status}`);
-  if (original.body !== replay.body) {
+  const same = sameBody(original, replay);
+  if (!same) {
     const [a, b] = [identity(original), identity(replay)];
-    differences.push(a === b ? `body not byte-identical (${original.body.length} then ${replay.body.length} bytes)` : `another resource (${a} then ${b})`);
+    differences.push(a === b ? `body not byte-identical (${original.bytes} then ${replay.bytes} bytes)` : `another resource (${a} then ${b})`);
   }
   for (const name of ['content-type', 'location']) {
     const [a, b] = [header(original, name), header(replay, name)];
-    if (a !== b && !(original.body !== replay.body && name === 'location')) differences.push(`${name} ${a ?? '(none)'} then ${b ?? '(none)'}`);
+    if (a !== b && !(!same && name === 'location')) differences.push(`${name} ${a ?? '(none)'} then ${b ?? '(none)'}`);
   }
   return differences;
 }

@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { checkHeaders } from '../client/request.js';
 import { parseCommandArgs, readDuration, readInteger, reportParseFailure, tokenProblem, usageError } from './args.js';
 import { CHECKS } from './conform-checks.js';
+import { BODY_CAP_BYTES } from './conform-body.js';
 import { createSender, templateProblem } from './conform-http.js';
 import { createdBy, fail, Verdict, type CheckContext, type CheckSetup, type Finding } from './conform-judging.js';
 import { renderPlan, renderReport, summarize, type CheckResult, type PlannedCheck } from './conform-report.js';
@@ -23,6 +24,7 @@ const spec = {
     'Check how the endpoint URL honours Idempotency-Key, from the outside: replays, a concurrent burst, a key reused ' +
     'with another body, reordered JSON, malformed keys, two callers, transient answers, a duplicate in flight. ' +
     'Every request is real and may create resources: point it at a sandbox, and see the plan first with --dry-run. ' +
+    `Bodies are read to ${BODY_CAP_BYTES / 1024 / 1024} MiB each; larger ones are compared by length and SHA-256. ` +
     'Exit code 0 when every check that applies passes, 1 when one fails.',
   options: {
     body: { type: 'string', value: 'JSON', help: 'request body template; {{unique}} (inside a string) gets a fresh value in every request' },
@@ -38,7 +40,11 @@ const spec = {
     concurrency: { type: 'string', value: 'N', help: 'identical requests sent at once by the concurrency check (default 20)' },
     'fault-header': { type: 'string', value: '"NAME: VALUE"', help: 'a header that makes the endpoint answer 5xx or 429, for the transient check' },
     'slow-body': { type: 'string', value: 'JSON', help: 'a body template the endpoint takes well over 100 ms to answer, for the in-flight check' },
-    timeout: { type: 'string', value: 'DURATION', help: 'give up on one request after this long (default 30s)' },
+    timeout: {
+      type: 'string',
+      value: 'DURATION',
+      help: 'the whole time one request may take, from sending it to the last byte of its answer; past it the request fails (default 30s)',
+    },
     json: { type: 'boolean', help: 'print the results (or the plan) as JSON' },
     'dry-run': { type: 'boolean', help: 'print the plan (checks, requests, what they may create) and send nothing' },
   },

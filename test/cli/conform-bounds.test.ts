@@ -1,0 +1,79 @@
+/**
+ * `oncely conform`'s bounds against hostile loopback endpoints: `--timeout` is a request's whole
+ * time (a body dripped a byte at a time is given up on), and a body is held to 1 MiB and
+ * compared past that by length and SHA-256.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { createSender } from '../../src/cli/conform-http.js';
+import { conformReport, runConform } from './helpers/conform-run.js';
+import { bigDigest, created, drip, startHostileEndpoint, streamBig, type Behaviour } from './helpers/hostile-endpoint.js';
+
+const closers: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  await Promise.all(closers.splice(0).map((close) => close()));
+});
+
+const TEMPLATE = '{"item":"book","note":"{{unique}}"}';
+/** The documented cap on a body held in memory. */
+const CAP = 1024 * 1024;
+const BIG = 50_000_000;
+
+async function endpoint(behaviour: Behaviour): Promise<string> {
+  const started = await startHostileEndpoint(behaviour);
+  closers.push(started.close);
+  return started.url;
+}
+
+describe('oncely conform --timeout: the whole time of one request', () => {
+  it('gives up on a body dripped a byte at a time, faster than the timeout, and fails the check it was in', async () => {
+    // The first request (the replay check's) drips a byte every 50 ms: a socket timeout of 300 ms
+    // would restart at each one and never fire.
+    const url = await endpoint((res, { n, id }) => (n === 1 ? drip(res, 50) : created(res, id)));
+    const { code, report } = await conformReport([url, '--body', TEMPLATE, '--timeout', '300ms', '--concurrency', '2']);
+    const replay = report.checks.find((check) => check.id === 'replay');
+    expect(replay?.verdict).toBe('fail');
+    expect(replay?.observed).toMatch(/^no answer: no complete answer within 300 ms \(--timeout\): status 201 and \d+ bytes of the body had arrived$/);
+    // The run went on to the other checks.
+    expect(report.checks.map((check) => check.id)).toContain('in-flight');
+    expect(code).toBe(1);
+  }, 10_000);
+
+  it('names the check that timed out in the printed table', async () => {
+    const url = await endpoint((res, { n, id }) => (n === 1 ? drip(res, 50) : created(res, id)));
+    const run = await runConform([url, '--body', TEMPLATE, '--timeout', '300ms', '--concurrency', '2']);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(/^same key, same body, +.*no answer: no complete answer within 300 +FAIL +1 /m);
+  }, 10_000);
+});
+
+describe('oncely conform: bodies over the 1 MiB cap', () => {
+  it('holds 1 MiB of a 50 MB body and keeps the whole length and SHA-256', async () => {
+    const url = await endpoint((res, { id }) => streamBig(res, id, BIG));
+    const sender = createSender({ url: new URL(url), headersA: {}, headersB: undefined, timeoutMs: 20_000 });
+    try {
+      const answer = await sender.send({ key: 'k-1', body: '{}' });
+      expect(answer.status).toBe(201);
+      expect(answer).toMatchObject({ bytes: BIG, truncated: true, digest: bigDigest(BIG) });
+      expect(Buffer.byteLength(answer.body)).toBe(CAP);
+    } finally {
+      sender.close();
+    }
+  }, 20_000);
+
+  it('compares a 50 MB replay by length and SHA-256: the same bytes pass, a changed last byte fails', async () => {
+    // Only the first key's answers are big, so the other checks stay quick.
+    const big = (last: (replay: boolean) => string): Behaviour => {
+      let bigId: string | undefined;
+      return (res, { n, id, replay }) => {
+        if (n === 1) bigId = id;
+        return id === bigId ? streamBig(res, id, BIG, last(replay)) : created(res, id);
+      };
+    };
+    const same = await conformReport([await endpoint(big(() => 'a')), '--body', TEMPLATE, '--concurrency', '2']);
+    expect(same.report.checks[0]).toMatchObject({ id: 'replay', verdict: 'pass' });
+    expect(same.report.checks[0]?.observed).toContain(`(${BIG} bytes, over the ${CAP}-byte cap: compared by length and SHA-256)`);
+    const changed = await conformReport([await endpoint(big((replay) => (replay ? 'b' : 'a'))), '--body', TEMPLATE, '--concurrency', '2']);
+    expect(changed.report.checks[0]).toMatchObject({ id: 'replay', verdict: 'fail' });
+    expect(changed.report.checks[0]?.observed).toContain(`body not byte-identical (${BIG} then ${BIG} bytes)`);
+  }, 30_000);
+});
