@@ -27,8 +27,6 @@ import {
   type Finding,
 } from './conform-judging.js';
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
 /** How long after the slow request the in-flight duplicate goes out. */
 const IN_FLIGHT_DELAY_MS = 100;
 
@@ -56,7 +54,7 @@ const concurrent: Check = {
   expected:
     'one resource (the same id / Location in every success); the others replays or 409 with Retry-After; never a second resource, never a 5xx (draft: 409 while in progress)',
   plan: ({ concurrency }) => ({ requests: concurrency + 1, mayCreate: 1 }),
-  async run({ sender, template, unique, key, concurrency }, answers) {
+  async run({ sender, template, unique, key, concurrency, sleep }, answers) {
     const outgoing = { key: key(), body: fill(template, unique()) };
     const settled = await Promise.allSettled(Array.from({ length: concurrency }, () => sender.send(outgoing)));
     const burst = settled.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
@@ -198,7 +196,7 @@ const inFlight: Check = {
   expected: "409 with Retry-After while the first is in progress (draft: 409), or the first one's response once it is stored; never a second execution",
   plan: ({ slowTemplate }) =>
     slowTemplate === undefined ? { notApplicable: 'needs --slow-body, a body the endpoint takes a while to answer' } : { requests: 2, mayCreate: 1 },
-  async run({ sender, slowTemplate, unique, key }, answers) {
+  async run({ sender, slowTemplate, unique, key, sleep }, answers) {
     const outgoing = { key: key(), body: fill(slowTemplate ?? '', unique()) };
     const firstPromise = sender.send(outgoing);
     await sleep(IN_FLIGHT_DELAY_MS);

@@ -51,6 +51,8 @@ export interface SenderOptions {
   readonly headersB: Readonly<Record<string, string>> | undefined;
   /** The whole time one request may take, from its first byte sent to its answer's last byte received. */
   readonly timeoutMs: number;
+  /** Ends every request in flight, and refuses new ones, once aborted (the run's deadline); its reason is the error. */
+  readonly signal?: AbortSignal;
   /** Bytes of a body held; the rest is only hashed. */
   readonly bodyCapBytes?: number;
 }
@@ -78,7 +80,7 @@ export function createSender(options: SenderOptions): Sender {
   const https = options.url.protocol === 'https:';
   const agent = https ? new HttpsAgent({ keepAlive: true, maxSockets: Infinity }) : new HttpAgent({ keepAlive: true, maxSockets: Infinity });
   const send = https ? httpsRequest : httpRequest;
-  const { timeoutMs } = options;
+  const { signal, timeoutMs } = options;
   let sent = 0;
   return {
     get sent() {
@@ -86,6 +88,7 @@ export function createSender(options: SenderOptions): Sender {
     },
     close: () => agent.destroy(),
     send(outgoing) {
+      if (signal?.aborted === true) return Promise.reject(signal.reason as Error);
       const caller = outgoing.caller === 'b' ? options.headersB : options.headersA;
       const headers: OutgoingHttpHeaders = { 'content-type': 'application/json', ...caller, ...outgoing.extra };
       if (outgoing.key !== undefined) headers['idempotency-key'] = typeof outgoing.key === 'string' ? outgoing.key : [...outgoing.key];
@@ -97,19 +100,22 @@ export function createSender(options: SenderOptions): Sender {
         let status: number | undefined;
         const reader = createBodyReader(options.bodyCapBytes ?? BODY_CAP_BYTES);
         const request = send(options.url, { method: 'POST', headers, agent });
-        // Settled once: whichever of the answer, an error or the deadline comes first.
+        // Settled once: whichever of the answer, an error, the deadline or the run's end comes first.
         let settled = false;
         const settle = (outcome: { answer: Answer } | { error: Error }): void => {
           if (settled) return;
           settled = true;
           clearTimeout(timer);
+          signal?.removeEventListener('abort', stop);
           if ('error' in outcome) {
             request.destroy();
             reject(outcome.error);
           } else resolve(outcome.answer);
         };
         const giveUp = (): void => settle({ error: new Error(`no complete answer within ${timeoutMs} ms (--timeout): ${progress(status, reader.bytes)}`) });
+        const stop = (): void => settle({ error: signal?.reason as Error });
         const timer = setTimeout(giveUp, timeoutMs);
+        signal?.addEventListener('abort', stop, { once: true });
         request.on('response', (response) => {
           status = response.statusCode ?? 0;
           response.on('data', (chunk: Buffer) => reader.take(chunk));

@@ -29,6 +29,8 @@ export interface CheckContext extends CheckSetup {
   unique(): string;
   /** A key no other request of this run has used. */
   key(): string;
+  /** Waits `ms`; rejects at once when the run is stopped (its deadline passed), so no check outlives the run. */
+  sleep(ms: number): Promise<void>;
 }
 
 /** A check's plan: at most how many requests it sends and resources it creates, or why it does not apply. */

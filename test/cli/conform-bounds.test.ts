@@ -1,7 +1,8 @@
 /**
  * `oncely conform`'s bounds against hostile loopback endpoints: `--timeout` is a request's whole
- * time (a body dripped a byte at a time is given up on), and a body is held to 1 MiB and
- * compared past that by length and SHA-256.
+ * time (a body dripped a byte at a time is given up on), `--deadline` is the run's (an endpoint
+ * that stops answering stops the run, which reports what it has), and a body is held to 1 MiB
+ * and compared past that by length and SHA-256.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSender } from '../../src/cli/conform-http.js';
@@ -44,6 +45,36 @@ describe('oncely conform --timeout: the whole time of one request', () => {
     expect(run.code).toBe(1);
     expect(run.stdout).toMatch(/^same key, same body, +.*no answer: no complete answer within 300 +FAIL +1 /m);
   }, 10_000);
+});
+
+describe('oncely conform --deadline: the whole time of the run', () => {
+  it('stops a run whose endpoint stopped answering, reports what it has, names the check it was in, and exits 1', async () => {
+    // Two answers (the replay check), then nothing: the burst's requests hang.
+    const url = await endpoint((res, { n, id }) => (n <= 2 ? created(res, id) : undefined));
+    const { code, report } = await conformReport([url, '--body', TEMPLATE, '--deadline', '500ms', '--concurrency', '2']);
+    expect(code).toBe(1);
+    expect(report.checks.map((check) => check.id)).toEqual(['replay', 'concurrent']);
+    expect(report.checks[0]?.verdict).toBe('pass');
+    expect(report.checks[1]).toMatchObject({ verdict: 'fail', requests: 2 });
+    expect(report.checks[1]?.observed).toMatch(/^stopped: the run's --deadline of 500ms passed during this check/);
+    expect(report.stoppedIn).toBe('concurrent');
+    expect(report.notRun).toContain('reuse-other-body');
+    expect(report.notRun).toContain('in-flight');
+  }, 10_000);
+
+  it('names the check it stopped in, and the checks not run, in the printed report', async () => {
+    const url = await endpoint(() => undefined);
+    const run = await runConform([url, '--body', TEMPLATE, '--deadline', '300ms']);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(/^same key, same body, +.* stopped: the run's --deadline of 300ms +FAIL +1 /m);
+    expect(run.stdout).toMatch(/^not run \(the run was stopped first\): concurrent, /m);
+  }, 10_000);
+
+  it('refuses a --deadline that is not a positive duration', async () => {
+    const run = await runConform(['http://127.0.0.1:1/x', '--body', TEMPLATE, '--deadline', '0s']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/--deadline must be more than 0/);
+  });
 });
 
 describe('oncely conform: bodies over the 1 MiB cap', () => {
