@@ -41,6 +41,16 @@ export interface Finding {
   readonly verdict: Verdict;
   /** What the endpoint did, in a sentence. */
   readonly observed: string;
+  /**
+   * What this check saw of deduplication: a request repeated under its key named the first one's
+   * resource (`true`) or a new one (`false`); absent when it did not see either.
+   */
+  readonly keyHonoured?: boolean | undefined;
+  /**
+   * Set on a pass that an endpoint ignoring keys would earn just the same: why it then shows
+   * nothing. The run reports it `n/a` unless some check saw a key honoured.
+   */
+  readonly vacuousIfKeysIgnored?: string;
 }
 
 /** One black-box check. */

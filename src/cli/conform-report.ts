@@ -23,6 +23,8 @@ export interface CheckResult {
 
 /** How a run ended, besides its checks' results. */
 export interface RunSummary {
+  /** The run in one line: conforms, how many checks failed, keys ignored, or where it was stopped. */
+  readonly verdict: string;
   /** Ids of the checks never started: the run's `--deadline` passed before them. */
   readonly notRun: readonly string[];
   /** The id of the check the deadline stopped. */
@@ -57,7 +59,7 @@ export interface PlannedCheck {
  *
  * @example
  * ```ts
- * const report = summarize('http://127.0.0.1:8787/v1/payments', 20, results, { notRun: [] });
+ * const report = summarize('http://127.0.0.1:8787/v1/payments', 20, results, { verdict: '1 check failed', notRun: [] });
  * process.exitCode = report.failed > 0 ? 1 : 0;
  * ```
  */
@@ -65,6 +67,7 @@ export function summarize(url: string, concurrency: number, checks: readonly Che
   const count = (verdict: Verdict): number => checks.filter((check) => check.verdict === verdict).length;
   return {
     url,
+    verdict: run.verdict,
     ...(run.stoppedIn === undefined ? {} : { stoppedIn: run.stoppedIn }),
     notRun: run.notRun,
     concurrency,
@@ -138,6 +141,7 @@ export function renderReport(report: ConformReport): string {
   const notRun = report.notRun.length === 0 ? [] : [`not run (the run was stopped first): ${report.notRun.join(', ')}`];
   return [
     `oncely conform POST ${report.url}`,
+    `verdict: ${report.verdict}`,
     '',
     table(['check', 'the draft / article says', 'the endpoint did', 'result', 'sent', 'made'], [22, 36, 40, 6, 4, 4], rows),
     '',

@@ -14,9 +14,12 @@ import { createdBy, fail, Verdict, type Check, type CheckContext, type Finding }
 import type { Answer } from './conform-http.js';
 import type { CheckResult } from './conform-report.js';
 
+/** A check's result with what it saw of deduplication, before the run judges its vacuous passes. */
+export type RanCheck = CheckResult & Pick<Finding, 'keyHonoured' | 'vacuousIfKeysIgnored'>;
+
 /** What a run did: a result for every check it reached, and the ones it never reached. */
 export interface RunOutcome {
-  readonly checks: readonly CheckResult[];
+  readonly checks: readonly RanCheck[];
   /** The check the deadline stopped (its id) and which deadline it was; absent when the run finished. */
   readonly stopped?: { readonly id: string; readonly reason: string };
   /** Ids of the checks after it, never started. */
@@ -98,7 +101,7 @@ async function runOne(check: Check, context: CheckContext, signal: AbortSignal):
  * ```
  */
 export async function runChecks(checks: readonly Check[], context: CheckContext, signal: AbortSignal): Promise<RunOutcome> {
-  const results: CheckResult[] = [];
+  const results: RanCheck[] = [];
   for (const [index, check] of checks.entries()) {
     const base = { id: check.id, title: check.title, expected: check.expected };
     const planned = check.plan(context);

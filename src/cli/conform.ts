@@ -16,6 +16,7 @@ import { BODY_CAP_BYTES } from './conform-body.js';
 import type { CheckContext, CheckSetup } from './conform-judging.js';
 import { renderPlan, renderReport, summarize, type PlannedCheck } from './conform-report.js';
 import { runChecks, runDeadline, sleeper, type RunOutcome } from './conform-runner.js';
+import { judgeRun } from './conform-verdict.js';
 
 const spec = {
   name: 'conform',
@@ -25,7 +26,7 @@ const spec = {
     'with another body, reordered JSON, malformed keys, two callers, transient answers, a duplicate in flight. ' +
     'Every request is real and may create resources: point it at a sandbox, and see the plan first with --dry-run. ' +
     `Bodies are read to ${BODY_CAP_BYTES / 1024 / 1024} MiB each; larger ones are compared by length and SHA-256. ` +
-    'Exit code 0 when every check that applies passes, 1 when one fails or the run is stopped.',
+    'The report starts with a one-line verdict. Exit code 0 when every check that applies passes, 1 when one fails or the run is stopped.',
   options: {
     body: { type: 'string', value: 'JSON', help: 'request body template; {{unique}} (inside a string) gets a fresh value in every request' },
     token: { type: 'string', value: 'TOKEN', help: 'bearer token of caller A (default: $ONCELY_TOKEN)' },
@@ -209,7 +210,8 @@ async function runAndReport(settings: ConformSettings): Promise<number> {
     deadline.clear();
     sender.close();
   }
-  const report = summarize(settings.url.href, settings.concurrency, outcome.checks, { notRun: outcome.notRun, stoppedIn: outcome.stopped?.id });
+  const { checks, verdict } = judgeRun(outcome);
+  const report = summarize(settings.url.href, settings.concurrency, checks, { verdict, notRun: outcome.notRun, stoppedIn: outcome.stopped?.id });
   console.log(settings.json ? JSON.stringify(report, null, 2) : renderReport(report));
   return report.failed > 0 || outcome.stopped !== undefined ? 1 : 0;
 }

@@ -58,6 +58,7 @@ describe('oncely conform --deadline: the whole time of the run', () => {
     expect(report.checks[1]).toMatchObject({ verdict: 'fail', requests: 2 });
     expect(report.checks[1]?.observed).toMatch(/^stopped: the run's --deadline of 500ms passed during this check/);
     expect(report.stoppedIn).toBe('concurrent');
+    expect(report.verdict).toMatch(/^stopped: the run's --deadline of 500ms passed during "N identical requests at once"; \d+ checks not run, 1 failed$/);
     expect(report.notRun).toContain('reuse-other-body');
     expect(report.notRun).toContain('in-flight');
   }, 10_000);
@@ -66,6 +67,7 @@ describe('oncely conform --deadline: the whole time of the run', () => {
     const url = await endpoint(() => undefined);
     const run = await runConform([url, '--body', TEMPLATE, '--deadline', '300ms']);
     expect(run.code).toBe(1);
+    expect(run.stdout.split('\n')[1]).toMatch(/^verdict: stopped: the run's --deadline of 300ms passed during "same key, same body, sequential"; /);
     expect(run.stdout).toMatch(/^same key, same body, +.* stopped: the run's --deadline of 300ms +FAIL +1 /m);
     expect(run.stdout).toMatch(/^not run \(the run was stopped first\): concurrent, /m);
   }, 10_000);

@@ -33,6 +33,8 @@ export interface Flaws {
   readonly crashWithoutKey?: boolean;
   /** Replays a stored body re-serialised (the same JSON value, other bytes). */
   readonly rebuildReplay?: boolean;
+  /** Not a flaw (the draft allows it): a request without a key simply runs. */
+  readonly optionalKey?: boolean;
   /** Not a flaw: how long every execution takes (default 0), so that a burst meets one in flight. */
   readonly workMs?: number;
 }
@@ -100,6 +102,7 @@ export async function startFlawedEndpoint(flaws: Flaws = {}): Promise<{ url: str
     }
     if (flaws.ignoreKey) return execute(res, req, value, undefined, () => undefined);
     const keys = req.headersDistinct['idempotency-key'];
+    if (keys === undefined && flaws.optionalKey) return execute(res, req, value, undefined, () => undefined);
     if (keys === undefined) return flaws.crashWithoutKey ? send(res, 500, 'internal error') : problem(res, 400, 'missing-key');
     if (keys.length > 1 && !flaws.lenientKeys) return problem(res, 400, 'invalid-key');
     let key = keys[0] ?? '';
