@@ -49,7 +49,7 @@ const spec = {
     deadline: {
       type: 'string',
       value: 'DURATION',
-      help: 'the whole run may take; past it the run stops, reports the checks done and fails the one it was in (default 5m)',
+      help: 'the whole time the run may take; past it the run stops, reports the checks done and fails the one it was in (default 5m)',
     },
     json: { type: 'boolean', help: 'print the results (or the plan) as JSON' },
     'dry-run': { type: 'boolean', help: 'print the plan (checks, requests, what they may create) and send nothing' },
