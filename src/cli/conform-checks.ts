@@ -17,6 +17,7 @@ import {
   identity,
   isMarkedReplay,
   isSuccess,
+  keyHonouredBy,
   markerNote,
   notAccepted,
   pass,
@@ -42,12 +43,23 @@ const replay: Check = {
     if (!isSuccess(first)) return notAccepted(first);
     const second = await sender.send(outgoing);
     answers.push(second);
-    const keyHonoured = isSuccess(second) ? identity(second) === identity(first) : undefined;
+    const keyHonoured = keyHonouredBy(first, second);
     const differences = replayDifferences(first, second);
     if (differences.length > 0) return { ...fail(`the second answer differs: ${differences.join('; ')}`), keyHonoured };
     return { ...pass(`${first.status}, then the same ${second.status} byte for byte${bodySizeNote(second)}, ${markerNote(second)}`), keyHonoured };
   },
 };
+
+/**
+ * What a burst under one key shows of deduplication: a second resource (`false`), or a duplicate
+ * told apart from the first success, replayed or refused (`true`).
+ */
+function burstKeyHonoured(answers: readonly Answer[]): boolean | undefined {
+  const first = answers.find(isSuccess);
+  if (first === undefined) return undefined;
+  if (answers.some((answer) => isSuccess(answer) && identity(answer) !== identity(first))) return false;
+  return answers.some((answer) => answer !== first && keyHonouredBy(first, answer) === true) || undefined;
+}
 
 const concurrent: Check = {
   id: 'concurrent',
@@ -83,9 +95,8 @@ const concurrent: Check = {
     if (resources.size > 1) problems.unshift(`a second resource: ${[...resources].slice(0, 3).join(', ')}${resources.size > 3 ? ', ...' : ''}`);
     const tally = [...counts].map(([label, count]) => `${count} x ${label}`).join(', ');
     const summary = `${concurrency} at once: ${tally}; after: ${brief(followUp)}; ${resources.size} resource${resources.size === 1 ? '' : 's'}`;
-    const successes = [...burst, followUp].filter(isSuccess).length;
-    const keyHonoured = successes > 1 ? resources.size === 1 : undefined;
-    return { ...(problems.length > 0 ? fail(`${summary}. ${[...new Set(problems)].join('; ')}`) : pass(summary)), keyHonoured };
+    const finding = problems.length > 0 ? fail(`${summary}. ${[...new Set(problems)].join('; ')}`) : pass(summary);
+    return { ...finding, keyHonoured: burstKeyHonoured([...burst, followUp]) };
   },
 };
 

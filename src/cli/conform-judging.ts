@@ -143,6 +143,21 @@ export function bodySizeNote(answer: Answer): string {
 }
 
 /**
+ * What a request repeated under its key shows of deduplication: `true` when it named the first
+ * one's resource or was refused as a duplicate (`409` in progress, `422` another payload: the
+ * key was seen), `false` when it made a new resource, `undefined` when it shows neither.
+ *
+ * @example
+ * ```ts
+ * return { ...pass('replayed'), keyHonoured: keyHonouredBy(first, second) };
+ * ```
+ */
+export function keyHonouredBy(first: Answer, repeat: Answer): boolean | undefined {
+  if (isSuccess(repeat)) return identity(repeat) === identity(first);
+  return repeat.status === 409 || repeat.status === 422 ? true : undefined;
+}
+
+/**
  * Whether `answer` is a success (2xx).
  *
  * @example

@@ -5,13 +5,14 @@
  * Two checks pass against an endpoint that ignores `Idempotency-Key` altogether: a request
  * without a key is accepted (as every request is), and a retry after a transient answer runs (as
  * every request does). Such a pass only means something where keys are honoured, so it stands
- * only when some check saw a repeated key name the first request's resource:
+ * only when some check saw a request repeated under its key name the first request's resource or
+ * be refused as a duplicate (`409`, `422`):
  *
- * | what the checks saw of a repeated key      | vacuous passes | verdict line (a stopped run's says where it stopped) |
- * |--------------------------------------------|----------------|-------------------------------------------------------|
- * | the first request's resource, at least once | pass           | `conforms: …` or `N checks failed`                    |
- * | only new resources                          | `n/a`          | `this API does not deduplicate by Idempotency-Key: …` |
- * | neither (every first request refused, say)  | `n/a`          | `N checks failed`                                     |
+ * | what a repeated key got, in any check          | vacuous passes | verdict line (a stopped run's says where it stopped)  |
+ * |-------------------------------------------------|----------------|-------------------------------------------------------|
+ * | the first one's resource, or a 409 / 422, once  | pass           | `conforms: …` or `N checks failed`                    |
+ * | only new resources                              | `n/a`          | `this API does not deduplicate by Idempotency-Key: …` |
+ * | neither (every first request refused, say)      | `n/a`          | `N checks failed`                                     |
  *
  * @module
  */

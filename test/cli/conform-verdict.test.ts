@@ -67,6 +67,13 @@ describe('oncely conform: the verdict, and n/a for what cannot apply', () => {
     expect(report.verdict).toBe('conforms: every check that applies passed (0 n/a)');
   });
 
+  it('keeps those passes where duplicates are refused (409, 422) rather than replayed: the key is honoured', async () => {
+    // No repeat is ever answered 2xx: only the refusals show that the key was seen.
+    const { report } = await conformReport(await args({ refuseReplays: true, workMs: 50 }));
+    expect(report.checks.find((check) => check.id === 'transient')?.verdict).toBe('pass');
+    expect(report.verdict).toMatch(/^\d+ checks failed$/);
+  });
+
   it('counts the failed checks in the verdict of an API that deduplicates with a flaw', async () => {
     const { report } = await conformReport(await args({ rejectQuoted: true }));
     expect(report.verdict).toBe('1 check failed');

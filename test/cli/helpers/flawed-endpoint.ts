@@ -31,6 +31,8 @@ export interface Flaws {
   readonly no409RetryAfter?: boolean;
   /** Answers 500 to a request without a key. */
   readonly crashWithoutKey?: boolean;
+  /** Refuses a finished key's repeat with 422 instead of replaying it (as Powertools with payload validation did). */
+  readonly refuseReplays?: boolean;
   /** Replays a stored body re-serialised (the same JSON value, other bytes). */
   readonly rebuildReplay?: boolean;
   /** Not a flaw (the draft allows it): a request without a key simply runs. */
@@ -123,6 +125,7 @@ export async function startFlawedEndpoint(flaws: Flaws = {}): Promise<{ url: str
     }
     if (existing.fingerprint !== fingerprint && !flaws.noFingerprint) return problem(res, 422, 'key-reused');
     if (existing.response === undefined) return problem(res, 409, 'in-flight', flaws.no409RetryAfter ? {} : { 'retry-after': '1' });
+    if (flaws.refuseReplays) return problem(res, 422, 'payload-mismatch');
     const { status, body, location } = existing.response;
     const replayed = flaws.rebuildReplay ? JSON.stringify(JSON.parse(body), null, 1) : body;
     send(res, status, replayed, { 'idempotency-replay': 'true', ...(location === undefined ? {} : { location }) });
