@@ -8,7 +8,7 @@
 import { BODY_CAP_BYTES } from './conform-body.js';
 import { header, type Answer, type Sender } from './conform-http.js';
 
-/** How a check came out. `n/a`: it could not run against this endpoint (its option not given). */
+/** How a check came out. `n/a`: it could not run against this endpoint (its option not given), or its pass would show nothing about it. */
 export const Verdict = { Pass: 'pass', Fail: 'fail', NotApplicable: 'n/a' } as const;
 /** One of {@link Verdict}. */
 export type Verdict = (typeof Verdict)[keyof typeof Verdict];
