@@ -11,21 +11,22 @@
 import { fill, header, reorderedText, respacedText, type Answer } from './conform-http.js';
 import { KEY_CHECKS } from './conform-key-checks.js';
 import {
+  bodySizeNote,
   brief,
   fail,
   identity,
   isMarkedReplay,
   isSuccess,
+  keyHonouredBy,
   markerNote,
   notAccepted,
   pass,
   replayDifferences,
+  sameBody,
   Verdict,
   type Check,
   type Finding,
 } from './conform-judging.js';
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** How long after the slow request the in-flight duplicate goes out. */
 const IN_FLIGHT_DELAY_MS = 100;
@@ -42,11 +43,23 @@ const replay: Check = {
     if (!isSuccess(first)) return notAccepted(first);
     const second = await sender.send(outgoing);
     answers.push(second);
+    const keyHonoured = keyHonouredBy(first, second);
     const differences = replayDifferences(first, second);
-    if (differences.length > 0) return fail(`the second answer differs: ${differences.join('; ')}`);
-    return pass(`${first.status}, then the same ${second.status} byte for byte, ${markerNote(second)}`);
+    if (differences.length > 0) return { ...fail(`the second answer differs: ${differences.join('; ')}`), keyHonoured };
+    return { ...pass(`${first.status}, then the same ${second.status} byte for byte${bodySizeNote(second)}, ${markerNote(second)}`), keyHonoured };
   },
 };
+
+/**
+ * What a burst under one key shows of deduplication: a second resource (`false`), or a duplicate
+ * told apart from the first success, replayed or refused (`true`).
+ */
+function burstKeyHonoured(answers: readonly Answer[]): boolean | undefined {
+  const first = answers.find(isSuccess);
+  if (first === undefined) return undefined;
+  if (answers.some((answer) => isSuccess(answer) && identity(answer) !== identity(first))) return false;
+  return answers.some((answer) => answer !== first && keyHonouredBy(first, answer) === true) || undefined;
+}
 
 const concurrent: Check = {
   id: 'concurrent',
@@ -54,7 +67,7 @@ const concurrent: Check = {
   expected:
     'one resource (the same id / Location in every success); the others replays or 409 with Retry-After; never a second resource, never a 5xx (draft: 409 while in progress)',
   plan: ({ concurrency }) => ({ requests: concurrency + 1, mayCreate: 1 }),
-  async run({ sender, template, unique, key, concurrency }, answers) {
+  async run({ sender, template, unique, key, concurrency, sleep }, answers) {
     const outgoing = { key: key(), body: fill(template, unique()) };
     const settled = await Promise.allSettled(Array.from({ length: concurrency }, () => sender.send(outgoing)));
     const burst = settled.flatMap((outcome) => (outcome.status === 'fulfilled' ? [outcome.value] : []));
@@ -82,7 +95,8 @@ const concurrent: Check = {
     if (resources.size > 1) problems.unshift(`a second resource: ${[...resources].slice(0, 3).join(', ')}${resources.size > 3 ? ', ...' : ''}`);
     const tally = [...counts].map(([label, count]) => `${count} x ${label}`).join(', ');
     const summary = `${concurrency} at once: ${tally}; after: ${brief(followUp)}; ${resources.size} resource${resources.size === 1 ? '' : 's'}`;
-    return problems.length > 0 ? fail(`${summary}. ${[...new Set(problems)].join('; ')}`) : pass(summary);
+    const finding = problems.length > 0 ? fail(`${summary}. ${[...new Set(problems)].join('; ')}`) : pass(summary);
+    return { ...finding, keyHonoured: burstKeyHonoured([...burst, followUp]) };
   },
 };
 
@@ -183,10 +197,13 @@ const transient: Check = {
     if (faulty.status < 500 && faulty.status !== 429) return fail(`--fault-header did not cause a transient answer: ${brief(faulty)}`);
     const retry = await sender.send(outgoing);
     answers.push(retry);
-    if (retry.status === faulty.status && retry.body === faulty.body)
+    if (retry.status === faulty.status && sameBody(retry, faulty))
       return fail(`${faulty.status}, then the same ${brief(retry)} again: the transient answer was stored`);
     if (!isSuccess(retry)) return fail(`${faulty.status}, then ${brief(retry)}: the retry did not run`);
-    return pass(`${faulty.status}, then the retry ran: ${brief(retry)}`);
+    return {
+      ...pass(`${faulty.status}, then the retry ran: ${brief(retry)}`),
+      vacuousIfKeysIgnored: 'an endpoint that stores nothing runs every retry, after a transient answer or not',
+    };
   },
 };
 
@@ -196,7 +213,7 @@ const inFlight: Check = {
   expected: "409 with Retry-After while the first is in progress (draft: 409), or the first one's response once it is stored; never a second execution",
   plan: ({ slowTemplate }) =>
     slowTemplate === undefined ? { notApplicable: 'needs --slow-body, a body the endpoint takes a while to answer' } : { requests: 2, mayCreate: 1 },
-  async run({ sender, slowTemplate, unique, key }, answers) {
+  async run({ sender, slowTemplate, unique, key, sleep }, answers) {
     const outgoing = { key: key(), body: fill(slowTemplate ?? '', unique()) };
     const firstPromise = sender.send(outgoing);
     await sleep(IN_FLIGHT_DELAY_MS);

@@ -7,12 +7,18 @@
  */
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders, type OutgoingHttpHeaders } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { BODY_CAP_BYTES, createBodyReader } from './conform-body.js';
 
-/** The answer to one request, its body read whole. */
+/** The answer to one request; of its body, the first {@link BODY_CAP_BYTES} bytes, and the whole one's length and digest. */
 export interface Answer {
   readonly status: number;
   readonly headers: IncomingHttpHeaders;
+  /** The body's first {@link BODY_CAP_BYTES} bytes as UTF-8 text: all of it unless `truncated`. */
   readonly body: string;
+  /** The whole body's length in bytes, and its SHA-256 (hex): what two bodies are compared by. */
+  readonly bytes: number;
+  readonly digest: string;
+  readonly truncated: boolean;
   /** When the request's last byte was handed to the socket, and when the answer ended (ms, monotonic). */
   readonly sentAt: number;
   readonly doneAt: number;
@@ -43,13 +49,25 @@ export interface SenderOptions {
   /** Headers of caller A and of caller B (lower-case names), each with its content type. */
   readonly headersA: Readonly<Record<string, string>>;
   readonly headersB: Readonly<Record<string, string>> | undefined;
-  /** Give up on one request after this long. */
+  /** The whole time one request may take, from its first byte sent to its answer's last byte received. */
   readonly timeoutMs: number;
+  /** Ends every request in flight, and refuses new ones, once aborted (the run's deadline); its reason is the error. */
+  readonly signal?: AbortSignal;
+  /** Bytes of a body held; the rest is only hashed. */
+  readonly bodyCapBytes?: number;
+}
+
+/** What has arrived of an answer so far, for the message of a request given up on. */
+function progress(status: number | undefined, bytes: number): string {
+  return status === undefined ? 'no status line had arrived' : `status ${status} and ${bytes} bytes of the body had arrived`;
 }
 
 /**
  * A sender whose agent opens as many connections as there are requests in flight, so a burst of
  * N is N requests on the wire at once, not a queue.
+ *
+ * Each request has one deadline, `timeoutMs`, for all of it: a socket `timeout` would restart at
+ * every byte, and an endpoint dripping a byte a second would never be given up on.
  *
  * @example
  * ```ts
@@ -62,6 +80,7 @@ export function createSender(options: SenderOptions): Sender {
   const https = options.url.protocol === 'https:';
   const agent = https ? new HttpsAgent({ keepAlive: true, maxSockets: Infinity }) : new HttpAgent({ keepAlive: true, maxSockets: Infinity });
   const send = https ? httpsRequest : httpRequest;
+  const { signal, timeoutMs } = options;
   let sent = 0;
   return {
     get sent() {
@@ -69,6 +88,7 @@ export function createSender(options: SenderOptions): Sender {
     },
     close: () => agent.destroy(),
     send(outgoing) {
+      if (signal?.aborted === true) return Promise.reject(signal.reason as Error);
       const caller = outgoing.caller === 'b' ? options.headersB : options.headersA;
       const headers: OutgoingHttpHeaders = { 'content-type': 'application/json', ...caller, ...outgoing.extra };
       if (outgoing.key !== undefined) headers['idempotency-key'] = typeof outgoing.key === 'string' ? outgoing.key : [...outgoing.key];
@@ -77,22 +97,35 @@ export function createSender(options: SenderOptions): Sender {
       sent += 1;
       return new Promise<Answer>((resolve, reject) => {
         let sentAt = performance.now();
-        const request = send(options.url, { method: 'POST', headers, agent, timeout: options.timeoutMs }, (response) => {
-          const chunks: Buffer[] = [];
-          response.on('data', (chunk: Buffer) => chunks.push(chunk));
-          response.on('error', reject);
-          response.on('end', () =>
-            resolve({
-              status: response.statusCode ?? 0,
-              headers: response.headers,
-              body: Buffer.concat(chunks).toString('utf8'),
-              sentAt,
-              doneAt: performance.now(),
-            }),
-          );
+        let status: number | undefined;
+        const reader = createBodyReader(options.bodyCapBytes ?? BODY_CAP_BYTES);
+        const request = send(options.url, { method: 'POST', headers, agent });
+        // Settled once: whichever of the answer, an error, the deadline or the run's end comes first.
+        let settled = false;
+        const settle = (outcome: { answer: Answer } | { error: Error }): void => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', stop);
+          if ('error' in outcome) {
+            request.destroy();
+            reject(outcome.error);
+          } else resolve(outcome.answer);
+        };
+        const giveUp = (): void => settle({ error: new Error(`no complete answer within ${timeoutMs} ms (--timeout): ${progress(status, reader.bytes)}`) });
+        const stop = (): void => settle({ error: signal?.reason as Error });
+        const timer = setTimeout(giveUp, timeoutMs);
+        signal?.addEventListener('abort', stop, { once: true });
+        request.on('response', (response) => {
+          status = response.statusCode ?? 0;
+          response.on('data', (chunk: Buffer) => reader.take(chunk));
+          response.on('error', (error) => settle({ error }));
+          response.on('end', () => {
+            const { text, bytes, digest, truncated } = reader.finish();
+            settle({ answer: { status: status ?? 0, headers: response.headers, body: text, bytes, digest, truncated, sentAt, doneAt: performance.now() } });
+          });
         });
-        request.on('timeout', () => request.destroy(new Error(`no answer within ${options.timeoutMs} ms`)));
-        request.on('error', reject);
+        request.on('error', (error) => settle({ error }));
         request.on('finish', () => (sentAt = performance.now()));
         request.end(body);
       });

@@ -5,9 +5,10 @@
  *
  * @module
  */
+import { BODY_CAP_BYTES } from './conform-body.js';
 import { header, type Answer, type Sender } from './conform-http.js';
 
-/** How a check came out. `n/a`: it could not run against this endpoint (its option not given). */
+/** How a check came out. `n/a`: it could not run against this endpoint (its option not given), or its pass would show nothing about it. */
 export const Verdict = { Pass: 'pass', Fail: 'fail', NotApplicable: 'n/a' } as const;
 /** One of {@link Verdict}. */
 export type Verdict = (typeof Verdict)[keyof typeof Verdict];
@@ -28,6 +29,8 @@ export interface CheckContext extends CheckSetup {
   unique(): string;
   /** A key no other request of this run has used. */
   key(): string;
+  /** Waits `ms`; rejects at once when the run is stopped (its deadline passed), so no check outlives the run. */
+  sleep(ms: number): Promise<void>;
 }
 
 /** A check's plan: at most how many requests it sends and resources it creates, or why it does not apply. */
@@ -38,6 +41,16 @@ export interface Finding {
   readonly verdict: Verdict;
   /** What the endpoint did, in a sentence. */
   readonly observed: string;
+  /**
+   * What this check saw of deduplication: a request repeated under its key named the first one's
+   * resource (`true`) or a new one (`false`); absent when it did not see either.
+   */
+  readonly keyHonoured?: boolean | undefined;
+  /**
+   * Set on a pass that an endpoint ignoring keys would earn just the same: why it then shows
+   * nothing. The run reports it `n/a` unless some check saw a key honoured.
+   */
+  readonly vacuousIfKeysIgnored?: string;
 }
 
 /** One black-box check. */
@@ -103,7 +116,45 @@ export function identity(answer: Answer): string {
   } catch {
     // Not JSON: the body itself names the resource.
   }
-  return `body ${answer.body}`;
+  return answer.truncated ? `body of ${answer.bytes} bytes, SHA-256 ${answer.digest}` : `body ${answer.body}`;
+}
+
+/**
+ * Whether two answers' bodies are the same bytes: compared by length and SHA-256, as neither
+ * is held whole when it is over the cap.
+ *
+ * @example
+ * ```ts
+ * if (!sameBody(faulty, retry)) notes.push('the retry got another body');
+ * ```
+ */
+export const sameBody = (a: Answer, b: Answer): boolean => a.bytes === b.bytes && a.digest === b.digest;
+
+/**
+ * How a body over the cap was compared, for a finding's sentence; empty for a body held whole.
+ *
+ * @example
+ * ```ts
+ * pass(`the same 201 byte for byte${bodySizeNote(first)}`);
+ * ```
+ */
+export function bodySizeNote(answer: Answer): string {
+  return answer.truncated ? ` (${answer.bytes} bytes, over the ${BODY_CAP_BYTES}-byte cap: compared by length and SHA-256)` : '';
+}
+
+/**
+ * What a request repeated under its key shows of deduplication: `true` when it named the first
+ * one's resource or was refused as a duplicate (`409` in progress, `422` another payload: the
+ * key was seen), `false` when it made a new resource, `undefined` when it shows neither.
+ *
+ * @example
+ * ```ts
+ * return { ...pass('replayed'), keyHonoured: keyHonouredBy(first, second) };
+ * ```
+ */
+export function keyHonouredBy(first: Answer, repeat: Answer): boolean | undefined {
+  if (isSuccess(repeat)) return identity(repeat) === identity(first);
+  return repeat.status === 409 || repeat.status === 422 ? true : undefined;
 }
 
 /**
@@ -178,13 +229,14 @@ function refusalReason(body: string): string {
 export function replayDifferences(original: Answer, replay: Answer): string[] {
   const differences: string[] = [];
   if (original.status !== replay.status) differences.push(`status ${original.status} then ${replay.status}`);
-  if (original.body !== replay.body) {
+  const same = sameBody(original, replay);
+  if (!same) {
     const [a, b] = [identity(original), identity(replay)];
-    differences.push(a === b ? `body not byte-identical (${original.body.length} then ${replay.body.length} bytes)` : `another resource (${a} then ${b})`);
+    differences.push(a === b ? `body not byte-identical (${original.bytes} then ${replay.bytes} bytes)` : `another resource (${a} then ${b})`);
   }
   for (const name of ['content-type', 'location']) {
     const [a, b] = [header(original, name), header(replay, name)];
-    if (a !== b && !(original.body !== replay.body && name === 'location')) differences.push(`${name} ${a ?? '(none)'} then ${b ?? '(none)'}`);
+    if (a !== b && !(!same && name === 'location')) differences.push(`${name} ${a ?? '(none)'} then ${b ?? '(none)'}`);
   }
   return differences;
 }

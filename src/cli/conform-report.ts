@@ -21,8 +21,18 @@ export interface CheckResult {
   readonly created: number;
 }
 
+/** How a run ended, besides its checks' results. */
+export interface RunSummary {
+  /** The run in one line: conforms, how many checks failed, keys ignored, or where it was stopped. */
+  readonly verdict: string;
+  /** Ids of the checks never started: the run's `--deadline` passed before them. */
+  readonly notRun: readonly string[];
+  /** The id of the check the deadline stopped. */
+  readonly stoppedIn?: string | undefined;
+}
+
 /** A whole run, as `--json` prints it. */
-export interface ConformReport {
+export interface ConformReport extends RunSummary {
   readonly url: string;
   readonly concurrency: number;
   readonly checks: readonly CheckResult[];
@@ -49,14 +59,17 @@ export interface PlannedCheck {
  *
  * @example
  * ```ts
- * const report = summarize('http://127.0.0.1:8787/v1/payments', 20, results);
+ * const report = summarize('http://127.0.0.1:8787/v1/payments', 20, results, { verdict: '1 check failed', notRun: [] });
  * process.exitCode = report.failed > 0 ? 1 : 0;
  * ```
  */
-export function summarize(url: string, concurrency: number, checks: readonly CheckResult[]): ConformReport {
+export function summarize(url: string, concurrency: number, checks: readonly CheckResult[], run: RunSummary): ConformReport {
   const count = (verdict: Verdict): number => checks.filter((check) => check.verdict === verdict).length;
   return {
     url,
+    verdict: run.verdict,
+    ...(run.stoppedIn === undefined ? {} : { stoppedIn: run.stoppedIn }),
+    notRun: run.notRun,
     concurrency,
     checks,
     passed: count('pass'),
@@ -125,13 +138,16 @@ export function renderReport(report: ConformReport): string {
     String(check.created),
   ]);
   const verdict = report.failed > 0 ? `${report.failed} check${report.failed === 1 ? '' : 's'} FAILED` : 'every check that applies passed';
+  const notRun = report.notRun.length === 0 ? [] : [`not run (the run was stopped first): ${report.notRun.join(', ')}`];
   return [
     `oncely conform POST ${report.url}`,
+    `verdict: ${report.verdict}`,
     '',
     table(['check', 'the draft / article says', 'the endpoint did', 'result', 'sent', 'made'], [22, 36, 40, 6, 4, 4], rows),
     '',
     `${verdict}: ${report.passed} pass, ${report.failed} fail, ${report.notApplicable} n/a; ${report.requests} requests sent, ` +
       `up to ${report.created} resources created ("made": distinct Locations or ids among the successes).`,
+    ...notRun,
   ].join('\n');
 }
 

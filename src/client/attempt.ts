@@ -5,7 +5,7 @@
  *
  * @module
  */
-import ky from 'ky';
+import ky, { TimeoutError } from 'ky';
 import { headersToRecord } from './results.js';
 
 /**
@@ -57,13 +57,37 @@ type Input = string | URL | Request;
 const toRequest = (input: Input, init?: RequestInit): Request => (input instanceof Request ? input : new Request(input, init));
 
 /**
+ * An abort controller that follows `signal`, and aborts with ky's `TimeoutError` once `timeoutMs`
+ * (0: never) have passed; `dispose` once the attempt is over.
+ */
+function attemptController(request: AttemptRequest): { readonly signal: AbortSignal; dispose(): void } {
+  const controller = new AbortController();
+  const follow = (): void => controller.abort(request.signal.reason);
+  if (request.signal.aborted) follow();
+  else request.signal.addEventListener('abort', follow, { once: true });
+  const expire = (): void => controller.abort(new TimeoutError(new Request(request.url, { method: request.method })));
+  const timer = request.timeoutMs === 0 ? undefined : setTimeout(expire, request.timeoutMs);
+  return {
+    signal: controller.signal,
+    dispose: () => {
+      clearTimeout(timer);
+      request.signal.removeEventListener('abort', follow);
+    },
+  };
+}
+
+/**
  * Sends one attempt. Never throws for HTTP statuses, network errors or timeouts: those are
  * outcomes. It throws only when `signal` is aborted, with the signal's reason.
+ *
+ * `timeoutMs` bounds the whole attempt, body included: ky's own `timeout` ends when the headers
+ * arrive, and a body dripped a byte at a time would otherwise hold the attempt for ever.
  *
  * @internal
  */
 export async function sendAttempt(request: AttemptRequest): Promise<AttemptReport> {
   const { fetch: customFetch } = request;
+  const attempt = attemptController(request);
   try {
     const response = await ky(request.url, {
       method: request.method,
@@ -71,8 +95,9 @@ export async function sendAttempt(request: AttemptRequest): Promise<AttemptRepor
       ...(request.body === null ? {} : { body: request.body }),
       retry: 0,
       throwHttpErrors: false,
-      timeout: request.timeoutMs === 0 ? false : request.timeoutMs,
-      signal: request.signal,
+      // The attempt's own timer (attemptController) bounds it, body included; ky's stops at the headers.
+      timeout: false,
+      signal: attempt.signal,
       ...(customFetch ? { fetch: (input: Input, init?: RequestInit) => customFetch(toRequest(input, init)) } : {}),
     });
     // Reading the body is part of the attempt: a connection cut mid-body is an unknown outcome.
@@ -84,6 +109,9 @@ export async function sendAttempt(request: AttemptRequest): Promise<AttemptRepor
     };
   } catch (error) {
     if (request.signal.aborted) throw request.signal.reason;
-    return { outcome: { kind: 'network', error } };
+    // Cut off mid-body by the attempt's timer: the timeout, not the stream's abort, is the cause.
+    return { outcome: { kind: 'network', error: attempt.signal.aborted ? (attempt.signal.reason as unknown) : error } };
+  } finally {
+    attempt.dispose();
   }
 }

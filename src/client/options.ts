@@ -141,7 +141,8 @@ export interface ClientOptions extends ClientHooks {
   /** Aborts every operation of this client (they stay pending). */
   readonly signal?: AbortSignal;
   /**
-   * Timeout of one attempt, in milliseconds; a timed-out attempt is an unknown outcome.
+   * Timeout of one attempt, in milliseconds: its whole time, from sending the request to the
+   * last byte of the response body (0: none); a timed-out attempt is an unknown outcome.
    * @default 30_000
    */
   readonly timeoutMs?: number;

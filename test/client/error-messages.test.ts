@@ -159,4 +159,21 @@ describe('error messages from a real server', () => {
     expect(pending.message).toContain(`no response, last error: Request timed out: POST ${baseUrl}/v1/payments`);
     expect(pending.cause).toMatchObject({ name: 'TimeoutError' });
   });
+
+  it('gives up on a body dripped a byte at a time within timeoutMs, which covers the whole attempt, body included', async () => {
+    // Headers at once, then a byte every 20 ms that never ends: a timeout that stopped at the
+    // headers would wait for ever.
+    const baseUrl = await serve((request, response) => {
+      request.resume();
+      response.writeHead(201, { 'content-type': 'application/json' }).write('{');
+      const timer = setInterval(() => response.write(' '), 20);
+      response.on('close', () => clearInterval(timer));
+    });
+    const error = await failure(client(baseUrl, { timeoutMs: 200 }).post('v1/payments', { key: 'k', json: { amount: 1 } }));
+    expect(error).toBeInstanceOf(OperationPendingError);
+    const pending = error as OperationPendingError;
+    expect(pending.attempts).toBe(2);
+    expect(pending.message).toContain(`no response, last error: Request timed out: POST ${baseUrl}/v1/payments`);
+    expect(pending.cause).toMatchObject({ name: 'TimeoutError' });
+  }, 10_000);
 });

@@ -31,8 +31,12 @@ export interface Flaws {
   readonly no409RetryAfter?: boolean;
   /** Answers 500 to a request without a key. */
   readonly crashWithoutKey?: boolean;
+  /** Refuses a finished key's repeat with 422 instead of replaying it (as Powertools with payload validation did). */
+  readonly refuseReplays?: boolean;
   /** Replays a stored body re-serialised (the same JSON value, other bytes). */
   readonly rebuildReplay?: boolean;
+  /** Not a flaw (the draft allows it): a request without a key simply runs. */
+  readonly optionalKey?: boolean;
   /** Not a flaw: how long every execution takes (default 0), so that a burst meets one in flight. */
   readonly workMs?: number;
 }
@@ -100,6 +104,7 @@ export async function startFlawedEndpoint(flaws: Flaws = {}): Promise<{ url: str
     }
     if (flaws.ignoreKey) return execute(res, req, value, undefined, () => undefined);
     const keys = req.headersDistinct['idempotency-key'];
+    if (keys === undefined && flaws.optionalKey) return execute(res, req, value, undefined, () => undefined);
     if (keys === undefined) return flaws.crashWithoutKey ? send(res, 500, 'internal error') : problem(res, 400, 'missing-key');
     if (keys.length > 1 && !flaws.lenientKeys) return problem(res, 400, 'invalid-key');
     let key = keys[0] ?? '';
@@ -120,6 +125,7 @@ export async function startFlawedEndpoint(flaws: Flaws = {}): Promise<{ url: str
     }
     if (existing.fingerprint !== fingerprint && !flaws.noFingerprint) return problem(res, 422, 'key-reused');
     if (existing.response === undefined) return problem(res, 409, 'in-flight', flaws.no409RetryAfter ? {} : { 'retry-after': '1' });
+    if (flaws.refuseReplays) return problem(res, 422, 'payload-mismatch');
     const { status, body, location } = existing.response;
     const replayed = flaws.rebuildReplay ? JSON.stringify(JSON.parse(body), null, 1) : body;
     send(res, status, replayed, { 'idempotency-replay': 'true', ...(location === undefined ? {} : { location }) });
