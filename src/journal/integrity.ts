@@ -46,6 +46,20 @@ export function journaledFingerprintInput(method: string, url: URL, headers: Rea
 }
 
 /**
+ * Why journaled `headers` must not be sent, or `undefined`: a credential, which would stand in for
+ * the resuming client's own. Also what a journal names a changed row by when its headers say it.
+ *
+ * @example
+ * ```ts
+ * journaledHeaderDamage({ authorization: 'Bearer x' }); // 'its headers hold authorization, which is never journaled'
+ * ```
+ */
+export function journaledHeaderDamage(headers: Readonly<Record<string, string>>): string | undefined {
+  const secret = Object.keys(headers).find((name) => NEVER_JOURNALED_HEADERS.has(name.toLowerCase()) || isCredentialName(name));
+  return secret === undefined ? undefined : `its headers hold ${secret}, which is never journaled`;
+}
+
+/**
  * Why `record` must not be sent, or `undefined` when it is what its fingerprint says and it stays
  * in the origin of `scope` (its own, unless the caller knows better).
  *
@@ -64,8 +78,8 @@ export async function recordDamage(record: OperationRecord, digest: FingerprintD
   // The client writes methods upper-case; fetch upper-cases only some, so another case would
   // send another method than the one fingerprinted (which upper-cases it).
   if (record.method !== record.method.toUpperCase()) return `its method ${JSON.stringify(record.method)} is not upper-case`;
-  const secret = Object.keys(record.headers).find((name) => NEVER_JOURNALED_HEADERS.has(name.toLowerCase()) || isCredentialName(name));
-  if (secret !== undefined) return `its headers hold ${secret}, which is never journaled`;
+  const secret = journaledHeaderDamage(record.headers);
+  if (secret !== undefined) return secret;
   const expected = await digest(journaledFingerprintInput(record.method, url, record.headers, record.body));
   if (expected !== record.fingerprint) return 'its method, URL or body no longer match its fingerprint';
   return undefined;
