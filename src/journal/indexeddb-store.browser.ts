@@ -53,7 +53,10 @@ const STATES: ReadonlySet<unknown> = new Set(Object.values(OperationState));
 export function readRow(storeKey: string, value: unknown): { readonly row: Row } | { readonly damaged: DamagedRecord } {
   const read = parseRow(storeKey, value);
   if ('damaged' in read) return read;
-  const reason = sealDamage(read.row.record, read.row.seal);
+  const { record } = read.row;
+  // The store key is not sealed: a value moved under another key would be read as that key's.
+  const moved = storeKey === rowKey(record.scope, record.key) ? undefined : `it is stored under another operation's key (its own is ${record.key})`;
+  const reason = moved ?? sealDamage(record, read.row.seal);
   return reason === undefined ? read : { damaged: { ...damagedAt(storeKey), reason } };
 }
 
