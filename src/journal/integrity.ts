@@ -16,11 +16,15 @@
  * retries of a chain send the record it checked, from memory. A record the client has just
  * built is not read back, so it needs no check.
  *
+ * The fingerprint covers the request alone (the protocol defines it so). The rest of what is acted
+ * on — the key, the scope, the state and outcome, `submittedAt`, the timestamps, the headers —
+ * is covered by the row's seal (`seal.ts`), which the journal itself checks on every read: a row
+ * changed there never reaches this check, it is reported damaged by the journal.
+ *
  * Limits, on purpose: the fingerprint is SHA-256 over public inputs, kept in the same row, so
- * whoever edits a body deliberately can write the matching fingerprint too — as they could add
- * a row of their own. This catches damage and careless edits, not forgery by someone who may
- * write the journal file. The key, the state, `submittedAt` and the timestamps are not covered
- * by the fingerprint (the protocol defines it over the request alone).
+ * whoever edits a body deliberately can write the matching fingerprint (and seal) too — as they
+ * could add a row of their own. This catches damage and careless edits, not forgery by someone
+ * who may write the journal file.
  *
  * @module
  * @internal

@@ -126,7 +126,7 @@ export interface Statements {
   readonly written: Database.Statement<[number], { operations_written: number }>;
 }
 
-/** `record` with `patch` applied, as {@link Journal.update} stores it: absent fields left alone, `updatedAt` bumped. */
+/** `record` with `patch` applied, as `Journal.update` stores it: absent fields left alone, `updatedAt` bumped. */
 export function applyPatch(record: OperationRecord, patch: OperationPatch, now: number): OperationRecord {
   const pick = <K extends keyof OperationPatch>(name: K): NonNullable<OperationPatch[K]> | OperationRecord[K] =>
     patch[name] === undefined ? record[name] : (patch[name] as NonNullable<OperationPatch[K]>);
