@@ -63,8 +63,8 @@ boundDb.pragma('journal_mode = WAL');
 const sql = statements(boundDb);
 const scope = server.url;
 let previous: { key: string; status: number; body: string } | undefined;
-// A row's seal (src/journal/seal.ts) is a UUID: the bound writes one of that length, computing none.
-const SEAL = '00000000-0000-5000-8000-000000000000';
+// A row's seal (src/journal/seal.node.ts) is a base64url SHA-256: the bound writes one of that length, computing none.
+const SEAL = 'A'.repeat(43);
 const writeIntent = boundDb.transaction((key: string, body: string, now: number) => {
   if (previous) {
     const result = { status: previous.status, headers: { 'content-type': 'application/json' }, body: previous.body, replayed: false };

@@ -7,7 +7,7 @@
  */
 import { createStore, type UseStore } from 'idb-keyval';
 import { JournalError } from '../errors.js';
-import { sealDamage, sealOf } from './seal.js';
+import { portableSeal } from './seal.js';
 import { JOURNALED_HEADERS, OperationState, type DamagedRecord, type OperationRecord } from './types.js';
 
 /** What is stored under each operation's {@link rowKey}. */
@@ -55,8 +55,8 @@ export function readRow(storeKey: string, value: unknown): { readonly row: Row }
   if ('damaged' in read) return read;
   const { record } = read.row;
   // The store key is not sealed: a value moved under another key would be read as that key's.
-  const moved = storeKey === rowKey(record.scope, record.key) ? undefined : `it is stored under another operation's key (its own is ${record.key})`;
-  const reason = moved ?? sealDamage(record, read.row.seal);
+  const moved = storeKey === rowKey(record.scope, record.key) ? undefined : 'it is stored under another key than its own';
+  const reason = moved ?? portableSeal.sealDamage(record, read.row.seal);
   return reason === undefined ? read : { damaged: { ...damagedAt(storeKey), reason } };
 }
 
@@ -171,7 +171,7 @@ export function journalStore(dbName: string): JournalStore {
       if ('row' in read) {
         const moved = !storeKey.includes(' ');
         const row = moved ? scopeRow(read.row) : read.row;
-        store.put({ ...row, seal: sealOf(row.record) } satisfies Row, rowKey(row.record.scope, row.record.key));
+        store.put({ ...row, seal: portableSeal.sealOf(row.record) } satisfies Row, rowKey(row.record.scope, row.record.key));
         if (moved) cursor.delete();
       }
       cursor.continue();

@@ -16,7 +16,7 @@
  */
 import { JournalError } from '../errors.js';
 import { META_KEY, OPERATIONS, SCHEMA, journalStore, readRow, rowKey, type Meta, type Row } from './indexeddb-store.browser.js';
-import { sealOf } from './seal.js';
+import { portableSeal } from './seal.js';
 import { OperationState, newRecord, replacesRefused } from './types.js';
 import type { DamagedRecord, Journal, NewOperation, OperationRecord, PutOutcome } from './types.js';
 import { webLockClaims, type LockRequester } from './web-locks.js';
@@ -114,7 +114,7 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
       seq,
       claimOwner: lease ? (operation.claim?.owner ?? null) : null,
       claimedUntil: lease ? now + (operation.claim?.ttlMs ?? 0) : null,
-      seal: sealOf(record),
+      seal: portableSeal.sealOf(record),
     };
   };
 
@@ -257,7 +257,7 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
         const next: OperationRecord = { ...row.record, ...patch, updatedAt: Math.max(Date.now(), row.record.updatedAt) };
         const settled = next.state !== OperationState.Pending;
         // Sealed here, in the transaction callback: the row was read back intact (see modify).
-        return { row: { ...row, record: next, seal: sealOf(next), ...(settled ? { claimOwner: null, claimedUntil: null } : {}) }, result: next };
+        return { row: { ...row, record: next, seal: portableSeal.sealOf(next), ...(settled ? { claimOwner: null, claimedUntil: null } : {}) }, result: next };
       });
       if (record && record.state !== OperationState.Pending) await webLocks?.release(rowKey(scope, key));
       return record;

@@ -24,12 +24,16 @@
  * and it costs nothing to hash.
  *
  * The digest is computed synchronously, inside a SQLite transaction and inside an IndexedDB
- * transaction callback (awaiting WebCrypto there would let the transaction commit): a UUIDv5, i.e.
- * SHA-1 truncated to 122 bits, from the `uuid` package (Node's crypto in Node, its own code in
- * browsers), over a JSON array of the fields in a fixed order. JSON quotes every string, so no
- * field can spill into its neighbour; header maps are sorted, so the seal does not depend on the
- * order a backend keeps them in. The request body is not hashed again: the fingerprint stands
- * for it.
+ * transaction callback (awaiting WebCrypto there would let the transaction commit), over a JSON
+ * array of the fields in a fixed order. JSON quotes every string, so no field can spill into its
+ * neighbour; every object's keys are sorted, so the seal does not depend on the order a backend
+ * keeps them in. The request body is not hashed again (the fingerprint stands for it); a settled
+ * row's stored response is, as the client capped it. Each journal passes its digest
+ * ({@link sealer}): the SQLite journal `node:crypto`'s SHA-256 (`seal.node.ts`); the IndexedDB
+ * journal {@link portableSeal}, a UUIDv5 (SHA-1 truncated to 122 bits) from the `uuid` package, the
+ * one synchronous digest a browser has without another dependency, about twice as slow in Node
+ * through `uuid`'s wrapping: that matters on `post()`'s path (three seals per operation: its row,
+ * the outcome's read-back and its write).
  *
  * Limits, on purpose, as for the fingerprint: the seal is keyless and kept in the row, so whoever
  * edits a row deliberately can compute a matching seal, and a whole row put back as an earlier
@@ -43,71 +47,73 @@ import { v5 as uuidv5 } from 'uuid';
 import { journaledHeaderDamage } from './integrity.js';
 import type { OperationRecord } from './types.js';
 
-/** `uuid5(URL, "https://oncely.dev/ns/journal-seal")`: seals share no namespace with derived keys. */
-const SEAL_NAMESPACE = 'b4d27a55-b96e-5a6e-96b2-b77ae361fc66';
-/** Bumped when the sealed fields change, so an old seal never passes for a new layout. */
+/**
+ * The first field of every seal's text: names what it is (no derived key's input starts so), and
+ * is bumped when the sealed fields change, so that an old seal never passes for a new layout.
+ */
 const SEAL_LAYOUT = 'oncely-journal-seal-1';
 
 /** Why a row whose seal does not match is damaged, when nothing more specific can be said. */
-export const SEAL_MISMATCH = "its key, scope, state, headers, stored response or timestamps were changed outside oncely (they no longer match the row's seal)";
+export const SEAL_MISMATCH = 'its key, scope, state, outcome or timestamps were changed outside oncely';
 
-const encoder = new TextEncoder();
+// Every object's keys sorted (header maps, the stored response), so that the same value always
+// encodes alike, whatever order a backend kept its keys in; arrays and scalars as they are.
+const sorted = (_name: string, value: unknown): unknown =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) ? Object.fromEntries(Object.entries(value).sort()) : value;
 
-// Header maps sorted by name: the same map always encodes alike, whatever order it was kept in.
-const sortedEntries = (map: unknown): unknown =>
-  typeof map === 'object' && map !== null ? Object.entries(map).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)) : map;
+/** A synchronous digest of a seal's text. */
+export type SealDigest = (text: string) => string;
+
+/** The seal functions of one digest. */
+export interface Sealer {
+  /**
+   * The seal of `record`: written with the row, and compared with the seal of the record read
+   * back. Robust to any value a damaged row may hold (it never throws on a wrong type).
+   */
+  sealOf(record: OperationRecord): string;
+  /**
+   * Why a row read back with `seal` must not be acted on, or `undefined` when `record` is what was
+   * sealed. A mismatch is named by the more specific problem when one is plain to see (a
+   * credential among the headers), otherwise by {@link SEAL_MISMATCH}.
+   */
+  sealDamage(record: OperationRecord, seal: unknown): string | undefined;
+}
+
+/** The text a seal is the digest of (see the module comment); never throws on a damaged row's values. */
+function sealText(record: OperationRecord): string {
+  const { scope, key, fingerprint, headers, state, createdAt, updatedAt, submittedAt, attempts, lastStatus, result } = record;
+  return JSON.stringify([SEAL_LAYOUT, scope, key, fingerprint, headers, state, createdAt, updatedAt, submittedAt, attempts, lastStatus, result], sorted);
+}
 
 /**
- * The seal of `record`: written with the row, and compared with {@link sealOf} of the record read
- * back. Robust to any value a damaged row may hold (it never throws on a wrong type).
+ * The seal functions of `digest`. A journal keeps one digest for all its rows: seals of another
+ * digest read as mismatches.
  *
  * @example
  * ```ts
+ * const { sealOf, sealDamage } = sealer((text) => createHash('sha256').update(text).digest('base64url'));
  * const row = { record, seal: sealOf(record) };
  * sealDamage(row.record, row.seal); // undefined: intact
  * ```
  */
-export function sealOf(record: OperationRecord): string {
-  const { result } = record as { result: unknown };
-  const response =
-    typeof result === 'object' && result !== null
-      ? [
-          (result as Record<string, unknown>)['status'],
-          sortedEntries((result as Record<string, unknown>)['headers']),
-          (result as Record<string, unknown>)['body'],
-          (result as Record<string, unknown>)['replayed'],
-        ]
-      : result;
-  const fields = [
-    SEAL_LAYOUT,
-    record.scope,
-    record.key,
-    record.fingerprint,
-    sortedEntries(record.headers),
-    record.state,
-    record.createdAt,
-    record.updatedAt,
-    record.submittedAt,
-    record.attempts,
-    record.lastStatus,
-    response,
-  ];
-  return uuidv5(encoder.encode(JSON.stringify(fields)), SEAL_NAMESPACE);
+export function sealer(digest: SealDigest): Sealer {
+  const sealOf = (record: OperationRecord): string => digest(sealText(record));
+  return {
+    sealOf,
+    sealDamage(record, seal) {
+      // A missing seal (a row unreadable when seals were added, or one oncely never wrote) differs too.
+      if (seal === sealOf(record)) return undefined;
+      return journaledHeaderDamage(record.headers) ?? SEAL_MISMATCH;
+    },
+  };
 }
 
 /**
- * Why a row read back with `seal` must not be acted on, or `undefined` when `record` is what was
- * sealed. A mismatch is named by the more specific problem when one is plain to see (a credential
- * among the headers), otherwise by {@link SEAL_MISMATCH}.
+ * The seal functions of a digest every platform computes synchronously: a UUIDv5 of the text.
  *
  * @example
  * ```ts
- * const reason = sealDamage(record, row.seal);
- * if (reason !== undefined) report({ scope: record.scope, key: record.key, reason });
+ * const row = { record, seal: portableSeal.sealOf(record) };
  * ```
  */
-export function sealDamage(record: OperationRecord, seal: unknown): string | undefined {
-  if (typeof seal !== 'string') return 'it has no seal: it was not written by this oncely';
-  if (seal === sealOf(record)) return undefined;
-  return journaledHeaderDamage(record.headers) ?? SEAL_MISMATCH;
-}
+export const portableSeal: Sealer = sealer((text) => uuidv5(text, uuidv5.URL));

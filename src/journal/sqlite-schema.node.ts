@@ -36,7 +36,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
-import { sealOf } from './seal.js';
+import { nodeSeal } from './seal.node.js';
 import { COLUMNS, parseRow, type Row } from './sqlite-statements.node.js';
 import { JOURNALED_HEADERS } from './types.js';
 
@@ -105,7 +105,7 @@ function sealRows(db: Database.Database): void {
   const seal = db.prepare<[string, string, string]>('UPDATE oncely_operations SET seal = ? WHERE scope = ? AND key = ?');
   for (const row of db.prepare<[], Row>(`SELECT ${COLUMNS} FROM oncely_operations`).all()) {
     const read = parseRow(row);
-    if ('record' in read) seal.run(sealOf(read.record), row.scope, row.key);
+    if ('record' in read) seal.run(nodeSeal.sealOf(read.record), row.scope, row.key);
   }
 }
 

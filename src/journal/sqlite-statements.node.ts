@@ -6,7 +6,7 @@
  * @internal
  */
 import type Database from 'better-sqlite3';
-import { sealDamage } from './seal.js';
+import { nodeSeal } from './seal.node.js';
 import { OperationState, type DamagedRecord, type OperationPatch, type OperationRecord, type StoredResult } from './types.js';
 
 /** A row of `oncely_operations` as better-sqlite3 returns it. */
@@ -85,7 +85,7 @@ export function parseRow(row: Row): { readonly reason: string } | { readonly rec
 /** The record a row stands for, or what is wrong with it: unreadable, or changed since it was sealed. */
 export function readRow(row: Row): { readonly record: OperationRecord } | { readonly damaged: DamagedRecord } {
   const read = parseRow(row);
-  const reason = 'reason' in read ? read.reason : sealDamage(read.record, row.seal);
+  const reason = 'reason' in read ? read.reason : nodeSeal.sealDamage(read.record, row.seal);
   if (reason !== undefined) return { damaged: { scope: row.scope, key: row.key, reason } };
   return read as { readonly record: OperationRecord };
 }

@@ -29,7 +29,7 @@ import { journalErrorFrom, schemaError, closedError } from './sqlite-errors.node
 import { DRIVER_BUSY_TIMEOUT_MS } from '../sqlite/busy.node.js';
 import { groupCommit, type CallKind } from '../sqlite/group-commit.node.js';
 import { applyPatch, readRow, statements, updateValues, type Row, type Statements } from './sqlite-statements.node.js';
-import { sealOf } from './seal.js';
+import { nodeSeal } from './seal.node.js';
 import { openMark, type WriteMark } from './sqlite-mark.node.js';
 import { Durability, type SqliteJournal, type SqliteJournalOptions } from './sqlite-options.node.js';
 
@@ -146,7 +146,7 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
     const row = sql.get.get(scope, key);
     if (row === undefined) return undefined;
     const next = applyPatch(recordOf(row), patch, Date.now());
-    sql.update.run(updateValues(next, patch, sealOf(next)));
+    sql.update.run(updateValues(next, patch, nodeSeal.sealOf(next)));
     return next;
   };
 
@@ -177,7 +177,7 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
       claimOwner: claim?.owner ?? null,
       claimedUntil: claim === undefined ? null : now + claim.ttlMs,
       claimProcess: claim === undefined ? null : thisProcess(),
-      seal: sealOf(record),
+      seal: nodeSeal.sealOf(record),
     };
     const created: PutOutcome = { created: true, record, ...(claim === undefined ? {} : { claimed: true }) };
     if (sql.insert.run(values).changes === 1) return created;

@@ -220,7 +220,7 @@ describe('indexeddb: a row changed outside oncely', () => {
     const other = newKey();
     await moveIdbRow(path, server.url, moved, other);
     const { pending, damaged, sent } = await resumed(journal);
-    expect(pending).toContainEqual({ key: other, state: 'damaged', reason: expect.stringMatching(/stored under another operation's key/) });
+    expect(pending).toContainEqual({ key: other, state: 'damaged', reason: expect.stringMatching(/stored under another key than its own/) });
     expect(damaged).toEqual([other]);
     expect(sent).toEqual([healthy]);
     await journal.close();
