@@ -128,8 +128,7 @@ export interface Statements {
 
 /** `record` with `patch` applied, as `Journal.update` stores it: absent fields left alone, `updatedAt` bumped. */
 export function applyPatch(record: OperationRecord, patch: OperationPatch, now: number): OperationRecord {
-  const pick = <K extends keyof OperationPatch>(name: K): NonNullable<OperationPatch[K]> | OperationRecord[K] =>
-    patch[name] === undefined ? record[name] : (patch[name] as NonNullable<OperationPatch[K]>);
+  const pick = <K extends keyof OperationPatch>(name: K): OperationRecord[K] => (patch[name] === undefined ? record[name] : patch[name]) as OperationRecord[K];
   return {
     ...record,
     state: pick('state'),
