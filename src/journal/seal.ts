@@ -16,9 +16,9 @@
  * |---------------------------------------------------|------------------------------------------------------|
  * | scope, key, fingerprint, headers                  | method, URL, body: the fingerprint covers them, and  |
  * | state, createdAt, updatedAt, submittedAt          | the client's check names what changed                |
- * | attempts, lastStatus                              | claims (owner, expiry, process): liveness only, and  |
- * | result: status, headers, body, replayed           | written by every claim; a forged claim only delays   |
- * |                                                   | a resume. Insertion order (`seq`, `rowid`): ordering |
+ * | attempts, lastStatus                              | claims (owner, expiry, process): rewritten by every  |
+ * | result: status, headers, body, replayed           | claim; they say who may send, not what is sent.      |
+ * |                                                   | Insertion order (`seq`, `rowid`): ordering only      |
  *
  * `updatedAt` is sealed although only `prune()` reads it: deleting a settled row is acting on it,
  * and it costs nothing to hash.
