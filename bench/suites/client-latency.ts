@@ -23,7 +23,7 @@ import ky from 'ky';
 import { createClient } from '../../src/index.js';
 import { memoryJournal } from '../../src/journal/memory.js';
 import { prepareSchema } from '../../src/journal/sqlite-schema.node.js';
-import { statements, updateValues } from '../../src/journal/sqlite-statements.node.js';
+import { statements } from '../../src/journal/sqlite-statements.node.js';
 import { sqliteJournal } from '../../src/journal/sqlite.node.js';
 import { OperationState } from '../../src/journal/types.js';
 import { newKey } from '../../src/keys.js';
@@ -63,10 +63,25 @@ boundDb.pragma('journal_mode = WAL');
 const sql = statements(boundDb);
 const scope = server.url;
 let previous: { key: string; status: number; body: string } | undefined;
+// A row's seal (src/journal/seal.node.ts) is a base64url SHA-256: the bound writes one of that length, computing none.
+const SEAL = 'A'.repeat(43);
 const writeIntent = boundDb.transaction((key: string, body: string, now: number) => {
   if (previous) {
     const result = { status: previous.status, headers: { 'content-type': 'application/json' }, body: previous.body, replayed: false };
-    sql.update.run(updateValues(scope, previous.key, { attempts: 1, lastStatus: previous.status, state: OperationState.Succeeded, result }, now));
+    // The journal reads the row back (to check its seal) before it writes the outcome over it.
+    sql.get.get(scope, previous.key);
+    sql.update.run({
+      scope,
+      key: previous.key,
+      state: OperationState.Succeeded,
+      submittedAt: now,
+      attempts: 1,
+      lastStatus: previous.status,
+      result: JSON.stringify(result),
+      updatedAt: now,
+      seal: SEAL,
+      settles: 1,
+    });
   }
   sql.insert.run({
     scope,
@@ -82,6 +97,7 @@ const writeIntent = boundDb.transaction((key: string, body: string, now: number)
     claimOwner: 'bound',
     claimedUntil: now + 30_000,
     claimProcess: null,
+    seal: SEAL,
   });
 }).immediate;
 const sendBound = async (): Promise<number> => {

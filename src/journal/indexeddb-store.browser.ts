@@ -7,6 +7,7 @@
  */
 import { createStore, type UseStore } from 'idb-keyval';
 import { JournalError } from '../errors.js';
+import { portableSeal } from './seal.js';
 import { JOURNALED_HEADERS, OperationState, type DamagedRecord, type OperationRecord } from './types.js';
 
 /** What is stored under each operation's {@link rowKey}. */
@@ -17,6 +18,8 @@ export interface Row {
   /** Lease-record claim (unused when Web Locks hold the claims). */
   readonly claimOwner: string | null;
   readonly claimedUntil: number | null;
+  /** See `seal.ts`: written with every change of `record` (claims are not sealed). */
+  readonly seal: string;
 }
 
 /** The `['meta']` entry: schema version and the last insertion counter. */
@@ -36,22 +39,38 @@ export const STORE = 'operations';
  * | 2      | rows stored under {@link rowKey} (scope + key), records carry `scope`; rows of |
  * |        | schema 1 are moved on first open (scope = their URL's origin), their headers   |
  * |        | cut to the allow-list                                                          |
+ * | 3      | rows carry a `seal` (see `seal.ts`); every readable row is sealed as it is     |
+ * |        | found on first open (trusted then, checked from then on)                       |
  */
-export const SCHEMA = 2;
+export const SCHEMA = 3;
 
 /** The store key of an operation: idempotency keys hold no space, so the pair is unambiguous. */
 export const rowKey = (scope: string, key: string): string => `${scope} ${key}`;
 
 const STATES: ReadonlySet<unknown> = new Set(Object.values(OperationState));
 
-/** The row stored at `storeKey`, or what is wrong with it (a value no version of oncely wrote). */
+/** The row stored at `storeKey`, or what is wrong with it: a value no version of oncely wrote, or one changed since it was sealed. */
 export function readRow(storeKey: string, value: unknown): { readonly row: Row } | { readonly damaged: DamagedRecord } {
+  const read = parseRow(storeKey, value);
+  if ('damaged' in read) return read;
+  const { record } = read.row;
+  // The store key is not sealed: a value moved under another key would be read as that key's.
+  const moved = storeKey === rowKey(record.scope, record.key) ? undefined : 'it is stored under another key than its own';
+  const reason = moved ?? portableSeal.sealDamage(record, read.row.seal);
+  return reason === undefined ? read : { damaged: { ...damagedAt(storeKey), reason } };
+}
+
+/** The scope and key a store key names, as far as they can be told. */
+function damagedAt(storeKey: string): Omit<DamagedRecord, 'reason'> {
+  const space = storeKey.lastIndexOf(' ');
+  return space < 0 ? { scope: null, key: storeKey } : { scope: storeKey.slice(0, space), key: storeKey.slice(space + 1) };
+}
+
+/** {@link readRow} without the seal: whether the value has a row's shape (an older layout's too). */
+function parseRow(storeKey: string, value: unknown): { readonly row: Row } | { readonly damaged: DamagedRecord } {
   const row = value as Partial<Row> | null;
   const record = (typeof row === 'object' && row !== null ? row.record : undefined) as Partial<OperationRecord> | undefined;
-  const space = storeKey.lastIndexOf(' ');
-  const scope = space < 0 ? null : storeKey.slice(0, space);
-  const key = space < 0 ? storeKey : storeKey.slice(space + 1);
-  const damaged = (reason: string): { damaged: DamagedRecord } => ({ damaged: { scope, key, reason } });
+  const damaged = (reason: string): { damaged: DamagedRecord } => ({ damaged: { ...damagedAt(storeKey), reason } });
   if (typeof record !== 'object' || record === null) return damaged('it holds no operation record');
   if (typeof record.url !== 'string' || !URL.canParse(record.url)) return damaged('its URL does not parse');
   if (typeof record.headers !== 'object' || record.headers === null) return damaged('its headers are not a map');
@@ -63,7 +82,7 @@ export function readRow(storeKey: string, value: unknown): { readonly row: Row }
 }
 
 /** A schema-1 row as schema 2 stores it: scoped by its URL's origin, headers allow-listed. */
-function upgradeRow(row: Row): Row {
+function scopeRow(row: Row): Row {
   const record = row.record as OperationRecord;
   const headers = Object.fromEntries(Object.entries(record.headers).filter(([name]) => JOURNALED_HEADERS.has(name)));
   // Rows written before `submittedAt` existed lack it; that code resent every pending record on
@@ -133,8 +152,8 @@ export function journalStore(dbName: string): JournalStore {
       if (meta !== undefined && meta.schema < SCHEMA) await raw('readwrite', (store, finish) => upgrade(store, finish));
     });
 
-  // Schema 1 → 2: every row moves from its idempotency key to rowKey(scope, key). A row that
-  // cannot be read stays where it is (and is reported as damaged).
+  // Schema 1 → 2: every row moves from its idempotency key to rowKey(scope, key). 2 → 3: every
+  // row is sealed as it is found. A row that cannot be read stays as it is (and is reported as damaged).
   const upgrade = (store: IDBObjectStore, finish: (value: undefined) => void): void => {
     const request = store.openCursor(OPERATIONS());
     request.onsuccess = () => {
@@ -148,11 +167,12 @@ export function journalStore(dbName: string): JournalStore {
         return;
       }
       const storeKey = String(cursor.key);
-      const read = readRow(storeKey, cursor.value);
-      if (!storeKey.includes(' ') && 'row' in read) {
-        const row = upgradeRow(read.row);
-        store.put(row, rowKey(row.record.scope, row.record.key));
-        cursor.delete();
+      const read = parseRow(storeKey, cursor.value);
+      if ('row' in read) {
+        const moved = !storeKey.includes(' ');
+        const row = moved ? scopeRow(read.row) : read.row;
+        store.put({ ...row, seal: portableSeal.sealOf(row.record) } satisfies Row, rowKey(row.record.scope, row.record.key));
+        if (moved) cursor.delete();
       }
       cursor.continue();
     };

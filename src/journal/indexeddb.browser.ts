@@ -16,6 +16,7 @@
  */
 import { JournalError } from '../errors.js';
 import { META_KEY, OPERATIONS, SCHEMA, journalStore, readRow, rowKey, type Meta, type Row } from './indexeddb-store.browser.js';
+import { portableSeal } from './seal.js';
 import { OperationState, newRecord, replacesRefused } from './types.js';
 import type { DamagedRecord, Journal, NewOperation, OperationRecord, PutOutcome } from './types.js';
 import { webLockClaims, type LockRequester } from './web-locks.js';
@@ -107,11 +108,13 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
   // `insertAll` took before the row existed: `claimed` says which rows hold one.
   const newRow = (operation: NewOperation, seq: number, now: number, claimed: boolean): Row => {
     const lease = claimed && !webLocks && operation.claim !== undefined;
+    const record = newRecord(operation, now);
     return {
-      record: newRecord(operation, now),
+      record,
       seq,
       claimOwner: lease ? (operation.claim?.owner ?? null) : null,
       claimedUntil: lease ? now + (operation.claim?.ttlMs ?? 0) : null,
+      seal: portableSeal.sealOf(record),
     };
   };
 
@@ -253,7 +256,8 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
         if (!row) return { result: undefined };
         const next: OperationRecord = { ...row.record, ...patch, updatedAt: Math.max(Date.now(), row.record.updatedAt) };
         const settled = next.state !== OperationState.Pending;
-        return { row: { ...row, record: next, ...(settled ? { claimOwner: null, claimedUntil: null } : {}) }, result: next };
+        // Sealed here, in the transaction callback: the row was read back intact (see modify).
+        return { row: { ...row, record: next, seal: portableSeal.sealOf(next), ...(settled ? { claimOwner: null, claimedUntil: null } : {}) }, result: next };
       });
       if (record && record.state !== OperationState.Pending) await webLocks?.release(rowKey(scope, key));
       return record;

@@ -16,11 +16,15 @@
  * retries of a chain send the record it checked, from memory. A record the client has just
  * built is not read back, so it needs no check.
  *
+ * The fingerprint covers the request alone (the protocol defines it so). The rest of what is acted
+ * on — the key, the scope, the state and outcome, `submittedAt`, the timestamps, the headers —
+ * is covered by the row's seal (`seal.ts`), which the journal itself checks on every read: a row
+ * changed there never reaches this check, it is reported damaged by the journal.
+ *
  * Limits, on purpose: the fingerprint is SHA-256 over public inputs, kept in the same row, so
- * whoever edits a body deliberately can write the matching fingerprint too — as they could add
- * a row of their own. This catches damage and careless edits, not forgery by someone who may
- * write the journal file. The key, the state, `submittedAt` and the timestamps are not covered
- * by the fingerprint (the protocol defines it over the request alone).
+ * whoever edits a body deliberately can write the matching fingerprint (and seal) too — as they
+ * could add a row of their own. This catches damage and careless edits, not forgery by someone
+ * who may write the journal file.
  *
  * @module
  * @internal
@@ -46,6 +50,20 @@ export function journaledFingerprintInput(method: string, url: URL, headers: Rea
 }
 
 /**
+ * Why journaled `headers` must not be sent, or `undefined`: a credential, which would stand in for
+ * the resuming client's own. Also what a journal names a changed row by when its headers say it.
+ *
+ * @example
+ * ```ts
+ * journaledHeaderDamage({ authorization: 'Bearer x' }); // 'its headers hold authorization, which is never journaled'
+ * ```
+ */
+export function journaledHeaderDamage(headers: Readonly<Record<string, string>>): string | undefined {
+  const secret = Object.keys(headers).find((name) => NEVER_JOURNALED_HEADERS.has(name.toLowerCase()) || isCredentialName(name));
+  return secret === undefined ? undefined : `its headers hold ${secret}, which is never journaled`;
+}
+
+/**
  * Why `record` must not be sent, or `undefined` when it is what its fingerprint says and it stays
  * in the origin of `scope` (its own, unless the caller knows better).
  *
@@ -64,8 +82,8 @@ export async function recordDamage(record: OperationRecord, digest: FingerprintD
   // The client writes methods upper-case; fetch upper-cases only some, so another case would
   // send another method than the one fingerprinted (which upper-cases it).
   if (record.method !== record.method.toUpperCase()) return `its method ${JSON.stringify(record.method)} is not upper-case`;
-  const secret = Object.keys(record.headers).find((name) => NEVER_JOURNALED_HEADERS.has(name.toLowerCase()) || isCredentialName(name));
-  if (secret !== undefined) return `its headers hold ${secret}, which is never journaled`;
+  const secret = journaledHeaderDamage(record.headers);
+  if (secret !== undefined) return secret;
   const expected = await digest(journaledFingerprintInput(record.method, url, record.headers, record.body));
   if (expected !== record.fingerprint) return 'its method, URL or body no longer match its fingerprint';
   return undefined;

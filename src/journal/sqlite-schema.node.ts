@@ -15,6 +15,8 @@
  * | 4       | `scope`, and the primary key `(scope, key)`: a client sees its own scope only;   |
  * |         | `claim_process`, so a claim of a dead process is void at once; headers outside   |
  * |         | the allow-list and URL userinfo are scrubbed from existing rows                  |
+ * | 5       | `seal` (see `seal.ts`): a row whose key, scope, state, outcome or timestamps were |
+ * |         | changed outside oncely is damaged; existing rows are sealed as they are found    |
  *
  * Beside the versions: `oncely_meta`, one row with the journal's random id and the count of
  * operations it has written, for the high-water mark of `sqlite-mark.node.ts`. It is created
@@ -34,13 +36,15 @@
  */
 import { randomUUID } from 'node:crypto';
 import type Database from 'better-sqlite3';
+import { nodeSeal } from './seal.node.js';
+import { COLUMNS, parseRow, type Row } from './sqlite-statements.node.js';
 import { JOURNALED_HEADERS } from './types.js';
 
 /** `"oncj"` as a big-endian 32-bit integer: marks a SQLite file as an oncely journal. */
 export const APPLICATION_ID = 0x6f6e636a;
 
 /** The schema version this code reads and writes. */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 /** Version 1's layout, kept verbatim: the migration test builds its fixture from it. */
 export const SCHEMA_V1 = `
@@ -85,7 +89,25 @@ export const MIGRATIONS: Readonly<Record<number, string | ((db: Database.Databas
     UPDATE oncely_operations SET submitted_at = created_at;
   `,
   3: migrateToScopes,
+  4: sealRows,
 };
+
+/**
+ * 4 → 5: every row that can be read is sealed as it is. This trusts the rows found at the
+ * migration — nothing recorded what they were before — and checks every change from then on. A
+ * row that cannot be read stays unsealed, and is reported as damaged for what it is.
+ *
+ * A version step, not a column added on the side: oncely 4 would refuse to open the file
+ * (its version is newer) rather than write rows without seals, which would all read as damaged.
+ */
+function sealRows(db: Database.Database): void {
+  db.exec('ALTER TABLE oncely_operations ADD COLUMN seal TEXT');
+  const seal = db.prepare<[string, string, string]>('UPDATE oncely_operations SET seal = ? WHERE scope = ? AND key = ?');
+  for (const row of db.prepare<[], Row>(`SELECT ${COLUMNS} FROM oncely_operations`).all()) {
+    const read = parseRow(row);
+    if ('record' in read) seal.run(nodeSeal.sealOf(read.record), row.scope, row.key);
+  }
+}
 
 /**
  * 3 → 4: SQLite cannot change a primary key in place, so the table is rebuilt. A row's scope is

@@ -6,6 +6,7 @@
  * @internal
  */
 import type Database from 'better-sqlite3';
+import { nodeSeal } from './seal.node.js';
 import { OperationState, type DamagedRecord, type OperationPatch, type OperationRecord, type StoredResult } from './types.js';
 
 /** A row of `oncely_operations` as better-sqlite3 returns it. */
@@ -24,6 +25,8 @@ export interface Row {
   attempts: number;
   last_status: number | null;
   result: string | null;
+  /** See `seal.ts`; `null` only in a row that could not be read when the column was added. */
+  seal: string | null;
 }
 
 const STATES: ReadonlySet<string> = new Set(Object.values(OperationState));
@@ -38,8 +41,8 @@ const isResult = (value: unknown): value is StoredResult =>
   isStringMap((value as StoredResult).headers) &&
   typeof (value as StoredResult).body === 'string';
 
-/** Why `row` cannot be read as a record, or `undefined` when it can. */
-function damage(row: Row): { reason: string } | { record: OperationRecord } {
+/** The record `row` holds, or why it cannot be read as one; its seal is not checked here. */
+export function parseRow(row: Row): { readonly reason: string } | { readonly record: OperationRecord } {
   let headers: unknown;
   let result: unknown = null;
   try {
@@ -79,13 +82,16 @@ function damage(row: Row): { reason: string } | { record: OperationRecord } {
   };
 }
 
-/** The record a row stands for, or what is wrong with it. */
+/** The record a row stands for, or what is wrong with it: unreadable, or changed since it was sealed. */
 export function readRow(row: Row): { readonly record: OperationRecord } | { readonly damaged: DamagedRecord } {
-  const read = damage(row);
-  return 'record' in read ? read : { damaged: { scope: row.scope, key: row.key, reason: read.reason } };
+  const read = parseRow(row);
+  const reason = 'reason' in read ? read.reason : nodeSeal.sealDamage(read.record, row.seal);
+  if (reason !== undefined) return { damaged: { scope: row.scope, key: row.key, reason } };
+  return read as { readonly record: OperationRecord };
 }
 
-const COLUMNS = 'scope, key, method, url, headers, body, fingerprint, state, created_at, updated_at, submitted_at, attempts, last_status, result';
+/** Every column a record is read from, and its seal. */
+export const COLUMNS = 'scope, key, method, url, headers, body, fingerprint, state, created_at, updated_at, submitted_at, attempts, last_status, result, seal';
 
 type Named<R = unknown> = Database.Statement<[Record<string, unknown>], R>;
 
@@ -106,33 +112,50 @@ export interface Statements {
    */
   readonly replace: Named;
   readonly get: Database.Statement<[string, string], Row>;
-  readonly update: Named<Row>;
+  /** Writes a record read back and patched, with its new seal, over its row (see {@link updateValues}). */
+  readonly update: Named;
   /** Rows of one state (or `any`), of one scope (`@scope` null: every scope's). */
   readonly list: Readonly<Record<OperationState | 'any', Named<Row>>>;
   readonly holder: Database.Statement<[string, string], Holder>;
   readonly claim: Named;
   readonly release: Database.Statement<[string, string, string]>;
-  readonly prune: Database.Statement<[number]>;
+  /** Settled rows last changed before a time: `prune()` deletes those that read back intact. */
+  readonly prunable: Database.Statement<[number], Row>;
+  readonly remove: Database.Statement<[string, string]>;
   /** Adds to the count of operations written (see `sqlite-mark.node.ts`); returns the new count. */
   readonly written: Database.Statement<[number], { operations_written: number }>;
 }
 
-/** The parameters of {@link Statements.update} for `patch`: `has*` flags tell "leave as is" apart from "set to null". */
-export function updateValues(scope: string, key: string, patch: OperationPatch, now: number): Record<string, unknown> {
+/** `record` with `patch` applied, as `Journal.update` stores it: absent fields left alone, `updatedAt` bumped. */
+export function applyPatch(record: OperationRecord, patch: OperationPatch, now: number): OperationRecord {
+  const pick = <K extends keyof OperationPatch>(name: K): OperationRecord[K] => (patch[name] === undefined ? record[name] : patch[name]) as OperationRecord[K];
   return {
-    scope,
-    key,
-    now,
-    hasState: patch.state === undefined ? 0 : 1,
-    state: patch.state ?? null,
-    hasSubmittedAt: patch.submittedAt === undefined ? 0 : 1,
-    submittedAt: patch.submittedAt ?? null,
-    hasAttempts: patch.attempts === undefined ? 0 : 1,
-    attempts: patch.attempts ?? null,
-    hasLastStatus: patch.lastStatus === undefined ? 0 : 1,
-    lastStatus: patch.lastStatus ?? null,
-    hasResult: patch.result === undefined ? 0 : 1,
-    result: patch.result == null ? null : JSON.stringify(patch.result),
+    ...record,
+    state: pick('state'),
+    submittedAt: pick('submittedAt'),
+    attempts: pick('attempts'),
+    lastStatus: pick('lastStatus'),
+    result: pick('result'),
+    updatedAt: Math.max(now, record.updatedAt),
+  };
+}
+
+/**
+ * The parameters of {@link Statements.update}: the fields a patch may change, the new seal, and
+ * whether the patch settles the operation (which clears its claim).
+ */
+export function updateValues(next: OperationRecord, patch: OperationPatch, seal: string): Record<string, unknown> {
+  return {
+    scope: next.scope,
+    key: next.key,
+    state: next.state,
+    submittedAt: next.submittedAt,
+    attempts: next.attempts,
+    lastStatus: next.lastStatus,
+    result: next.result === null ? null : JSON.stringify(next.result),
+    updatedAt: next.updatedAt,
+    seal,
+    settles: patch.state !== undefined && patch.state !== OperationState.Pending ? 1 : 0,
   };
 }
 
@@ -144,33 +167,29 @@ export function statements(db: Database.Database): Statements {
     // with the row, so that post() needs no claim transaction of its own.
     insert: db.prepare<[Record<string, unknown>]>(
       `INSERT INTO oncely_operations (scope, key, method, url, headers, body, fingerprint, state, created_at, updated_at, submitted_at,
-         claim_owner, claimed_until, claim_process)
+         claim_owner, claimed_until, claim_process, seal)
        VALUES (@scope, @key, @method, @url, @headers, @body, @fingerprint, 'pending', @createdAt, @now, @submittedAt,
-         @claimOwner, @claimedUntil, @claimProcess)
+         @claimOwner, @claimedUntil, @claimProcess, @seal)
        ON CONFLICT (scope, key) DO NOTHING`,
     ),
     replace: db.prepare<[Record<string, unknown>]>(
       `UPDATE oncely_operations SET method = @method, url = @url, headers = @headers, body = @body, fingerprint = @fingerprint,
          state = 'pending', created_at = @createdAt, updated_at = @now, submitted_at = @submittedAt,
-         attempts = 0, last_status = NULL, result = NULL, claim_owner = @claimOwner, claimed_until = @claimedUntil, claim_process = @claimProcess
+         attempts = 0, last_status = NULL, result = NULL, claim_owner = @claimOwner, claimed_until = @claimedUntil, claim_process = @claimProcess,
+         seal = @seal
        WHERE scope = @scope AND key = @key AND state = 'failed' AND fingerprint <> @fingerprint
          AND (attempts = 0 OR last_status IN (400, 413))`,
     ),
     get: db.prepare<[string, string], Row>(`SELECT ${COLUMNS} FROM oncely_operations WHERE scope = ? AND key = ?`),
-    // One statement, so an update is atomic without a transaction. `has*` flags tell "leave as
-    // is" apart from "set to null". Settling clears the claim: a settled op is never resumed.
-    update: db.prepare<[Record<string, unknown>], Row>(
-      `UPDATE oncely_operations SET
-         state = CASE WHEN @hasState THEN @state ELSE state END,
-         submitted_at = CASE WHEN @hasSubmittedAt THEN @submittedAt ELSE submitted_at END,
-         attempts = CASE WHEN @hasAttempts THEN @attempts ELSE attempts END,
-         last_status = CASE WHEN @hasLastStatus THEN @lastStatus ELSE last_status END,
-         result = CASE WHEN @hasResult THEN @result ELSE result END,
-         updated_at = MAX(@now, updated_at),
-         claim_owner = CASE WHEN @hasState AND @state <> 'pending' THEN NULL ELSE claim_owner END,
-         claimed_until = CASE WHEN @hasState AND @state <> 'pending' THEN NULL ELSE claimed_until END,
-         claim_process = CASE WHEN @hasState AND @state <> 'pending' THEN NULL ELSE claim_process END
-       WHERE scope = @scope AND key = @key RETURNING ${COLUMNS}`,
+    // Run after the row was read back and its seal checked, in the same transaction: the new
+    // seal covers the whole record. Settling clears the claim: a settled op is never resumed.
+    update: db.prepare<[Record<string, unknown>]>(
+      `UPDATE oncely_operations SET state = @state, submitted_at = @submittedAt, attempts = @attempts, last_status = @lastStatus,
+         result = @result, updated_at = @updatedAt, seal = @seal,
+         claim_owner = CASE WHEN @settles THEN NULL ELSE claim_owner END,
+         claimed_until = CASE WHEN @settles THEN NULL ELSE claimed_until END,
+         claim_process = CASE WHEN @settles THEN NULL ELSE claim_process END
+       WHERE scope = @scope AND key = @key`,
     ),
     // Literal states, one statement each, so the planner can use the partial index on pending
     // rows. Damaged rows come back too: the journal sorts them out row by row (see readRow).
@@ -198,7 +217,8 @@ export function statements(db: Database.Database): Statements {
     release: db.prepare<[string, string, string]>(
       'UPDATE oncely_operations SET claim_owner = NULL, claimed_until = NULL, claim_process = NULL WHERE scope = ? AND key = ? AND claim_owner = ?',
     ),
-    prune: db.prepare<[number]>("DELETE FROM oncely_operations WHERE state <> 'pending' AND updated_at < ?"),
+    prunable: db.prepare<[number], Row>(`SELECT ${COLUMNS} FROM oncely_operations WHERE state <> 'pending' AND updated_at < ?`),
+    remove: db.prepare<[string, string]>('DELETE FROM oncely_operations WHERE scope = ? AND key = ?'),
     written: db.prepare<[number], { operations_written: number }>(
       'UPDATE oncely_meta SET operations_written = operations_written + ? WHERE id = 1 RETURNING operations_written',
     ),

@@ -28,7 +28,8 @@ import { prepareSchema } from './sqlite-schema.node.js';
 import { journalErrorFrom, schemaError, closedError } from './sqlite-errors.node.js';
 import { DRIVER_BUSY_TIMEOUT_MS } from '../sqlite/busy.node.js';
 import { groupCommit, type CallKind } from '../sqlite/group-commit.node.js';
-import { readRow, statements, updateValues, type Row, type Statements } from './sqlite-statements.node.js';
+import { applyPatch, readRow, statements, updateValues, type Row, type Statements } from './sqlite-statements.node.js';
+import { nodeSeal } from './seal.node.js';
 import { openMark, type WriteMark } from './sqlite-mark.node.js';
 import { Durability, type SqliteJournal, type SqliteJournalOptions } from './sqlite-options.node.js';
 
@@ -118,7 +119,7 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
   // group, or on the next turn of the event loop, whichever comes first.
   const updateLater = (scope: string, key: string, patch: OperationPatch): Promise<void> => {
     if (closing) return Promise.reject(closedError(path));
-    const write = queue.defer('write', () => void open().sql.update.run(updateValues(scope, key, patch, Date.now())));
+    const write = queue.defer('scoped', () => void patchRow(open().sql, scope, key, patch));
     behind.add(write);
     const done = (): void => void behind.delete(write);
     write.then(done, done);
@@ -137,6 +138,17 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
   };
   const rowsOf = (sql: Statements, state: OperationState | 'any', scope: string | undefined): IterableIterator<Row> =>
     sql.list[state].iterate({ scope: scope ?? null });
+
+  // The row is read back and checked before the patch, and written whole with its new seal: a
+  // row changed outside oncely is never rewritten into one that reads as intact. Submitted as
+  // 'scoped', so the read and the write share one transaction; its one write needs no savepoint.
+  const patchRow = (sql: Statements, scope: string, key: string, patch: OperationPatch): OperationRecord | undefined => {
+    const row = sql.get.get(scope, key);
+    if (row === undefined) return undefined;
+    const next = applyPatch(recordOf(row), patch, Date.now());
+    sql.update.run(updateValues(next, patch, nodeSeal.sealOf(next)));
+    return next;
+  };
 
   // Counts the operations a call wrote, in its transaction; the mark follows once it committed.
   const counted = (sql: Statements, outcomes: PutOutcome[]): Counted<PutOutcome[]> => {
@@ -165,6 +177,7 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
       claimOwner: claim?.owner ?? null,
       claimedUntil: claim === undefined ? null : now + claim.ttlMs,
       claimProcess: claim === undefined ? null : thisProcess(),
+      seal: nodeSeal.sealOf(record),
     };
     const created: PutOutcome = { created: true, record, ...(claim === undefined ? {} : { claimed: true }) };
     if (sql.insert.run(values).changes === 1) return created;
@@ -203,10 +216,7 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
       });
     },
     update(scope, key, patch: OperationPatch) {
-      return run('write', (sql) => {
-        const row = sql.update.get(updateValues(scope, key, patch, Date.now()));
-        return row ? recordOf(row) : undefined;
-      });
+      return run('scoped', (sql) => patchRow(sql, scope, key, patch));
     },
     // 'power' promises that what a call reported is on disk: its writes are never left behind.
     ...(durability === Durability.Power ? {} : { updateLater }),
@@ -250,7 +260,12 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
       await run('write', (sql) => sql.release.run(scope, key, owner));
     },
     prune(olderThanMs) {
-      return run('write', (sql) => sql.prune.run(Date.now() - olderThanMs).changes);
+      // Only rows that read back intact: a damaged row is reported, never deleted.
+      return run('atomic', (sql) => {
+        const intact = sql.prunable.all(Date.now() - olderThanMs).filter((row) => 'record' in readRow(row));
+        for (const row of intact) sql.remove.run(row.scope, row.key);
+        return intact.length;
+      });
     },
     async close() {
       closing = true;

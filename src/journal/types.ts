@@ -124,7 +124,8 @@ export interface ListFilter {
 
 /**
  * A stored row that cannot be read as an {@link OperationRecord} (damaged by hand, by a disk,
- * by another program), or that the client refuses to send because it no longer matches its
+ * by another program), whose key, scope, state, outcome or timestamps no longer match its seal
+ * (see `seal.ts`), or that the client refuses to send because it no longer matches its
  * fingerprint or its scope's origin (see `integrity.ts`). It is reported, never deleted, never
  * sent, and never stops the other rows from working.
  */

@@ -6,6 +6,7 @@
  */
 import { indexedDbJournal } from '../../src/journal/indexeddb.browser.js';
 import { runJournalContract, type JournalFixture } from '../contract/journal.contract.js';
+import { editIdbRow } from '../journal/fixtures/row-edits-idb.js';
 
 let databases = 0;
 const fixture = (locks: 'web-locks' | 'lease-records') => (): JournalFixture => {
@@ -13,6 +14,7 @@ const fixture = (locks: 'web-locks' | 'lease-records') => (): JournalFixture => 
   const dbName = `oncely-chromium-${locks}-${databases}-${Date.now()}`;
   return {
     open: () => indexedDbJournal(locks === 'web-locks' ? { dbName } : { dbName, locks: null }),
+    edit: (scope, key, change) => editIdbRow(dbName, scope, key, change),
     cleanup: () =>
       new Promise<void>((resolve, reject) => {
         const request = indexedDB.deleteDatabase(dbName);
@@ -22,5 +24,5 @@ const fixture = (locks: 'web-locks' | 'lease-records') => (): JournalFixture => 
   };
 };
 
-runJournalContract('indexeddb in Chromium (navigator.locks)', fixture('web-locks'), { persistent: true });
-runJournalContract('indexeddb in Chromium (lease records)', fixture('lease-records'), { persistent: true });
+runJournalContract('indexeddb in Chromium (navigator.locks)', fixture('web-locks'), { persistent: true, editable: true });
+runJournalContract('indexeddb in Chromium (lease records)', fixture('lease-records'), { persistent: true, editable: true });

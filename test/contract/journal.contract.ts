@@ -8,6 +8,7 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { OperationState, type Journal, type NewOperation, type OperationPatch, type StoredResult } from '../../src/journal/types.js';
+import { rowEditCases, type RowEdit } from './journal-edits.contract.js';
 
 /** One fresh, empty store per test. */
 export interface JournalFixture {
@@ -15,11 +16,15 @@ export interface JournalFixture {
   open(): Journal;
   /** Removes whatever the fixture created (files, databases). */
   cleanup?(): Promise<void> | void;
+  /** Changes a stored row outside oncely, as anyone who may write the store could (see `journal-edits.contract.ts`). */
+  edit?(scope: string, key: string, change: RowEdit): Promise<void> | void;
 }
 
 export interface ContractOptions {
   /** Whether `open()` can be called again for the same store (reopen, two handles). */
   readonly persistent: boolean;
+  /** Whether the fixture can change a row behind the journal's back (`edit`): a store others can write. */
+  readonly editable?: boolean;
 }
 
 let counter = 0;
@@ -384,6 +389,19 @@ export function runJournalContract(name: string, makeFixture: () => JournalFixtu
       await expect(journal.list()).rejects.toThrow();
       await expect(journal.damaged()).rejects.toThrow();
     });
+
+    if (options.editable) {
+      describe('a row changed outside oncely', () => {
+        rowEditCases(() => ({
+          open,
+          operation,
+          edit: (scope, key, change) => {
+            if (fixture?.edit === undefined) throw new Error('this fixture cannot edit its rows');
+            return fixture.edit(scope, key, change);
+          },
+        }));
+      });
+    }
 
     if (options.persistent) {
       it('keeps every record, byte for byte, across close and reopen', async () => {

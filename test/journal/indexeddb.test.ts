@@ -2,6 +2,7 @@ import 'fake-indexeddb/auto';
 import { indexedDbJournal } from '../../src/journal/indexeddb.browser.js';
 import { runJournalContract, type JournalFixture } from '../contract/journal.contract.js';
 import { fakeWebLocks } from './fake-web-locks.js';
+import { editIdbRow } from './fixtures/row-edits-idb.js';
 
 let databases = 0;
 const fixture = (withLocks: boolean) => (): JournalFixture => {
@@ -11,6 +12,7 @@ const fixture = (withLocks: boolean) => (): JournalFixture => {
   const locks = withLocks ? fakeWebLocks() : null;
   return {
     open: () => indexedDbJournal({ dbName, locks }),
+    edit: (scope, key, change) => editIdbRow(dbName, scope, key, change),
     cleanup: () =>
       new Promise<void>((resolve, reject) => {
         const request = indexedDB.deleteDatabase(dbName);
@@ -20,5 +22,5 @@ const fixture = (withLocks: boolean) => (): JournalFixture => {
   };
 };
 
-runJournalContract('indexeddb (lease records)', fixture(false), { persistent: true });
-runJournalContract('indexeddb (Web Locks)', fixture(true), { persistent: true });
+runJournalContract('indexeddb (lease records)', fixture(false), { persistent: true, editable: true });
+runJournalContract('indexeddb (Web Locks)', fixture(true), { persistent: true, editable: true });

@@ -75,7 +75,7 @@ describe('SQLite journal schema 3 → 4', () => {
       .join('');
     expect(['SECRET_v3_api_key', 'SECRET_v3_password', 'SECRET_v3_token'].filter((secret) => bytes.includes(secret))).toEqual([]);
     const raw = new Database(path, { readonly: true });
-    expect(raw.pragma('user_version', { simple: true })).toBe(4);
+    expect(raw.pragma('user_version', { simple: true })).toBe(5);
     raw.close();
   });
 });

@@ -58,7 +58,7 @@ const inspect = (file: string) => {
 describe('SQLite journal schema migration', () => {
   it('starts from a fixture written by schema version 1, which has no claim columns', () => {
     expect(inspect(V1_PATH)).toEqual({ version: 1, columns: expect.not.arrayContaining(['claim_owner']) as unknown });
-    expect(SCHEMA_VERSION).toBe(4);
+    expect(SCHEMA_VERSION).toBe(5);
   });
 
   it('migrates a version 1 journal to the current version and reads every operation back unchanged, as submitted, in its origin scope', async () => {
@@ -73,8 +73,8 @@ describe('SQLite journal schema migration', () => {
     expect(await journal.damaged()).toEqual([]);
     await journal.close();
     expect(inspect(path)).toEqual({
-      version: 4,
-      columns: expect.arrayContaining(['scope', 'claim_owner', 'claimed_until', 'submitted_at', 'claim_process']) as unknown,
+      version: 5,
+      columns: expect.arrayContaining(['scope', 'claim_owner', 'claimed_until', 'submitted_at', 'claim_process', 'seal']) as unknown,
     });
   });
 
@@ -101,7 +101,7 @@ describe('SQLite journal schema migration', () => {
     const second = sqliteJournal({ path });
     expect(await second.list()).toEqual(before);
     await second.close();
-    expect(inspect(path).version).toBe(4);
+    expect(inspect(path).version).toBe(5);
   });
 
   it('refuses a journal from a newer schema version with a JournalError and leaves the file as it was', async () => {
@@ -141,7 +141,7 @@ describe('SQLite journal schema migration from version 2 (submitted_at)', () => 
     expect(records).toEqual(V2_ROWS.map(migrated));
     for (const row of V2_ROWS) expect(await journal.get(scopeOfRow(row), row.key)).toEqual(migrated(row));
     await journal.close();
-    expect(inspect(path)).toEqual({ version: 4, columns: expect.arrayContaining(['scope', 'submitted_at', 'claim_process']) as unknown });
+    expect(inspect(path)).toEqual({ version: 5, columns: expect.arrayContaining(['scope', 'submitted_at', 'claim_process', 'seal']) as unknown });
   });
 
   it('keeps what a version 2 resume() did: a client resumes both pending operations of the migrated journal', async () => {
@@ -236,6 +236,6 @@ describe('SQLite journal schema migration from version 3 (scopes)', () => {
     ]);
     expect(await journal.damaged()).toEqual([]);
     await journal.close();
-    expect(inspect(path)).toEqual({ version: 4, columns: expect.arrayContaining(['scope', 'claim_process']) as unknown });
+    expect(inspect(path)).toEqual({ version: 5, columns: expect.arrayContaining(['scope', 'claim_process', 'seal']) as unknown });
   });
 });
