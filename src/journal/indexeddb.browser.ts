@@ -15,10 +15,11 @@
  * @module
  */
 import { JournalError } from '../errors.js';
-import { META_KEY, OPERATIONS, SCHEMA, journalStore, readRow, rowKey, type Meta, type Row } from './indexeddb-store.browser.js';
+import { rowInserter } from './indexeddb-insert.browser.js';
+import { OPERATIONS, journalStore, readRow, rowKey, type Row } from './indexeddb-store.browser.js';
 import { portableSeal } from './seal.js';
-import { OperationState, newRecord, replacesRefused } from './types.js';
-import type { DamagedRecord, Journal, NewOperation, OperationRecord, PutOutcome } from './types.js';
+import { OperationState } from './types.js';
+import type { DamagedRecord, Journal, OperationRecord, PutOutcome } from './types.js';
 import { webLockClaims, type LockRequester } from './web-locks.js';
 
 /**
@@ -86,12 +87,6 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
   const webLocks = locks ? webLockClaims(locks, dbName) : undefined;
   const { transact, close: closeStore } = journalStore(dbName);
 
-  // Reads the meta entry first: requests on one store complete in the order they were made.
-  const withMeta = (store: IDBObjectStore, next: (meta: Meta) => void): void => {
-    const request = store.get(META_KEY);
-    request.onsuccess = () => next((request.result as Meta | undefined) ?? { schema: SCHEMA, seq: 0 });
-  };
-
   // A row that cannot be read fails the call about it alone; list() leaves it out.
   const stored = (storeKey: string, value: unknown): Row | undefined => {
     if (value === undefined) return undefined;
@@ -104,105 +99,7 @@ export function indexedDbJournal(options: IndexedDbJournalOptions = {}): Indexed
     });
   };
 
-  // A claim asked for is written in the row itself (lease records), or is the Web Lock that
-  // `insertAll` took before the row existed: `claimed` says which rows hold one.
-  const newRow = (operation: NewOperation, seq: number, now: number, claimed: boolean): Row => {
-    const lease = claimed && !webLocks && operation.claim !== undefined;
-    const record = newRecord(operation, now);
-    return {
-      record,
-      seq,
-      claimOwner: lease ? (operation.claim?.owner ?? null) : null,
-      claimedUntil: lease ? now + (operation.claim?.ttlMs ?? 0) : null,
-      seal: portableSeal.sealOf(record),
-    };
-  };
-
-  // With Web Locks the claim `put()` is asked for is the lock, taken *before* the row is written:
-  // no other tab can claim a record between its creation and its first attempt. A lock that is
-  // not free (another tab holds this key) leaves that operation unclaimed.
-  const lockClaims = async (operations: readonly NewOperation[]): Promise<boolean[]> =>
-    Promise.all(
-      operations.map(({ scope, key, claim }) => (claim === undefined ? false : (webLocks?.acquire(rowKey(scope, key), claim.owner, claim.ttlMs) ?? true))),
-    );
-
-  // Locks taken for rows that were not created (the key existed) are given back: the existing
-  // record and whoever holds it stay as they were.
-  const unlockUnused = async (operations: readonly NewOperation[], locked: readonly boolean[], outcomes?: readonly PutOutcome[]): Promise<void> => {
-    if (!webLocks) return;
-    const ids = operations.map((operation) => rowKey(operation.scope, operation.key));
-    const created = new Set(ids.filter((_, index) => outcomes?.[index]?.created === true));
-    const unused = operations.filter((_, index) => locked[index] === true && !created.has(ids[index] as string));
-    await Promise.all(unused.map((operation) => webLocks.release(rowKey(operation.scope, operation.key), operation.claim?.owner)));
-  };
-
-  const insertAll = async (operations: readonly NewOperation[]): Promise<PutOutcome[]> => {
-    const locked = webLocks ? await lockClaims(operations) : operations.map((operation) => operation.claim !== undefined);
-    // An existing row under a new operation's key that cannot be read: nothing is written.
-    let damaged: unknown;
-    let outcomes: PutOutcome[];
-    try {
-      outcomes = await insertAllOnce(operations, locked, (error) => {
-        damaged = error;
-      });
-    } catch (error) {
-      await unlockUnused(operations, locked);
-      throw damaged ?? error;
-    }
-    await unlockUnused(operations, locked, outcomes);
-    return outcomes;
-  };
-
-  const insertAllOnce = (operations: readonly NewOperation[], locked: readonly boolean[], onDamaged: (error: unknown) => void): Promise<PutOutcome[]> =>
-    transact<PutOutcome[]>('readwrite', (store, finish) => {
-      const now = Date.now();
-      const outcomes: PutOutcome[] = [];
-      const inBatch = new Map<string, OperationRecord>();
-      withMeta(store, (meta) => {
-        let seq = meta.seq;
-        let index = 0;
-        // One request at a time, in order, so a key repeated within the batch sees the first.
-        const step = (): void => {
-          const operation = operations[index];
-          if (operation === undefined) {
-            store.put({ schema: SCHEMA, seq } satisfies Meta, META_KEY);
-            finish(outcomes);
-            return;
-          }
-          index += 1;
-          const id = rowKey(operation.scope, operation.key);
-          const seen = inBatch.get(id);
-          if (seen) {
-            outcomes.push({ created: false, record: seen });
-            step();
-            return;
-          }
-          const request = store.get(id);
-          request.onsuccess = () => {
-            let existing: Row | undefined;
-            try {
-              existing = stored(id, request.result);
-            } catch (error) {
-              onDamaged(error);
-              store.transaction.abort();
-              return;
-            }
-            if (existing && !replacesRefused(existing.record, operation)) {
-              outcomes.push({ created: false, record: existing.record });
-            } else {
-              seq += 1;
-              const claimed = locked[index - 1] === true;
-              const row = newRow(operation, seq, now, claimed);
-              store.put(row, id);
-              inBatch.set(id, row.record);
-              outcomes.push({ created: true, record: row.record, ...(claimed ? { claimed: true } : {}) });
-            }
-            step();
-          };
-        };
-        step();
-      });
-    });
+  const insertAll = rowInserter({ transact, webLocks, stored });
 
   // Read-modify-write of one row inside one readwrite transaction.
   // A damaged row is passed to `change` as absent: nothing is written over it.
