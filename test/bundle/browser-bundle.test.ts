@@ -8,8 +8,13 @@ import { bundleBrowserEntry, type BrowserBundle } from './bundle-browser-entry.j
  * bundle: the trust-boundary checks of issue 33 (a row checked against its fingerprint and origin
  * before it is resent; credentials kept out of the journal by rule), 14 915 → 15 796 B, and the
  * followable operation of issue 37 (state, subscribe, settled, resume follow), about +590 B.
+ * Raised again on 2026-12-07 for issue 46's promises, 17 049 → 18 367 B, each step measured here:
+ * the claim held from put() on IndexedDB (the Web Lock taken before the row) and the refusal rule
+ * +318 B; close() waiting for the outcomes written behind +309 B; the attempt's whole-time timer
+ * and the client's following()/subscribe() for usePendingOperations +353 B; the row seal checked
+ * on every read +318 B (plus the split of the IndexedDB insertion, +20 B).
  */
-const CLIENT_GZIP_BUDGET = 17 * 1024;
+const CLIENT_GZIP_BUDGET = 18 * 1024;
 
 describe('the browser entry bundled with esbuild for the browser platform', () => {
   let whole: BrowserBundle;
@@ -35,7 +40,7 @@ describe('the browser entry bundled with esbuild for the browser platform', () =
     expect(nodeOnly).toEqual([]);
   });
 
-  it('keeps the client without ky under 17 KB minified and gzipped', () => {
+  it('keeps the client without ky under 18 KB minified and gzipped', () => {
     expect(withoutKy.inputs.some((input) => input.includes('node_modules/ky/'))).toBe(false);
     expect(withoutKy.gzipBytes).toBeLessThan(CLIENT_GZIP_BUDGET);
   });
