@@ -18,7 +18,7 @@ import { createClient, type Client } from '../../src/index.js';
 import { indexedDbJournal } from '../../src/journal/indexeddb.browser.js';
 import { memoryJournal } from '../../src/journal/memory.js';
 import { sqliteJournal } from '../../src/journal/sqlite.node.js';
-import type { Journal } from '../../src/journal/types.js';
+import type { Journal, OperationPatch } from '../../src/journal/types.js';
 import type { ResumeOutcome } from '../../src/client/results.js';
 import { fakeWebLocks } from '../journal/fake-web-locks.js';
 
@@ -84,46 +84,46 @@ function refusingProcess(journal: Journal): { client: Client; sent: () => number
   return { client, sent: () => sent };
 }
 
+/** `mine`, with `meanwhile` run right after one of its calls: the other process's move in the race. */
+function racing(mine: Journal, call: 'put' | 'update' | 'claim', meanwhile: (args: readonly unknown[]) => Promise<void>): Journal {
+  const original = mine[call] as (...args: unknown[]) => Promise<unknown>;
+  const wrapped = async (...args: unknown[]): Promise<unknown> => {
+    // A claim races before it is made (another tab claims first); a write, after it has committed.
+    if (call === 'claim') await meanwhile(args);
+    const result = await original.apply(mine, args);
+    if (call !== 'claim') await meanwhile(args);
+    return result;
+  };
+  return { ...mine, kind: mine.kind, [call]: wrapped };
+}
+
+const states = async (journal: Journal): Promise<string[]> => (await journal.list()).map((record) => record.state);
+
 describe.each(Object.keys(backends))('a refused request and another process (%s)', (name) => {
   it("post(): a resume() elsewhere between the record's creation and its first attempt finds it claimed and sends nothing", async () => {
     const [mine, theirs] = backends[name]!();
     const other = otherProcess(theirs);
     let resumed: ResumeOutcome[] = [];
-    const racing: Journal = {
-      ...mine,
-      kind: mine.kind,
-      put: async (operation) => {
-        const outcome = await mine.put(operation);
-        resumed = await other.client.resume();
-        return outcome;
-      },
-    };
-    const me = refusingProcess(racing);
+    const me = refusingProcess(racing(mine, 'put', async () => void (resumed = await other.client.resume())));
     await expect(me.client.post('v1/pay', { json: { amount: 1 } })).rejects.toMatchObject({ code: 'REQUEST_REFUSED', settled: true });
     expect(resumed.map((outcome) => outcome.state)).toEqual(['skipped']);
     expect(other.sent() + me.sent()).toBe(0);
-    expect((await mine.list()).map((record) => record.state)).toEqual(['failed']);
+    expect(await states(mine)).toEqual(['failed']);
   });
 
   it('send() of a prepared operation: claimed before it is marked submitted, so a resume() elsewhere sends nothing', async () => {
     const [mine, theirs] = backends[name]!();
     const other = otherProcess(theirs);
     let resumed: ResumeOutcome[] = [];
-    const racing: Journal = {
-      ...mine,
-      kind: mine.kind,
-      update: async (scope, key, patch) => {
-        const record = await mine.update(scope, key, patch);
-        if (patch.submittedAt !== undefined) resumed = await other.client.resume();
-        return record;
-      },
+    const afterSubmit = async ([, , patch]: readonly unknown[]): Promise<void> => {
+      if ((patch as OperationPatch).submittedAt !== undefined) resumed = await other.client.resume();
     };
-    const me = refusingProcess(racing);
+    const me = refusingProcess(racing(mine, 'update', afterSubmit));
     const op = await me.client.prepare('POST', 'v1/pay', { json: { amount: 2 } });
     await expect(op.send()).rejects.toMatchObject({ code: 'REQUEST_REFUSED', settled: true });
     expect(resumed.map((outcome) => outcome.state)).toEqual(['skipped']);
     expect(other.sent() + me.sent()).toBe(0);
-    expect((await mine.list()).map((record) => record.state)).toEqual(['failed']);
+    expect(await states(mine)).toEqual(['failed']);
   });
 
   it('send() of a prepared operation another tab submitted and sent since it was read: a refusal leaves it pending, never failed', async () => {
@@ -132,23 +132,17 @@ describe.each(Object.keys(backends))('a refused request and another process (%s)
     let raced = false;
     // The other tab's send() of the same prepared operation runs to its end (sent, no answer)
     // between this tab's read of the record and its claim.
-    const racing: Journal = {
-      ...mine,
-      kind: mine.kind,
-      claim: async (scope, key, owner, ttlMs) => {
-        if (!raced) {
-          raced = true;
-          const theirs = await other.client.prepare('POST', 'v1/pay', { key, json: { amount: 4 } });
-          await expect(theirs.send()).rejects.toMatchObject({ code: 'OPERATION_PENDING' });
-        }
-        return mine.claim(scope, key, owner, ttlMs);
-      },
+    const beforeClaim = async ([, key]: readonly unknown[]): Promise<void> => {
+      if (raced) return;
+      raced = true;
+      const theirs = await other.client.prepare('POST', 'v1/pay', { key: key as string, json: { amount: 4 } });
+      await expect(theirs.send()).rejects.toMatchObject({ code: 'OPERATION_PENDING' });
     };
-    const me = refusingProcess(racing);
+    const me = refusingProcess(racing(mine, 'claim', beforeClaim));
     const op = await me.client.prepare('POST', 'v1/pay', { json: { amount: 4 } });
     await expect(op.send()).rejects.toMatchObject({ code: 'REQUEST_REFUSED', settled: false });
     expect(other.sent()).toBe(1);
-    expect((await mine.list()).map((record) => record.state)).toEqual(['pending']);
+    expect(await states(mine)).toEqual(['pending']);
   });
 
   it('a journal that does not hold the claim put() asked for: a request sent elsewhere meanwhile leaves the refused one pending, never failed', async () => {
@@ -156,19 +150,11 @@ describe.each(Object.keys(backends))('a refused request and another process (%s)
     const other = otherProcess(theirs);
     let resumed: ResumeOutcome[] = [];
     // A third-party journal that ignores NewOperation.claim, racing as above.
-    const legacy: Journal = {
-      ...mine,
-      kind: mine.kind,
-      put: async ({ claim: _ignored, ...operation }) => {
-        const outcome = await mine.put(operation);
-        resumed = await other.client.resume();
-        return outcome;
-      },
-    };
-    const me = refusingProcess(legacy);
+    const legacy: Journal = { ...mine, kind: mine.kind, put: async ({ claim: _ignored, ...operation }) => mine.put(operation) };
+    const me = refusingProcess(racing(legacy, 'put', async () => void (resumed = await other.client.resume())));
     await expect(me.client.post('v1/pay', { json: { amount: 3 } })).rejects.toMatchObject({ code: 'REQUEST_REFUSED', settled: false });
     expect(resumed.map((outcome) => outcome.state)).toEqual(['pending']);
     expect(other.sent()).toBe(1);
-    expect((await mine.list()).map((record) => record.state)).toEqual(['pending']);
+    expect(await states(mine)).toEqual(['pending']);
   });
 });
