@@ -152,7 +152,9 @@ describe('the checkout Service Worker', () => {
     // Sent by the worker alone: the page's attempts, made offline, never reached the server.
     expect(summary(shop.served())).toEqual([['worker', key, 201]]);
     // The example's onSettled hook: no tab of the shop was open, so the customer is notified.
-    await expect.poll(() => workerNotifications(shop)).toEqual([['Payment confirmed', key]]);
+    // The hook runs after the outcome is written (read back, checked against its seal, written
+    // whole): under load that is more than the default second after the server's answer.
+    await expect.poll(() => workerNotifications(shop), { timeout: 15_000 }).toEqual([['Payment confirmed', key]]);
 
     const before = shop.served().length;
     const reopened = await shop.context.newPage();
