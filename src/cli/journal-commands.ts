@@ -12,7 +12,6 @@
  */
 import { existsSync } from 'node:fs';
 import { createClient, type Client } from '../client/create-client.js';
-import type { ResumeOutcome } from '../client/results.js';
 import { nodeDigest } from '../digest.node.js';
 import { defaultJournalPath } from '../journal/default.node.js';
 import { recordDamage } from '../journal/integrity.js';
@@ -20,6 +19,7 @@ import { sqliteJournal } from '../journal/sqlite.node.js';
 import { OperationState, SCOPE_NAME, isExpired, scopeOf, type DamagedRecord, type OperationRecord } from '../journal/types.js';
 import { parseCommandArgs, readDuration, reportParseFailure, tokenProblem, usageError, type ReadResult } from './args.js';
 import { onInterrupt } from './interrupt.js';
+import { printResumed } from './resume-report.js';
 
 const journalOption = { type: 'string', value: 'PATH', help: 'the journal file (default: $ONCELY_JOURNAL, else ~/.oncely/journal.db)' } as const;
 const jsonOption = { type: 'boolean', help: 'print JSON instead of a table' } as const;
@@ -201,33 +201,6 @@ export async function pending(argv: readonly string[]): Promise<number> {
   } finally {
     await journal.close();
   }
-}
-
-/** Prints what `resume()` did to each operation (a table, or JSON); returns how many are still unsettled. */
-function printResumed(outcomes: readonly ResumeOutcome[], json: boolean): number {
-  const lines = outcomes.map((outcome) => {
-    switch (outcome.state) {
-      case 'succeeded':
-        return { key: outcome.key, state: outcome.state, status: outcome.result.status, replayed: outcome.result.replayed };
-      case 'skipped':
-        return { key: outcome.key, state: outcome.state, detail: 'another live process holds its claim' };
-      case 'damaged':
-        return { key: outcome.key, state: outcome.state, detail: `damaged row, left as it is: ${outcome.reason}` };
-      default:
-        return { key: outcome.key, state: outcome.state, detail: outcome.error.message };
-    }
-  });
-  const unsettled = lines.filter((line) => line.state !== 'succeeded' && line.state !== 'failed').length;
-  if (json) {
-    console.log(JSON.stringify(lines, null, 2));
-    return unsettled;
-  }
-  for (const line of lines) {
-    const what = 'status' in line ? `${line.status}${line.replayed ? ' (replayed)' : ''}` : line.detail;
-    console.log(`${line.key}  ${line.state.padEnd(9)}  ${what}`);
-  }
-  console.log(`\nresumed ${lines.length}: ${lines.length - unsettled} settled, ${unsettled} still without a final outcome`);
-  return unsettled;
 }
 
 /**

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { ErrorCode, ExpiredOperationError, JournalError, KeyReusedError, OncelyError, isOncelyError, type OperationRef } from '../errors.js';
+import { ErrorCode, ExpiredOperationError, KeyReusedError, OncelyError, isOncelyError, type OperationRef } from '../errors.js';
 import { recordDamage } from '../journal/integrity.js';
 import { OperationState, isExpired, type DamagedRecord, type Journal, type OperationRecord } from '../journal/types.js';
 import type { FingerprintDigest } from '../fingerprint.js';
@@ -12,40 +12,14 @@ import { newKey } from '../keys.js';
 import { outcomeOf, type OperationSnapshot } from './follow.js';
 import { abortAll, createOperation, type Engine, type Operation } from './operation-handle.js';
 import { snapshotOf } from './operation.js';
-import { normalizeOptions, type ClientOptions } from './options.js';
+import type { ClientOptions } from './options.js';
+import { normalizeOptions } from './resolve-options.js';
 import { prepareRequest, type RequestOptions } from './request.js';
 import type { OperationResult, PendingOperation, ResumeOutcome } from './results.js';
-import { writeBehinds } from './write-behind.js';
+import type { ResumeOptions } from './resume-options.js';
+import { unwrittenError, writeBehinds } from './write-behind.js';
 
-/**
- * Options of {@link Client.resume}.
- *
- * @example
- * ```ts
- * const outcomes = await client.resume({ concurrency: 8, signal: AbortSignal.timeout(60_000) });
- * ```
- */
-export interface ResumeOptions {
-  /** Stops waiting; unfinished operations stay pending. */
-  readonly signal?: AbortSignal;
-  /**
-   * How many operations are sent at once.
-   * @default 4
-   */
-  readonly concurrency?: number;
-  /**
-   * Wait for an operation another tab, worker or process holds (its claim) instead of reporting
-   * it `skipped`: it is followed until that holder lets go (then sent from here) or settles it,
-   * within the retry budget. A second `resume()` in the same client always joins the first one's
-   * sends.
-   * @default false
-   * @example
-   * ```ts
-   * const outcomes = await client.resume({ follow: true }); // a payment another tab is sending: its outcome, not 'skipped'
-   * ```
-   */
-  readonly follow?: boolean;
-}
+export type { ResumeOptions } from './resume-options.js';
 
 /**
  * A client whose keyed requests take effect once. Create it with `createClient`.
@@ -285,14 +259,6 @@ export function buildClient(options: ClientOptions, defaultJournal: (() => Journ
       if (unwritten.length > 0) throw unwrittenError(unwritten);
     },
   };
-}
-
-/** The error of a `close()` that could not write every outcome it had handed out. */
-function unwrittenError(keys: readonly string[]): JournalError {
-  const listed = keys.slice(0, 10).join(', ') + (keys.length > 10 ? `, and ${keys.length - 10} more` : '');
-  return new JournalError(`the outcome of ${keys.length} settled operation(s) could not be written to the journal (Idempotency-Key ${listed})`, {
-    hint: 'they read as pending: the next resume() sends them again under their keys, which a server that still holds them answers with its stored response',
-  });
 }
 
 /**

@@ -11,6 +11,7 @@
  * @module
  * @internal
  */
+import { JournalError } from '../errors.js';
 import type { Journal, OperationPatch } from '../journal/types.js';
 
 /**
@@ -68,4 +69,21 @@ export function writeBehinds(journal: Journal): WriteBehinds | undefined {
       return [...unwritten.keys()];
     },
   };
+}
+
+/**
+ * The error of a `close()` that could not write every outcome it had handed out.
+ *
+ * @example
+ * ```ts
+ * const unwritten = (await behind?.flush()) ?? [];
+ * if (unwritten.length > 0) throw unwrittenError(unwritten);
+ * ```
+ * @internal
+ */
+export function unwrittenError(keys: readonly string[]): JournalError {
+  const listed = keys.slice(0, 10).join(', ') + (keys.length > 10 ? `, and ${keys.length - 10} more` : '');
+  return new JournalError(`the outcome of ${keys.length} settled operation(s) could not be written to the journal (Idempotency-Key ${listed})`, {
+    hint: 'they read as pending: the next resume() sends them again under their keys, which a server that still holds them answers with its stored response',
+  });
 }

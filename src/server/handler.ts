@@ -14,22 +14,19 @@
  *
  * @module
  */
-import { validate as validateUuid } from 'uuid';
 import { fingerprintInputParsed } from '../fingerprint.js';
-import { DEFAULT_NAMESPACE, parseKeyHeader } from '../keys.js';
+import { parseKeyHeader } from '../keys.js';
 import { createInFlight } from './in-flight.js';
+import { resolveHandlerConfig } from './handler-config.js';
 import { createLetGo } from './let-go.js';
 import { parseInput, type Admission } from './parse-input.js';
 import { admitRequest, fromCache, rememberFinished, type AdmissionPolicy } from './admission.js';
 import { problemAnswer, replay, respond, storeUnavailable, toResponse, type Answer } from './answers.js';
-import { createServerMetrics } from './metrics.js';
 import { firstLocalPhase, wholeLocalRequest } from './phase-plan.js';
 import { reportError, runSteps, type StepsOutcome } from './phases.js';
 import { ProblemType } from './problems.js';
 import { readCappedBody } from './read-body.js';
 import { createReplayCache, type ReplayCache } from './replay-cache.js';
-import { InvalidOptionError } from './errors/invalid-option-error.js';
-import { integerOption, resolveServerOptions } from './options.js';
 import type { AdmitInput, AdmitResult, KeyRow, KeyStore, Lease } from './store/types.js';
 import type { IdempotentOperation } from './types.js';
 import type { IdempotencyHandler, IdempotencyHandlerOptions } from './handler-types.js';
@@ -57,27 +54,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
  * ```
  */
 export function createIdempotencyHandler(options: IdempotencyHandlerOptions): IdempotencyHandler {
-  const where = 'createIdempotencyHandler';
-  const shared = resolveServerOptions(where, options);
-  const backoff = options.parkBackoff ?? { baseMs: 1000, maxMs: 60_000 };
-  integerOption(where, 'parkBackoff.baseMs', backoff.baseMs, 0, 1);
-  integerOption(where, 'parkBackoff.maxMs', backoff.maxMs, 0, backoff.baseMs);
-  const config = {
-    ...shared,
-    store: options.store,
-    authenticate: options.authenticate,
-    namespace: options.namespace ?? DEFAULT_NAMESPACE,
-    hooks: options.hooks ?? {},
-    metrics: options.metrics ?? createServerMetrics(),
-    backoff,
-  };
-  if (!validateUuid(config.namespace)) throw new InvalidOptionError(where, 'namespace', `must be a UUID, got ${JSON.stringify(config.namespace)}`);
-  const operations = new Map<string, IdempotentOperation<unknown>>();
-  for (const operation of options.operations) {
-    const endpoint = `${operation.method.toUpperCase()} ${operation.path}`;
-    if (operations.has(endpoint)) throw new InvalidOptionError(where, 'operations', `has two operations for ${endpoint}`);
-    operations.set(endpoint, operation);
-  }
+  const { config, operations } = resolveHandlerConfig(options);
   const { store, metrics } = config;
   const telemetry = serverTelemetry(options.telemetry);
   const keys = createInFlight(store, config.leaseMs);
@@ -93,13 +70,6 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     // The owner commits at each phase: a lease not refreshed lately says it stopped working.
     retryAfterMs: (row) => keys.retryAfterMs(row),
   };
-
-  /** The row just taken over under `lease`; when the store fails the lease is let go first (the answer is 503, a free key). */
-  const reload = (lease: Lease): Promise<KeyRow | undefined> =>
-    store.load(lease.clientId, lease.key).catch(async (error: unknown) => {
-      await letGo.release(lease, { forget: false });
-      throw error;
-    });
 
   /** Runs the operation's steps under `lease` from `row`'s recovery point (see `phases.ts`). */
   const execute = (
@@ -210,7 +180,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
         metrics.add('lease_takeovers');
         trace?.tookOver();
         // Reload under our lease: the previous owner may have committed more phases since `admit` read it.
-        const current = await reload(decided.lease);
+        const current = await letGo.reload(decided.lease);
         if (!current) return problemAnswer('transient', ProblemType.UpstreamUnavailable, 'the key vanished during takeover', { ...echo, 'retry-after': '1' });
         return executed(await execute(operation, decided.lease, current, input, { onTransient: 'release' }, trace), current, admission, echo);
       }
@@ -298,7 +268,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
         await letGo.park(lease, { retryAfterMs: config.backoff.maxMs });
         return 'unresumable';
       }
-      const current = await reload(lease);
+      const current = await letGo.reload(lease);
       if (!current) return 'lost';
       const recovery = telemetry?.recovery(row.endpoint);
       const outcome = await execute(operation, lease, current, parsed.input, { onTransient: 'park' }, recovery);

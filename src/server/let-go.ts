@@ -23,7 +23,7 @@
  * @internal
  */
 import { compositeId } from '../composite-id.js';
-import type { KeyStore, Lease } from './store/types.js';
+import type { KeyRow, KeyStore, Lease } from './store/types.js';
 
 /** Keys remembered at most: a store that never recovers costs this much and no more. */
 export const MAX_PENDING = 1000;
@@ -44,11 +44,16 @@ export interface LetGo {
    * admitted; `undefined` when there is none. Rejects with the store's error when it fails again.
    */
   before(clientId: string, key: string): Promise<void> | undefined;
+  /**
+   * The row just taken over under `lease`, read again; when the store fails, the lease is let go
+   * first (the answer will be `503`, and a `503`'s key is free) and the error rethrown.
+   */
+  reload(lease: Lease): Promise<KeyRow | undefined>;
 }
 
 /** Options of {@link createLetGo}. */
 export interface LetGoOptions {
-  readonly store: Pick<KeyStore, 'release' | 'park'>;
+  readonly store: Pick<KeyStore, 'release' | 'park' | 'load'>;
   /** The lease the front end grants: how long a let-go stays worth retrying. */
   readonly leaseMs: number;
   /** Told the first failure of each let-go. */
@@ -129,6 +134,11 @@ export function createLetGo(options: LetGoOptions): LetGo {
     // Async, so that a store throwing instead of rejecting fails the same way.
     release: (lease, { forget }) => letGo(lease, async () => store.release(lease, { forget })),
     park: (lease, { retryAfterMs }) => letGo(lease, async () => store.park(lease, { retryAfterMs })),
+    reload: (lease) =>
+      store.load(lease.clientId, lease.key).catch(async (error: unknown) => {
+        await letGo(lease, async () => store.release(lease, { forget: false }));
+        throw error;
+      }),
     before(clientId, key) {
       if (pending.size === 0) return undefined;
       const id = compositeId(clientId, key);

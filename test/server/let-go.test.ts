@@ -48,9 +48,10 @@ describe('createLetGo', () => {
 
   it(`remembers at most ${MAX_PENDING} keys, each only until its lease would have run out, when the store never recovers`, async () => {
     let releases = 0;
-    const broken = (): Pick<KeyStore, 'release' | 'park'> => ({
+    const broken = (): Pick<KeyStore, 'release' | 'park' | 'load'> => ({
       release: () => ((releases += 1), Promise.reject(new Error('disk full'))),
       park: () => Promise.reject(new Error('disk full')),
+      load: () => Promise.reject(new Error('disk full')),
     });
     const lease = (key: string): Lease => ({ clientId: 'acme', key, token: `t-${key}` });
     const letGo = createLetGo({ store: broken(), leaseMs: 60_000 });
