@@ -8,7 +8,9 @@
  * Usage: `node --import tsx bench/peer-cpu.ts [peer = oncely-sqlite] [seconds = 5] [cpuprofile-dir] [replay]`
  * (`replay`: every request repeats one finished key, instead of a fresh key each)
  * (`oncely-nostore`: the same handler over a store that writes nothing, the floor under oncely)
- * (the PostgreSQL peers — `oncely-postgres`, `unguarded-postgres`, `*-pg`, `*-pg-tx` — use `ONCELY_PG_URL`, else `postgres://postgres@127.0.0.1:5432/test`).
+ * (the PostgreSQL peers — `oncely-postgres`, `unguarded-postgres`, `*-pg`, `*-pg-tx` — use `ONCELY_PG_URL`, else `postgres://postgres@127.0.0.1:5432/test`;
+ * their database's server CPU and WAL per request are read from the server (`lib/pg-observe.ts`), and, where
+ * `pg_stat_statements` is loaded, the statements run per request).
  * Compare two commits by running it alternately in two worktrees.
  *
  * @module
@@ -16,6 +18,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { bundled } from './lib/bundle.js';
+import { observePg } from './lib/pg-observe.js';
 import { runLoad } from './lib/load.js';
 import { onPostgres as needsPostgres } from './peers/labels.js';
 import { PG_URL } from './peers/pg.js';
@@ -46,22 +49,6 @@ const cpuMs = (): number => {
   const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) * 10;
 };
-/** CPU time of every PostgreSQL server process (backends, WAL writer, …), ms. */
-const databaseCpuMs = (): number => {
-  let total = 0;
-  for (const pid of readdirSync('/proc')) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-      if (!stat.includes('(postgres)')) continue;
-      const fields = stat.split(') ')[1]!.split(' ');
-      total += (Number(fields[11]) + Number(fields[12])) * 10;
-    } catch {
-      // exited between the listing and the read
-    }
-  }
-  return total;
-};
 /** CPU time of each of the child's threads by name (main thread, worker threads, libuv pool, V8's GC helpers), ms. */
 const threadCpuMs = (): Map<string, number> => {
   const byName = new Map<string, number>();
@@ -80,9 +67,11 @@ const threadCpuMs = (): Map<string, number> => {
 };
 const replayKey = 'peer-cpu-replay';
 if (replay && (await pay(url, replayKey, payBody('peer-cpu'))).status !== 201) throw new Error(`${peer}: warm-up failed`);
+const observer = onPostgres ? await observePg(PG_URL) : undefined;
+await observer?.resetStatements();
+const db0 = await observer?.read();
 const threads0 = threadCpuMs();
 const cpu0 = cpuMs();
-const db0 = onPostgres ? databaseCpuMs() : 0;
 const t0 = Date.now();
 const result = await runLoad({
   url: `${url}/pay`,
@@ -94,13 +83,19 @@ const result = await runLoad({
   durationSec: seconds,
 });
 const cpu = cpuMs() - cpu0;
-const db = onPostgres ? databaseCpuMs() - db0 : 0;
 const wall = Date.now() - t0;
+const db = observer && db0 ? await observer.since(db0) : undefined;
 const threads = [...threadCpuMs()].map(([name, ms]) => [name, ms - (threads0.get(name) ?? 0)] as const).filter(([, ms]) => ms > 0);
 console.log(
   `${peer}${replay ? ' (replays)' : ''} ${Math.round(result.rps)} req/s p99 ${result.p99} ms ${JSON.stringify(result.statuses)} server cpu ${Math.round((100 * cpu) / wall)}% = ${Math.round((1000 * cpu) / result.requests)} µs/request` +
-    (onPostgres ? `, PostgreSQL cpu ${Math.round((100 * db) / wall)}% = ${Math.round((1000 * db) / result.requests)} µs/request` : ''),
+    (db
+      ? `, PostgreSQL cpu ${Math.round((100 * db.cpuMs) / wall)}% = ${Math.round((1000 * db.cpuMs) / result.requests)} µs/request, WAL ${Math.round(db.walBytes / result.requests)} B/request`
+      : ''),
 );
+for (const s of (await observer?.statements(result.requests)) ?? []) {
+  console.log(`  ${s.callsPerRequest.toFixed(2)} calls ${Math.round(s.usPerRequest)} µs ${Math.round(s.walBytesPerRequest)} B WAL /request: ${s.query}`);
+}
+await observer?.close();
 console.log(`  by thread (µs/request): ${threads.map(([name, ms]) => `${name} ${Math.round((1000 * ms) / result.requests)}`).join(', ')}`);
 child.kill('SIGTERM');
 await new Promise((resolve) => child.on('exit', resolve));

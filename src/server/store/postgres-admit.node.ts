@@ -6,11 +6,11 @@
  *
  * @module
  */
-import { finishedInAdmission, firstPhase, isWholeRequest, txOver } from './core.js';
+import { admittedRow, finishedInAdmission, firstPhase, isWholeRequest, txOver } from './core.js';
 import { fenceArgs, landed, landedFinish, shaped } from './postgres-fenced.node.js';
-import { toAdmitResult, type Admitted } from './postgres-rows.node.js';
 import type { PostgresSql } from './postgres-sql.node.js';
-import type { Opened, Runner } from './postgres-transport.node.js';
+import type { OpenOptions, Opened, Runner } from './postgres-transport.node.js';
+import { toAdmitResult, toRow, type Admitted, type RawRow } from './postgres-rows.node.js';
 import type { AdmitInput, AdmitResult, FirstPhase, WholeRequest } from './types.js';
 
 /** Whether `error` is PostgreSQL's `lock_not_available` (55P03): a lock wait ran past `lock_timeout`. */
@@ -36,6 +36,7 @@ export function admitOn(runner: Runner, SQL: PostgresSql, maxResponseBytes: numb
     const options = { lockTimeoutMs: input.waitMs, idleTimeoutMs: input.leaseMs };
     // No row in the answer: the INSERT met a row committed after the statement's snapshot (it
     // waited for that owner's COMMIT). The next attempt's snapshot sees it.
+    if (first && isWholeRequest(first)) return admitWhole(runner, SQL, maxResponseBytes, input, first, options);
     for (let attempt = 1; attempt <= 3; attempt += 1) {
       if (!first) {
         const { rows } = await runner.prepared<Admitted>(SQL.admit, args);
@@ -66,17 +67,6 @@ export function admitOn(runner: Runner, SQL: PostgresSql, maxResponseBytes: numb
           return admitted;
         }
         const ownTx = txOver('postgres', async (op, sql, params) => shaped(op, await tx.query(sql, params)));
-        if (isWholeRequest(first)) {
-          // The response in the COMMIT's round trip: one transaction from INSERT to finished.
-          return await finishedInAdmission('postgresKeyStore', maxResponseBytes, admitted, first, ownTx, (stored) =>
-            tx
-              .commit({ sql: SQL.finish, params: [...fenceArgs(admitted.lease), stored.status, JSON.stringify(stored.headers), stored.body] })
-              // The answer was lost (connection reset): the row says whether the response is stored.
-              .catch(async (error: unknown) => {
-                if (!(await landedFinish(runner, SQL, admitted.lease, input.requestHash, stored))) throw error;
-              }),
-          );
-        }
         // The point after the first phase (EXTn_SENT) is written by the phase's own UPDATE: the
         // row, inserted by this transaction, cannot change hands before COMMIT.
         return await firstPhase(admitted, first, ownTx, (point) =>
@@ -94,4 +84,64 @@ export function admitOn(runner: Runner, SQL: PostgresSql, maxResponseBytes: numb
     }
     throw new Error(`postgresKeyStore: admission of key ${JSON.stringify(input.key.slice(0, 64))} found its row gone three times (deleted while admitted)`);
   };
+}
+
+/**
+ * A whole request's admission ({@link WholeRequest}): BEGIN, the key's admission lock and a look
+ * for its row in one round trip; then, when there is none, the work and the row written finished
+ * with its response, sent with the COMMIT. One row written once: no row in flight for anyone to
+ * see, update or take over (a crash or a rollback leaves nothing), and no UPDATE of it. A
+ * duplicate waits on the lock (up to `waitMs`), then finds the row committed, or none.
+ */
+async function admitWhole<T>(
+  runner: Runner,
+  SQL: PostgresSql,
+  maxResponseBytes: number,
+  input: AdmitInput,
+  whole: WholeRequest<T>,
+  options: OpenOptions,
+): Promise<AdmitResult<T>> {
+  let opened: Opened<{ now_ms: number }>;
+  try {
+    opened = await runner.open<{ now_ms: number }>(
+      { sql: SQL.keyLock, params: [input.clientId, input.key] },
+      { sql: SQL.load, params: [input.clientId, input.key] },
+      options,
+    );
+  } catch (error) {
+    // Held past the wait by another admission of the key: in flight, not yet visible.
+    if (input.waitMs !== undefined && lockNotAvailable(error)) return { owned: false, row: null };
+    throw error;
+  }
+  const { result, tx, then } = opened;
+  try {
+    if (then?.status === 'rejected') throw then.reason;
+    const found = (then?.value.rows as RawRow[] | undefined)?.[0];
+    if (found) {
+      await tx.rollback();
+      return { owned: false, row: toRow(found) };
+    }
+    const nowMs = result.rows[0]!.now_ms;
+    // No lease fences this row: nobody can see it before its COMMIT.
+    const admitted = {
+      owned: true as const,
+      lease: { clientId: input.clientId, key: input.key, token: '' },
+      row: admittedRow(input, nowMs, nowMs + input.ttlMs),
+    };
+    const ownTx = txOver('postgres', async (op, sql, params) => shaped(op, await tx.query(sql, params)));
+    return await finishedInAdmission('postgresKeyStore', maxResponseBytes, admitted, whole, ownTx, (stored) =>
+      tx
+        .commit({
+          sql: SQL.wholeFinish,
+          params: [input.clientId, input.key, input.requestHash, input.endpoint, stored.status, JSON.stringify(stored.headers), stored.body, input.ttlMs],
+        })
+        // The answer was lost (connection reset): the row says whether the response is stored.
+        .catch(async (error: unknown) => {
+          if (!(await landedFinish(runner, SQL, admitted.lease, input.requestHash, stored))) throw error;
+        }),
+    );
+  } catch (error) {
+    await tx.rollback();
+    throw error;
+  }
 }

@@ -14,7 +14,8 @@ import { createPool } from './postgres-hosts.node.js';
 import { urlOptions, withoutOptions } from './postgres-url.node.js';
 import { beginSql, sessionProbe } from './postgres-session.node.js';
 import type { OpenOptions, OpenTransaction, Opened, Query, QueryResult, Runner, Statement } from './postgres-transport.node.js';
-import { InvalidOptionError } from '../errors/invalid-option-error.js';
+import { commitBatch, runBatch, type BatchDriver, type BatchStatement } from './postgres-batch.node.js';
+import { LOCK_TIMEOUT_DEFAULT, opening, type Opening } from './postgres-opening.node.js';
 
 /** Options of {@link createPgRunner}. */
 export interface PgRunnerOptions {
@@ -27,35 +28,6 @@ export interface PgRunnerOptions {
   readonly max: number;
   /** Named prepared statements for the store's own SQL; `undefined`: only on a direct connection (`postgres-session.node.ts`). */
   readonly prepare: boolean | undefined;
-}
-
-/**
- * The session's own lock timeout, kept aside for this transaction, and put back (see
- * {@link OpenOptions.lockTimeoutMs}): `SET LOCAL … TO DEFAULT` would give the role's or the
- * server's default instead of what the pool's sessions set.
- */
-const LOCK_TIMEOUT_KEPT = "SELECT set_config('oncely.kept_lock_timeout', current_setting('lock_timeout'), true)";
-/** PostgreSQL's largest `lock_timeout` and `idle_in_transaction_session_timeout` (an int of milliseconds). */
-const MAX_TIMEOUT_MS = 2_147_483_647;
-const LOCK_TIMEOUT_DEFAULT = "SELECT set_config('lock_timeout', current_setting('oncely.kept_lock_timeout'), true)";
-/**
- * The idle bound for this transaction (see {@link OpenOptions.idleTimeoutMs}), never looser than
- * the session's own: a pool whose operator set a shorter `idle_in_transaction_session_timeout`
- * keeps it (`0` is none).
- */
-const idleBound = (ms: number): string => {
-  const current = "current_setting('idle_in_transaction_session_timeout')";
-  return `SELECT set_config('idle_in_transaction_session_timeout', CASE WHEN ${current}::interval = '0' OR ${current}::interval > interval '1 ms' * ${ms} THEN '${ms}' ELSE ${current} END, true)`;
-};
-
-/**
- * `value` of {@link OpenOptions} `name` as PostgreSQL takes it (it is written into the BEGIN's
- * text): rounded up to a whole millisecond, from 1 (`0` would mean no bound) to PostgreSQL's largest.
- */
-function milliseconds(name: keyof OpenOptions, value: number | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  if (Number.isNaN(value) || value < 0) throw new InvalidOptionError('postgresKeyStore', name, `must be a number of milliseconds ≥ 0, got ${value}`);
-  return Math.min(MAX_TIMEOUT_MS, Math.max(1, Math.ceil(value)));
 }
 
 /** Distinct statement texts a runner prepares on its sessions (the store's own are about twenty). */
@@ -131,11 +103,13 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
       .join(' '),
     pipeline: true,
   };
-  const pool = options.pool ?? createPool(requirePeer<typeof pg>('pg'), config);
+  const driver = requirePeer<typeof pg>('pg');
+  const pool = options.pool ?? createPool(driver, config);
   if (owned) pool.on('error', () => undefined);
   // The store's own SQL names its schema; the app's SQL runs in transactions, which set their
   // isolation, schema and (on our pool) timeout in the BEGIN's own message.
-  const begin = beginSql(options.schema, owned ? options.statementTimeoutMs : undefined);
+  const statementTimeoutMs = owned ? options.statementTimeoutMs : undefined;
+  const begin = beginSql(options.schema, statementTimeoutMs);
   const probe = sessionProbe(pool, options.prepare);
 
   /** The last result of a multi-statement answer (or the one result). */
@@ -210,63 +184,73 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
     };
   }
 
+  const batchDriver = driver as unknown as BatchDriver;
+  /** A store statement in a batch: named as {@link send} names it. */
+  const inBatch = (statement: Statement): BatchStatement => (probe.prepared() ? { ...statement, name: named(statement.sql) } : statement);
+  /** The application's statement in a batch: named as {@link inTransaction} would name it. */
+  const appInBatch = (statement: Statement): BatchStatement =>
+    statement.params.length > 0 && (names.has(statement.sql) || names.size < PREPARED_TEXTS) ? inBatch(statement) : statement;
+
+  /**
+   * {@link Runner.open} on a connection that is not pipelined: the opening, `first`, the lock
+   * timeout put back and `then` in one batch. `failed`: what failed before `then` (the caller
+   * rolls back); `then`'s own failure is handed back as it settled.
+   */
+  async function openBatch<T>(client: pg.PoolClient, begins: Opening, first: Statement, then: Statement | undefined) {
+    const statements = [...begins.statements.map(inBatch), inBatch(first)];
+    if (begins.bounded) statements.push(inBatch({ sql: LOCK_TIMEOUT_DEFAULT, params: [] }));
+    const thenAt = then ? statements.push(appInBatch(then)) - 1 : statements.length;
+    const answer = await runBatch(client, batchDriver, statements);
+    const poisoned = answer.error !== undefined && answer.parsed ? answer.error : undefined;
+    const failedAt = answer.error === undefined ? statements.length : answer.results.length;
+    if (failedAt < thenAt) return { poisoned, failed: answer.error };
+    const result = answer.results[begins.statements.length] as QueryResult<T>;
+    const followed: PromiseSettledResult<QueryResult<unknown>> | undefined =
+      then && (failedAt === thenAt ? { status: 'rejected', reason: answer.error } : { status: 'fulfilled', value: answer.results[thenAt]! });
+    return { poisoned, failed: undefined, result, then: followed };
+  }
+
   return {
     query: over(pool),
     prepared: async <T>(sql: string, params?: readonly unknown[]) => resultOf<T>(await send(pool, { sql, params: params ?? [] })),
-    async open<T>(first: Statement, then?: Statement, options?: OpenOptions): Promise<Opened<T>> {
-      const bounded = milliseconds('lockTimeoutMs', options?.lockTimeoutMs);
-      const idle = milliseconds('idleTimeoutMs', options?.idleTimeoutMs);
-      // The lock wait bounded for `first` alone: set in the BEGIN's own message (the session's own
-      // value kept aside), and put back behind it. The idle bound holds to the transaction's end.
-      let opening = bounded === undefined ? begin : `${begin}; ${LOCK_TIMEOUT_KEPT}; SET LOCAL lock_timeout = ${bounded}`;
-      if (idle !== undefined) opening += `; ${idleBound(idle)}`;
+    async open<T>(first: Statement, then?: Statement, openOptions?: OpenOptions): Promise<Opened<T>> {
+      const begins = opening(begin, options.schema, statementTimeoutMs, openOptions);
       const { client, pipelined, ended, end } = await checkout();
-      const unbound = (): Promise<unknown> | undefined => (bounded === undefined ? undefined : client.query(LOCK_TIMEOUT_DEFAULT));
-      const rollback = (): Promise<void> => end('ROLLBACK');
+      // A batch that failed after parsing a statement leaves the connection's prepared statements unknown.
+      let poisoned: unknown;
+      const rollback = (): Promise<void> => end('ROLLBACK', poisoned);
       const onClient = inTransaction(client);
       const tx: OpenTransaction = {
         // Refused once ended: the connection may already serve another request's transaction.
         query: (sql, params) => (ended() ? Promise.reject(new Error('pgRunner: this transaction has ended')) : onClient(sql, params)),
         async commit(last) {
           if (ended()) throw new Error('pgRunner: this transaction has ended');
-          if (pipelined) {
-            // A failed `last` leaves the transaction aborted, and the COMMIT behind it ends it.
-            const [wrote, ending] = await Promise.allSettled(together(client, () => [send(client, last), client.query('COMMIT')]));
-            await end(undefined, ending.status === 'rejected' ? ending.reason : undefined);
-            valueOf(wrote);
-            committed(valueOf(ending));
-            return;
-          }
-          try {
-            await send(client, last);
-            committed(await client.query('COMMIT'));
-          } catch (error) {
-            // `last` failed (COMMIT never ran) or COMMIT itself did: nothing is left open.
-            await rollback();
-            throw error;
-          }
-          await end();
+          if (!pipelined) return commitBatch(client, batchDriver, inBatch(last), (sql, failure) => end(sql, failure ?? poisoned));
+          // A failed `last` leaves the transaction aborted, and the COMMIT behind it ends it.
+          const [wrote, ending] = await Promise.allSettled(together(client, () => [send(client, last), client.query('COMMIT')]));
+          await end(undefined, ending.status === 'rejected' ? ending.reason : undefined);
+          valueOf(wrote);
+          committed(valueOf(ending));
         },
         rollback,
       };
-      let begun = pipelined;
       try {
-        if (pipelined) {
-          const [began, opened, reset, followed] = await Promise.allSettled(
-            together(client, () => [client.query(opening), send(client, first), unbound(), then && onClient(then.sql, then.params)] as const),
-          );
-          valueOf(began);
-          const result = resultOf<T>(valueOf(opened));
-          valueOf(reset);
-          return { result, tx, then: then && (followed as PromiseSettledResult<QueryResult<unknown>>) };
+        if (!pipelined) {
+          const opened = await openBatch<T>(client, begins, first, then);
+          poisoned = opened.poisoned;
+          if (opened.failed !== undefined) throw opened.failed;
+          return { result: opened.result!, then: opened.then, tx };
         }
-        begun = true;
-        await client.query(opening);
-        const result = resultOf<T>(await send(client, first));
-        await unbound();
-        return { result, tx, then: then && (await Promise.allSettled([onClient(then.sql, then.params)]))[0] };
+        const unbound = (): Promise<unknown> | undefined => (begins.bounded ? client.query(LOCK_TIMEOUT_DEFAULT) : undefined);
+        const [began, opened, reset, followed] = await Promise.allSettled(
+          together(client, () => [client.query(begins.script), send(client, first), unbound(), then && onClient(then.sql, then.params)] as const),
+        );
+        valueOf(began);
+        const result = resultOf<T>(valueOf(opened));
+        valueOf(reset);
+        return { result, tx, then: then && (followed as PromiseSettledResult<QueryResult<unknown>>) };
       } catch (error) {
-        await (begun ? rollback() : end());
+        await end('ROLLBACK', poisoned);
         throw error;
       }
     },

@@ -26,6 +26,15 @@ export type PostgresSql = ReturnType<typeof postgresSql>;
 export function postgresSql(schema: string) {
   const t = `${schema}.oncely_keys`;
   /**
+   * The admission lock of key `$2` of client `$1` (`pg_advisory_xact_lock`, held to the end of the
+   * transaction that takes it), unless the key's row is there already: an admission that can see
+   * the row needs no lock, and a duplicate never holds one while it reads a finished key. From the
+   * schema, client id and key, length-prefixed; two keys that share a lock (a hash collision) only
+   * wait for each other. True when taken.
+   */
+  const admissionLock = `CASE WHEN EXISTS (SELECT 1 FROM ${t} WHERE client_id = $1 AND key = $2) THEN false
+      ELSE pg_advisory_xact_lock(hashtextextended('${schema}:' || octet_length($1::text) || ':' || $1::text || $2::text, 0))::text = '' END`;
+  /**
    * The tail of a statement that ends a lease (`WITH ended AS (… RETURNING watched)`): how many
    * rows it ended, and a NOTIFY on channel `$4` for a watched one, sent at the transaction's
    * COMMIT (see the schema's notes on `watched`).
@@ -35,9 +44,13 @@ export function postgresSql(schema: string) {
     channel: endChannel(schema),
     // Admission: the INSERT, or the row it found. A row committed after this statement's snapshot
     // (the INSERT waited for its owner's COMMIT) is in neither branch: the admission runs again.
+    // Admission: the INSERT, or the row it found, under the key's admission lock (see `keyLock`).
+    // A row committed after this statement's snapshot (the INSERT waited for its owner's COMMIT,
+    // or the lock for a whole request's) is in neither branch: the admission runs again.
     admit: `WITH ins AS (
       INSERT INTO ${t} AS k (client_id, key, request_hash, endpoint, request_body, state, lease_token, lease_until, created_at, expires_at)
-      VALUES ($1, $2, $3, $4, $5, 'started', gen_random_uuid()::text, now() + $6 * interval '1 millisecond', now(), now() + $7 * interval '1 millisecond')
+      SELECT $1::text, $2::text, $3::text, $4::text, $5::text, 'started', gen_random_uuid()::text, now() + $6 * interval '1 millisecond', now(), now() + $7 * interval '1 millisecond'
+        FROM (SELECT ${admissionLock}) AS locked
       ON CONFLICT (client_id, key) DO NOTHING
       RETURNING k.lease_token, k.expires_at)
     SELECT true AS owned, ins.lease_token AS lease, NULL::json AS row_json, floor(extract(epoch FROM now()) * 1000)::float8 AS created_ms,
@@ -46,6 +59,17 @@ export function postgresSql(schema: string) {
     UNION ALL
     SELECT false, NULL, row_to_json(k), NULL, NULL, NULL, floor(extract(epoch FROM now()) * 1000)::float8
       FROM ${t} k WHERE k.client_id = $1 AND k.key = $2 AND NOT EXISTS (SELECT 1 FROM ins)`,
+    // A whole request's admission: the key's admission lock, held to the transaction's end, and
+    // the transaction's clock (its `now()`, which the row's INSERT at COMMIT shares). Every
+    // admission that finds no row takes the lock, so a whole request that still finds none
+    // (`load`, the next statement, with a snapshot taken after the lock) is the only admission of
+    // its key until it ends.
+    keyLock: `SELECT ${admissionLock} AS locked, floor(extract(epoch FROM now()) * 1000)::float8 AS now_ms`,
+    // A whole request's row, written finished with its response, sent with its COMMIT: no row
+    // exists before (under the admission lock), so a row that does is a unique violation that
+    // aborts the transaction. No request body: a replay needs the response only.
+    wholeFinish: `INSERT INTO ${t} (client_id, key, request_hash, endpoint, request_body, state, response_status, response_headers, response_body, created_at, expires_at)
+      VALUES ($1, $2, $3, $4, '', 'finished', $5, $6::json, $7, now(), now() + $8 * interval '1 millisecond')`,
     load: `SELECT ${ROW} FROM ${t} WHERE client_id = $1 AND key = $2`,
     // The row under the lease, locked for the transaction (OLOST when the lease no longer holds it).
     lock: `SELECT ${schema}.oncely_lock($1, $2, $3)`,

@@ -187,7 +187,7 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
       // The COMMIT's own answer lost, and the answer of the response's statement sent with it.
       for (const [key, loses] of [
         ['commit', /^COMMIT$/],
-        ['finish', /oncely_finish\(/],
+        ['finish', /oncely_keys \(client_id, key, request_hash, endpoint, request_body, state, response_status/],
       ] as const) {
         const lost = lose(loses);
         const admitted = await store.admit(input(key), whole(key));
