@@ -33,6 +33,8 @@ interface WireConnection {
 /** A statement of a batch, and the name it is prepared under (none: parsed at every send). */
 export interface BatchStatement extends Statement {
   readonly name?: string | undefined;
+  /** Its rows are not wanted (a setting, COMMIT): not described, and dropped as they arrive. */
+  readonly discard?: boolean | undefined;
 }
 
 /** How a batch ended: the results of the statements that ran, and the error that stopped it. */
@@ -108,7 +110,7 @@ export class Batch {
           }
         }
         connection.bind({ ...(name === undefined ? {} : { statement: name }), values: values[index]! });
-        connection.describe({ type: 'P', name: '' });
+        if (!statement.discard) connection.describe({ type: 'P', name: '' });
         connection.execute({ portal: '', rows: 0 });
       }
       connection.sync();
@@ -123,6 +125,7 @@ export class Batch {
   }
 
   handleDataRow(msg: { fields: unknown[] }): void {
+    if (this.statements[this.results.length]?.discard) return;
     this.current.rows.push(this.current.parseRow(msg.fields) as never);
   }
 
@@ -184,7 +187,7 @@ export function runBatch(client: pg.ClientBase, driver: BatchDriver, statements:
 }
 
 /** The COMMIT behind a transaction's last statement. */
-const COMMIT: BatchStatement = { sql: 'COMMIT', params: [] };
+const COMMIT: BatchStatement = { sql: 'COMMIT', params: [], discard: true };
 
 /**
  * `last` and COMMIT in one batch, then `end` (the connection's release): a failure of either
@@ -202,7 +205,7 @@ export async function commitBatch(
   last: BatchStatement,
   end: (sql?: string, failure?: unknown) => Promise<void>,
 ): Promise<void> {
-  const answer = await runBatch(client, driver, [last, COMMIT]);
+  const answer = await runBatch(client, driver, [{ ...last, discard: true }, COMMIT]);
   if (answer.error !== undefined) {
     await end('ROLLBACK', answer.parsed ? answer.error : undefined);
     throw answer.error;

@@ -63,16 +63,17 @@ export function opening(begin: string, schema: string, statementTimeoutMs: numbe
   const idle = milliseconds('idleTimeoutMs', options?.idleTimeoutMs);
   let script = bounded === undefined ? begin : `${begin}; ${LOCK_TIMEOUT_KEPT}; SET LOCAL lock_timeout = ${bounded}`;
   if (idle !== undefined) script += `; ${idleBound(String(idle))}`;
-  const settings = statementTimeoutMs === undefined ? ['search_path'] : ['search_path', 'statement_timeout'];
+  // One statement sets them all, in the order written (PostgreSQL computes a select list left to
+  // right): the session's own lock timeout is kept aside before the bound replaces it.
+  const settings = [`set_config('search_path', $1, true)`];
+  const params: unknown[] = [`${schema}, public`];
+  const param = (value: unknown): string => `$${params.push(value)}`;
+  if (statementTimeoutMs !== undefined) settings.push(`set_config('statement_timeout', ${param(String(statementTimeoutMs))}, true)`);
+  if (bounded !== undefined) settings.push(LOCK_TIMEOUT_KEPT.slice('SELECT '.length), `set_config('lock_timeout', ${param(String(bounded))}, true)`);
+  if (idle !== undefined) settings.push(idleBound(param(idle)).slice('SELECT '.length));
   const statements: Statement[] = [
     { sql: 'BEGIN ISOLATION LEVEL READ COMMITTED', params: [] },
-    {
-      sql: `SELECT ${settings.map((name, i) => `set_config('${name}', $${i + 1}, true)`).join(', ')}`,
-      params: statementTimeoutMs === undefined ? [`${schema}, public`] : [`${schema}, public`, String(statementTimeoutMs)],
-    },
+    { sql: `SELECT ${settings.join(', ')}`, params },
   ];
-  if (bounded !== undefined)
-    statements.push({ sql: LOCK_TIMEOUT_KEPT, params: [] }, { sql: "SELECT set_config('lock_timeout', $1, true)", params: [String(bounded)] });
-  if (idle !== undefined) statements.push({ sql: idleBound('$1'), params: [idle] });
   return { script, statements, bounded: bounded !== undefined };
 }

@@ -186,7 +186,7 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
 
   const batchDriver = driver as unknown as BatchDriver;
   /** A store statement in a batch: named as {@link send} names it. */
-  const inBatch = (statement: Statement): BatchStatement => (probe.prepared() ? { ...statement, name: named(statement.sql) } : statement);
+  const inBatch = (statement: BatchStatement): BatchStatement => (probe.prepared() ? { ...statement, name: named(statement.sql) } : statement);
   /** The application's statement in a batch: named as {@link inTransaction} would name it. */
   const appInBatch = (statement: Statement): BatchStatement =>
     statement.params.length > 0 && (names.has(statement.sql) || names.size < PREPARED_TEXTS) ? inBatch(statement) : statement;
@@ -197,8 +197,8 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
    * rolls back); `then`'s own failure is handed back as it settled.
    */
   async function openBatch<T>(client: pg.PoolClient, begins: Opening, first: Statement, then: Statement | undefined) {
-    const statements = [...begins.statements.map(inBatch), inBatch(first)];
-    if (begins.bounded) statements.push(inBatch({ sql: LOCK_TIMEOUT_DEFAULT, params: [] }));
+    const statements = [...begins.statements.map((statement) => inBatch({ ...statement, discard: true })), inBatch(first)];
+    if (begins.bounded) statements.push(inBatch({ sql: LOCK_TIMEOUT_DEFAULT, params: [], discard: true }));
     const thenAt = then ? statements.push(appInBatch(then)) - 1 : statements.length;
     const answer = await runBatch(client, batchDriver, statements);
     const poisoned = answer.error !== undefined && answer.parsed ? answer.error : undefined;
