@@ -66,6 +66,7 @@ export function noStore(): KeyStore {
       rows.set(id(input.clientId, input.key), { ...phased, token });
       return { owned: true, lease, row: phased, first: { value } };
     },
+    beginRequest: unsupported('a whole request'),
     async commitPhase<T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>) {
       await turn();
       const row = held(lease);

@@ -50,6 +50,8 @@ export function trackLeases(store: KeyStore): LeaseTracker {
       if (result.owned && result.row.state !== 'finished') hold(result.lease);
       return result;
     },
+    // A whole request holds no lease: nobody can take over a row that is not there before its COMMIT.
+    beginRequest: (input) => store.beginRequest(input),
     load: (clientId, key) => store.load(clientId, key),
     async takeOver(clientId, key, leaseMs) {
       const lease = await store.takeOver(clientId, key, leaseMs);

@@ -23,6 +23,7 @@ import { parseInput, type Admission } from './parse-input.js';
 import { admitRequest, fromCache, rememberFinished, type AdmissionPolicy } from './admission.js';
 import { problemAnswer, replay, respond, storeUnavailable, toResponse, type Answer } from './answers.js';
 import { firstLocalPhase, wholeLocalRequest } from './phase-plan.js';
+import { runWholeRequest } from './store/request-transaction.js';
 import { reportError, runSteps, type StepsOutcome } from './phases.js';
 import { ProblemType } from './problems.js';
 import { readCappedBody } from './read-body.js';
@@ -132,7 +133,9 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
         ttlMs: config.ttlMs,
         waitMs: whole ? waitMs : undefined,
       };
-      const result = await tracedPhase(trace, 'admit', (): Promise<AdmitResult<unknown>> => (whole ? store.admit(input, whole) : store.admit(input, phase)));
+      const result = await tracedPhase(trace, 'admit', (): Promise<AdmitResult<unknown>> =>
+        whole ? runWholeRequest(store, input, whole) : store.admit(input, phase),
+      );
       return { result, first };
     } catch (error) {
       if (!first?.threw(error)) throw error;

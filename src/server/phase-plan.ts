@@ -99,7 +99,7 @@ export interface WholeLocalRequest extends WholeRequest<StoredResponse> {
  * @example
  * ```ts
  * const whole = wholeLocalRequest(operation, { clientId, key, input, namespace, handOver: true });
- * const admitted = await store.admit(admission, whole);
+ * if (whole) await runWholeRequest(store, admission, whole);
  * ```
  */
 export function wholeLocalRequest<Input>(

@@ -1,6 +1,6 @@
 /**
- * The KeyStore contract for an admission carrying the whole request ({@link WholeRequest}, the
- * middleware's `transaction: true`): the key, the work and the stored response commit as one
+ * The KeyStore contract for a whole request's transaction (`beginRequest`, the middleware's
+ * `transaction: true`, run here through `runWholeRequest`): the key, the work and the stored response commit as one
  * transaction; nothing of it is visible, and nothing is kept, before that commit; a concurrent
  * admission of the key waits for it. Every backend runs it, as it runs `keystore.contract.ts`.
  *
@@ -8,6 +8,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
+import { runWholeRequest } from '../../src/server/store/request-transaction.js';
 import type { AdmitInput, KeyStore, StoredResponse, Tx, WholeRequest } from '../../src/server/store/types.js';
 
 const SCHEMA = {
@@ -79,14 +80,14 @@ export function runWholeRequestContract(name: string, factory: () => Promise<Key
 
     it('commits the key, the work and the response together: the owner gets its row finished', async () => {
       await open();
-      const result = await store.admit(input('w1'), whole('w1'));
+      const result = await runWholeRequest(store, input('w1'), whole('w1'));
       if (!result.owned) throw new Error('not owned');
       expect(result.first).toEqual({ value: 1 });
       expect(result.row).toMatchObject({ state: 'finished', response: { status: 201, body: '{"changed":1}' }, leaseRemainingMs: null });
       expect(await store.load(clientId, 'w1')).toMatchObject({ state: 'finished', response: { status: 201, body: '{"changed":1}' }, leaseRemainingMs: null });
       expect(await effects('w1')).toBe(1);
       // A later admission finds the finished row: a replay.
-      const again = await store.admit(input('w1'), whole('w1'));
+      const again = await runWholeRequest(store, input('w1'), whole('w1'));
       expect(again).toMatchObject({ owned: false, row: { state: 'finished', response: { body: '{"changed":1}' } } });
       expect(await effects('w1')).toBe(1);
     });
@@ -94,7 +95,7 @@ export function runWholeRequestContract(name: string, factory: () => Promise<Key
     it('keeps nothing, not even the key, when the work throws, and rejects with its error', async () => {
       await open();
       const boom = new Error('not final');
-      await expect(store.admit(input('w2'), whole('w2', { fail: boom }))).rejects.toBe(boom);
+      await expect(runWholeRequest(store, input('w2'), whole('w2', { fail: boom }))).rejects.toBe(boom);
       expect(await store.load(clientId, 'w2')).toBeUndefined();
       expect(await effects('w2')).toBe(0);
       expect((await store.admit(input('w2'))).owned).toBe(true);
@@ -102,7 +103,7 @@ export function runWholeRequestContract(name: string, factory: () => Promise<Key
 
     it('keeps nothing when the response is over the store’s cap', async () => {
       await open();
-      await expect(store.admit(input('w3'), whole('w3', { bytes: 70_000 }))).rejects.toThrow(/65536|cap|exceeds|larger/i);
+      await expect(runWholeRequest(store, input('w3'), whole('w3', { bytes: 70_000 }))).rejects.toThrow(/65536|cap|exceeds|larger/i);
       expect(await store.load(clientId, 'w3')).toBeUndefined();
       expect(await effects('w3')).toBe(0);
     });
@@ -110,10 +111,10 @@ export function runWholeRequestContract(name: string, factory: () => Promise<Key
     it('shows nothing while the work runs; a concurrent admission waits for the COMMIT and finds the row finished', async () => {
       await open();
       const at = gate();
-      const owner = store.admit(input('w4'), whole('w4', { at }));
+      const owner = runWholeRequest(store, input('w4'), whole('w4', { at }));
       await at.reached;
       let settled = false;
-      const duplicate = store.admit(input('w4', { waitMs: 30_000 }), whole('w4')).finally(() => (settled = true));
+      const duplicate = runWholeRequest(store, input('w4', { waitMs: 30_000 }), whole('w4')).finally(() => (settled = true));
       // Give the duplicate every chance to answer early: it must not.
       await new Promise((resolve) => setTimeout(resolve, 200));
       expect(settled).toBe(false);
@@ -127,9 +128,9 @@ export function runWholeRequestContract(name: string, factory: () => Promise<Key
       await open();
       const at = gate();
       const boom = new Error('handler answered 503');
-      const owner = store.admit(input('w5'), whole('w5', { at, fail: boom }));
+      const owner = runWholeRequest(store, input('w5'), whole('w5', { at, fail: boom }));
       await at.reached;
-      const duplicate = store.admit(input('w5', { waitMs: 30_000 }), whole('w5'));
+      const duplicate = runWholeRequest(store, input('w5', { waitMs: 30_000 }), whole('w5'));
       await new Promise((resolve) => setTimeout(resolve, 100));
       at.open();
       await expect(owner).rejects.toBe(boom);
@@ -142,10 +143,10 @@ export function runWholeRequestContract(name: string, factory: () => Promise<Key
       it('answers a concurrent admission “in flight, not yet visible” (row null) once its wait runs out', async () => {
         await open();
         const at = gate();
-        const owner = store.admit(input('w7'), whole('w7', { at }));
+        const owner = runWholeRequest(store, input('w7'), whole('w7', { at }));
         await at.reached;
         const started = Date.now();
-        expect(await store.admit(input('w7', { waitMs: 150 }), whole('w7'))).toEqual({ owned: false, row: null });
+        expect(await runWholeRequest(store, input('w7', { waitMs: 150 }), whole('w7'))).toEqual({ owned: false, row: null });
         expect(Date.now() - started).toBeGreaterThanOrEqual(140);
         at.open();
         expect((await owner).owned).toBe(true);
@@ -158,7 +159,7 @@ export function runWholeRequestContract(name: string, factory: () => Promise<Key
       await open();
       let ran = 0;
       const results = await Promise.all(
-        Array.from({ length: 100 }, () => store.admit(input('w6', { waitMs: 30_000 }), whole('w6', { onRun: () => (ran += 1) }))),
+        Array.from({ length: 100 }, () => runWholeRequest(store, input('w6', { waitMs: 30_000 }), whole('w6', { onRun: () => (ran += 1) }))),
       );
       expect(results.filter((r) => r.owned)).toHaveLength(1);
       expect(results.filter((r) => !r.owned).every((r) => r.row?.state === 'finished')).toBe(true);

@@ -9,6 +9,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postgresKeyStore } from '../../src/server/postgres.js';
 import { canRunPgBouncerTests, startPgBouncer, type Bouncer } from '../support/pgbouncer.js';
+import { runWholeRequest } from '../../src/server/store/request-transaction.js';
 
 const withBouncer = await canRunPgBouncerTests();
 const bouncers: Bouncer[] = [];
@@ -46,7 +47,7 @@ describe.skipIf(!withBouncer)('a whole request behind PgBouncer in transaction m
 
       // A request that answers in time: the bound is its transaction's, not the server session's.
       let seen: { pid: number; idle: string } | undefined;
-      await a!.admit(input('quick'), {
+      await runWholeRequest(a!, input('quick'), {
         work: async (tx) => (seen = await tx.get<{ pid: number; idle: string }>(`SELECT pg_backend_pid() AS pid, current_setting('${IDLE}') AS idle`)),
         response: response('quick'),
       });
@@ -61,23 +62,21 @@ describe.skipIf(!withBouncer)('a whole request behind PgBouncer in transaction m
       const reached = new Promise<void>((resolve) => (inside = resolve));
       let stall!: () => void;
       const stalled = new Promise<void>((resolve) => (stall = resolve));
-      const first = a!
-        .admit(input('idle'), {
-          async work(tx) {
-            await tx.run('INSERT INTO notes (note) VALUES ($1)', ['first']);
-            inside();
-            await stalled;
-            return tx.run('INSERT INTO notes (note) VALUES ($1)', ['first, late']);
-          },
-          response: response('first'),
-        })
-        .then(
-          () => 'stored',
-          () => 'failed',
-        );
+      const first = runWholeRequest(a!, input('idle'), {
+        async work(tx) {
+          await tx.run('INSERT INTO notes (note) VALUES ($1)', ['first']);
+          inside();
+          await stalled;
+          return tx.run('INSERT INTO notes (note) VALUES ($1)', ['first, late']);
+        },
+        response: response('first'),
+      }).then(
+        () => 'stored',
+        () => 'failed',
+      );
       await reached;
       const startedAt = performance.now();
-      const duplicate = await b!.admit(input('idle'), {
+      const duplicate = await runWholeRequest(b!, input('idle'), {
         work: (tx) => tx.run('INSERT INTO notes (note) VALUES ($1)', ['duplicate']),
         response: response('duplicate'),
       });

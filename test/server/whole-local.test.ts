@@ -103,7 +103,7 @@ describe('the steps API on an operation with no external call', () => {
     const first = await post('k1');
     expect(first).toMatchObject({ status: 201, replay: null });
     expect(JSON.parse(first.body)).toMatchObject({ ordered: 'espresso' });
-    expect(calls).toEqual({ admit: 1 });
+    expect(calls).toEqual({ beginRequest: 1 });
     expect(await inner.load('acme', 'k1')).toMatchObject({ state: 'finished', response: { status: 201, body: first.body } });
     expect(await post('k1')).toEqual({ status: 201, replay: 'true', body: first.body });
     expect([await count('orders'), await count('ledger')]).toEqual([1, 1]);

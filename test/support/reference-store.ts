@@ -27,6 +27,7 @@ import type {
   WholeRequest,
 } from '../../src/server/store/types.js';
 import { isWholeRequest } from '../../src/server/store/core.js';
+import { beginOverAdmit } from '../../src/server/store/request-transaction.js';
 
 const TABLE = `CREATE TABLE IF NOT EXISTS ref_keys (
   client_id TEXT NOT NULL, key TEXT NOT NULL, request_hash TEXT NOT NULL, endpoint TEXT NOT NULL,
@@ -190,6 +191,41 @@ export function referenceKeyStore(path: string): KeyStore {
     ).run(JSON.stringify(final), now(), lease.clientId, lease.key);
   };
 
+  /** The admission, with a first phase or (for `beginRequest`) the whole request in its transaction. */
+  const admitWith = <T>(input: AdmitInput, first?: FirstPhase<T> | WholeRequest<T>) =>
+    transaction(async (): Promise<AdmitResult<T>> => {
+      const at = now();
+      const token = randomUUID();
+      const inserted = db
+        .prepare(
+          `INSERT INTO ref_keys (client_id, key, request_hash, endpoint, request_body, state, lease_token, lease_until, created_at, expires_at)
+           VALUES (?, ?, ?, ?, ?, 'started', ?, ?, ?, ?) ON CONFLICT (client_id, key) DO NOTHING RETURNING *`,
+        )
+        .get(input.clientId, input.key, input.requestHash, input.endpoint, input.requestBody, token, at + input.leaseMs, at, at + input.ttlMs) as
+        Raw | undefined;
+      if (!inserted)
+        return { owned: false, row: row(db.prepare('SELECT * FROM ref_keys WHERE client_id = ? AND key = ?').get(input.clientId, input.key) as Raw) };
+      const lease = { clientId: input.clientId, key: input.key, token };
+      if (!first) return { owned: true, lease, row: row(inserted) };
+      // The first phase in the admission's transaction: a throw rolls the key back with it.
+      let ended = false;
+      const value = await first
+        .work(
+          txFor(() => ended),
+          row(inserted),
+        )
+        .finally(() => (ended = true));
+      // The whole request: its response stored in the same transaction.
+      if (isWholeRequest(first)) writeFinish(lease, first.response(value));
+      else writePhase(lease, inserted, first.phase, value);
+      return {
+        owned: true,
+        lease,
+        row: row(db.prepare('SELECT * FROM ref_keys WHERE client_id = ? AND key = ?').get(input.clientId, input.key) as Raw),
+        first: { value },
+      };
+    });
+
   return {
     dialect: 'sqlite',
     migrate: (app?: AppSchema) =>
@@ -197,34 +233,8 @@ export function referenceKeyStore(path: string): KeyStore {
         db.exec(TABLE);
         if (app) db.exec(app.sqlite);
       }),
-    admit: <T>(input: AdmitInput, first?: FirstPhase<T> | WholeRequest<T>) =>
-      transaction(async (): Promise<AdmitResult<T>> => {
-        const at = now();
-        const token = randomUUID();
-        const inserted = db
-          .prepare(
-            `INSERT INTO ref_keys (client_id, key, request_hash, endpoint, request_body, state, lease_token, lease_until, created_at, expires_at)
-             VALUES (?, ?, ?, ?, ?, 'started', ?, ?, ?, ?) ON CONFLICT (client_id, key) DO NOTHING RETURNING *`,
-          )
-          .get(input.clientId, input.key, input.requestHash, input.endpoint, input.requestBody, token, at + input.leaseMs, at, at + input.ttlMs) as
-          Raw | undefined;
-        if (!inserted)
-          return { owned: false, row: row(db.prepare('SELECT * FROM ref_keys WHERE client_id = ? AND key = ?').get(input.clientId, input.key) as Raw) };
-        const lease = { clientId: input.clientId, key: input.key, token };
-        if (!first) return { owned: true, lease, row: row(inserted) };
-        // The first phase in the admission's transaction: a throw rolls the key back with it.
-        let ended = false;
-        const value = await first.work(txFor(() => ended)).finally(() => (ended = true));
-        // The whole request: its response stored in the same transaction.
-        if (isWholeRequest(first)) writeFinish(lease, first.response(value));
-        else writePhase(lease, inserted, first.phase, value);
-        return {
-          owned: true,
-          lease,
-          row: row(db.prepare('SELECT * FROM ref_keys WHERE client_id = ? AND key = ?').get(input.clientId, input.key) as Raw),
-          first: { value },
-        };
-      }),
+    admit: (input, first) => admitWith(input, first),
+    beginRequest: beginOverAdmit(admitWith),
     load: (clientId, key) =>
       serial(() => {
         const raw = db.prepare('SELECT * FROM ref_keys WHERE client_id = ? AND key = ?').get(clientId, key) as Raw | undefined;

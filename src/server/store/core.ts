@@ -144,7 +144,7 @@ export async function finishedInAdmission<T>(
   tx: Tx,
   write: (stored: StoredResponse) => Promise<void> | void,
 ): Promise<AdmitResult<T>> {
-  const value = await whole.work(tx);
+  const value = await whole.work(tx, admitted.row);
   const stored = finalOf(store, admitted.lease.key, maxBytes, whole.response(value), undefined);
   const written = write(stored);
   if (written) await written;

@@ -6,12 +6,13 @@
  *
  * @module
  */
-import { admittedRow, finishedInAdmission, firstPhase, isWholeRequest, txOver } from './core.js';
+import { admittedRow, firstPhase, txOver } from './core.js';
+import { checkedResponse, type BeganRequest, type RequestTransaction } from './request-transaction.js';
 import { fenceArgs, landed, landedFinish, shaped } from './postgres-fenced.node.js';
 import type { PostgresSql } from './postgres-sql.node.js';
-import type { OpenOptions, Opened, Runner } from './postgres-transport.node.js';
+import type { Opened, Runner } from './postgres-transport.node.js';
 import { toAdmitResult, toRow, type Admitted, type RawRow } from './postgres-rows.node.js';
-import type { AdmitInput, AdmitResult, FirstPhase, WholeRequest } from './types.js';
+import type { AdmitInput, AdmitResult, FirstPhase, StoredResponse } from './types.js';
 
 /** Whether `error` is PostgreSQL's `lock_not_available` (55P03): a lock wait ran past `lock_timeout`. */
 const lockNotAvailable = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === '55P03';
@@ -21,12 +22,12 @@ const lockNotAvailable = (error: unknown): boolean => (error as { code?: unknown
  *
  * @example
  * ```ts
- * const admit = admitOn(runner, postgresSql('oncely'), 65_536);
+ * const admit = admitOn(runner, postgresSql('oncely'));
  * const result = await admit(input);
  * ```
  */
-export function admitOn(runner: Runner, SQL: PostgresSql, maxResponseBytes: number) {
-  return async function admit<T>(input: AdmitInput, first?: FirstPhase<T> | WholeRequest<T>): Promise<AdmitResult<T>> {
+export function admitOn(runner: Runner, SQL: PostgresSql) {
+  return async function admit<T>(input: AdmitInput, first?: FirstPhase<T>): Promise<AdmitResult<T>> {
     const args = [input.clientId, input.key, input.requestHash, input.endpoint, input.requestBody, input.leaseMs, input.ttlMs];
     // An admission that opens a transaction may meet another one's still open (a whole request
     // holds its key until its work ends): it waits for that COMMIT or rollback up to `waitMs`. A
@@ -36,7 +37,6 @@ export function admitOn(runner: Runner, SQL: PostgresSql, maxResponseBytes: numb
     const options = { lockTimeoutMs: input.waitMs, idleTimeoutMs: input.leaseMs };
     // No row in the answer: the INSERT met a row committed after the statement's snapshot (it
     // waited for that owner's COMMIT). The next attempt's snapshot sees it.
-    if (first && isWholeRequest(first)) return admitWhole(runner, SQL, maxResponseBytes, input, first, options);
     for (let attempt = 1; attempt <= 3; attempt += 1) {
       if (!first) {
         const { rows } = await runner.prepared<Admitted>(SQL.admit, args);
@@ -87,61 +87,63 @@ export function admitOn(runner: Runner, SQL: PostgresSql, maxResponseBytes: numb
 }
 
 /**
- * A whole request's admission ({@link WholeRequest}): BEGIN, the key's admission lock and a look
- * for its row in one round trip; then, when there is none, the work and the row written finished
- * with its response, sent with the COMMIT. One row written once: no row in flight for anyone to
- * see, update or take over (a crash or a rollback leaves nothing), and no UPDATE of it. A
+ * The store's `beginRequest` over `runner`: BEGIN, the key's admission lock and a look for its
+ * row in one round trip; owned when there is none, and the row written finished with its response
+ * when the holder commits, sent with the COMMIT. One row written once: no row in flight for anyone
+ * to see, update or take over (a crash or a rollback leaves nothing), and no UPDATE of it. A
  * duplicate waits on the lock (up to `waitMs`), then finds the row committed, or none.
+ *
+ * @example
+ * ```ts
+ * const began = await beginRequestOn(runner, postgresSql('oncely'), 65_536)(input);
+ * if (began.owned) await began.request.commit(response);
+ * ```
  */
-async function admitWhole<T>(
-  runner: Runner,
-  SQL: PostgresSql,
-  maxResponseBytes: number,
-  input: AdmitInput,
-  whole: WholeRequest<T>,
-  options: OpenOptions,
-): Promise<AdmitResult<T>> {
-  let opened: Opened<{ now_ms: number }>;
-  try {
-    opened = await runner.open<{ now_ms: number }>(
-      { sql: SQL.keyLock, params: [input.clientId, input.key] },
-      { sql: SQL.load, params: [input.clientId, input.key] },
-      options,
-    );
-  } catch (error) {
-    // Held past the wait by another admission of the key: in flight, not yet visible.
-    if (input.waitMs !== undefined && lockNotAvailable(error)) return { owned: false, row: null };
-    throw error;
-  }
-  const { result, tx, then } = opened;
-  try {
-    if (then?.status === 'rejected') throw then.reason;
-    const found = (then?.value.rows as RawRow[] | undefined)?.[0];
-    if (found) {
+export function beginRequestOn(runner: Runner, SQL: PostgresSql, maxResponseBytes: number) {
+  return async function beginRequest(input: AdmitInput): Promise<BeganRequest> {
+    const options = { lockTimeoutMs: input.waitMs, idleTimeoutMs: input.leaseMs };
+    const ref = [input.clientId, input.key];
+    let opened: Opened<{ now_ms: number }>;
+    try {
+      opened = await runner.open<{ now_ms: number }>({ sql: SQL.keyLock, params: ref }, { sql: SQL.load, params: ref }, options);
+    } catch (error) {
+      // Held past the wait by another admission of the key: in flight, not yet visible.
+      if (input.waitMs !== undefined && lockNotAvailable(error)) return { owned: false, row: null };
+      throw error;
+    }
+    const { result, tx, then } = opened;
+    try {
+      if (then?.status === 'rejected') throw then.reason;
+      const found = (then?.value.rows as RawRow[] | undefined)?.[0];
+      if (found) {
+        await tx.rollback();
+        return { owned: false, row: toRow(found) };
+      }
+    } catch (error) {
       await tx.rollback();
-      return { owned: false, row: toRow(found) };
+      throw error;
     }
     const nowMs = result.rows[0]!.now_ms;
-    // No lease fences this row: nobody can see it before its COMMIT.
-    const admitted = {
-      owned: true as const,
-      lease: { clientId: input.clientId, key: input.key, token: '' },
-      row: admittedRow(input, nowMs, nowMs + input.ttlMs),
+    // No lease: nobody can see the row, let alone take it over, before its COMMIT.
+    const lease = { clientId: input.clientId, key: input.key, token: '' };
+    const request: RequestTransaction = {
+      tx: txOver('postgres', async (op, sql, params) => shaped(op, await tx.query(sql, params))),
+      async commit(response) {
+        let stored: StoredResponse;
+        try {
+          stored = checkedResponse('postgresKeyStore', maxResponseBytes, input.key, response);
+        } catch (error) {
+          await tx.rollback();
+          throw error;
+        }
+        const row = [input.clientId, input.key, input.requestHash, input.endpoint, stored.status, JSON.stringify(stored.headers), stored.body, input.ttlMs];
+        await tx.commit({ sql: SQL.wholeFinish, params: row }).catch(async (error: unknown) => {
+          // The answer was lost (connection reset): the row says whether the response is stored.
+          if (!(await landedFinish(runner, SQL, lease, input.requestHash, stored))) throw error;
+        });
+      },
+      rollback: () => tx.rollback(),
     };
-    const ownTx = txOver('postgres', async (op, sql, params) => shaped(op, await tx.query(sql, params)));
-    return await finishedInAdmission('postgresKeyStore', maxResponseBytes, admitted, whole, ownTx, (stored) =>
-      tx
-        .commit({
-          sql: SQL.wholeFinish,
-          params: [input.clientId, input.key, input.requestHash, input.endpoint, stored.status, JSON.stringify(stored.headers), stored.body, input.ttlMs],
-        })
-        // The answer was lost (connection reset): the row says whether the response is stored.
-        .catch(async (error: unknown) => {
-          if (!(await landedFinish(runner, SQL, admitted.lease, input.requestHash, stored))) throw error;
-        }),
-    );
-  } catch (error) {
-    await tx.rollback();
-    throw error;
-  }
+    return { owned: true, row: admittedRow(input, nowMs, nowMs + input.ttlMs), request };
+  };
 }

@@ -64,8 +64,8 @@ export interface BatchDriver {
  *
  * @example
  * ```ts
- * const batch = new Batch(pg as unknown as BatchDriver, [{ sql: 'BEGIN', params: [] }, { sql: 'SELECT $1::int AS n', params: [1] }]);
- * client.query(batch);
+ * const batch = new Batch(pgModule as BatchDriver, [{ sql: 'BEGIN', params: [] }, { sql: 'SELECT $1::int AS n', params: [1] }]);
+ * void pgClient.query(batch);
  * const { results, error } = await batch.answer;
  * ```
  */
@@ -177,7 +177,7 @@ export class Batch {
  *
  * @example
  * ```ts
- * const { results, error } = await runBatch(client, pg as unknown as BatchDriver, [{ sql: 'SELECT 1 AS one', params: [] }]);
+ * const { results, error } = await runBatch(pgClient, pgModule as BatchDriver, [{ sql: 'SELECT 1 AS one', params: [] }]);
  * ```
  */
 export function runBatch(client: pg.ClientBase, driver: BatchDriver, statements: readonly BatchStatement[]): Promise<BatchAnswer> {
@@ -196,7 +196,7 @@ const COMMIT: BatchStatement = { sql: 'COMMIT', params: [], discard: true };
  *
  * @example
  * ```ts
- * await commitBatch(client, pg as unknown as BatchDriver, { sql: 'SELECT 1', params: [] }, end);
+ * await commitBatch(pgClient, pgModule as BatchDriver, { sql: 'SELECT 1', params: [] }, end);
  * ```
  */
 export async function commitBatch(

@@ -20,7 +20,7 @@
  */
 import type pg from 'pg';
 import { fencedWrite, finalOf, pointOf, txOver } from './core.js';
-import { admitOn } from './postgres-admit.node.js';
+import { admitOn, beginRequestOn } from './postgres-admit.node.js';
 import { fenceArgs, landed, pgSession, shaped } from './postgres-fenced.node.js';
 import { endChannel, listenForEnds, listenConfig as listenTarget } from './postgres-listen.node.js';
 import { createPgliteRunner, type PgliteLike } from './postgres-pglite.node.js';
@@ -179,7 +179,8 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
       landed: at === undefined ? undefined : () => landed(runner, SQL, lease, at),
     });
 
-  const admit = admitOn(runner, SQL, maxResponseBytes);
+  const admit = admitOn(runner, SQL);
+  const beginRequest = beginRequestOn(runner, SQL, maxResponseBytes);
 
   const store: KeyStore = {
     dialect: 'postgres',
@@ -193,6 +194,8 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
       granted(input.leaseMs);
       return admit(input, first);
     }) as KeyStore['admit'],
+
+    beginRequest,
 
     async load(clientId, key) {
       const { rows } = await runner.prepared<RawRow>(SQL.load, [clientId, key]);

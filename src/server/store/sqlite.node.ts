@@ -27,6 +27,7 @@ import { assertInTransaction, openSqlite } from './sqlite-connection.node.js';
 import type { SqliteKeyStoreOptions } from './sqlite-options.node.js';
 import { admittedRow, fencedWrite, finalOf, finishedInAdmission, firstPhase, hasData, isWholeRequest, pointOf, type FoldedPoint, type TxOp } from './core.js';
 import { LOST, LeaseLostError } from './lease-lost.js';
+import { beginOverAdmit } from './request-transaction.js';
 import { KEY_TABLE, SQL, rowOf, type RawRow } from './sqlite-sql.node.js';
 import type { AdmitInput, AdmitResult, AppSchema, Fenced, FirstPhase, KeyRow, KeyStore, Lease, Tx, WholeRequest } from './types.js';
 
@@ -193,6 +194,8 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
       ),
 
     admit,
+
+    beginRequest: beginOverAdmit(admit),
 
     load: (clientId, key) =>
       locked(() => {

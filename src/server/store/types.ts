@@ -37,12 +37,12 @@
  *              │    └──────── takeOver ◄────────────┤ lease expired (crash) / released / parked
  *              └── release({forget:true}) deletes a row on which nothing was done yet
  * sweep: started rows with no live lease, due again      reap: rows past their expiry
- * admit(whole request) ──► finished, in one transaction (nothing visible to others before its COMMIT)
+ * beginRequest ──► (the request's work) ──commit──► finished, in one transaction (nothing visible before its COMMIT)
  * ```
  *
  * Fewer commits per request come from the contract itself, not from a side channel: `admit` may
- * carry the operation's first phase (run in the admission's transaction) or the request's whole
- * work with its response ({@link WholeRequest}: one commit in all), and `commitPhase` /
+ * carry the operation's first phase (run in the admission's transaction), `beginRequest` holds a
+ * request's whole work and its response in one transaction (one commit in all), and `commitPhase` /
  * `finish` may carry the recovery point before the phase (an outcome mark) and the one after it
  * (`EXTn_SENT`), written by the same UPDATE. The runner (`../phases.ts`) re-commits a mark alone
  * when the phase carrying it fails, so a store needs nothing special for it. How a third party
@@ -195,14 +195,14 @@ export interface FirstPhase<T = unknown> {
 }
 
 /**
- * A request's whole work handed to {@link KeyStore.admit} (the middleware's `transaction: true`):
- * the admission, the work and the stored response commit as ONE transaction, and the owner gets
- * its row finished. While that transaction is open the key is the owner's alone: a concurrent
- * admission of it waits (up to its {@link AdmitInput.waitMs}) for the owner's COMMIT (and finds
- * the finished row) or rollback (and may own the key itself). A crash rolls everything back.
+ * A request's whole work as one call (the reference handler's operations without an external
+ * call), run in the transaction of {@link KeyStore.beginRequest} by `runWholeRequest`
+ * (`./request-transaction.ts`): the admission, the work and the stored response commit as ONE
+ * transaction, and the owner gets its row finished.
  */
 export interface WholeRequest<T = unknown> {
-  readonly work: (tx: Tx) => Promise<T>;
+  /** The request's work, given the key's row as admitted. */
+  readonly work: (tx: Tx, admitted: KeyRow) => Promise<T>;
   /** The response to store, from the work's result, inside the transaction (the store's size cap applies). */
   readonly response: (result: T) => StoredResponse;
 }
@@ -218,22 +218,10 @@ export type FinalResponse<T = unknown> = StoredResponse | ((result: T | undefine
  */
 export type Fenced<T> = { readonly ok: true; readonly value: T } | { readonly ok: false };
 
-/** What {@link KeyStore.watch} tells a watcher. */
-export const WatchEvent = {
-  /**
-   * The key's owner let go of it, on this instance or another: it finished, released or parked
-   * the row (or deleted it). Load the row to see what it is now; a rare event may be spurious.
-   */
-  Ended: 'ended',
-  /**
-   * The store stopped listening (its connection dropped): ends are no longer reported to this
-   * watcher, which must find out another way (poll the row).
-   */
-  Lost: 'lost',
-} as const;
-
-/** One of {@link WatchEvent}'s values. */
-export type WatchEvent = (typeof WatchEvent)[keyof typeof WatchEvent];
+export { WatchEvent } from './watch-event.js';
+import type { WatchEvent } from './watch-event.js';
+import type { BeganRequest } from './request-transaction.js';
+export type { BeganRequest, RequestTransaction } from './request-transaction.js';
 
 /** The primitives a backend implements. */
 export interface KeyStore {
@@ -248,9 +236,19 @@ export interface KeyStore {
    * With `first`, an owner runs that phase's work and writes it (as {@link KeyStore.commitPhase}
    * would) in the admission's own transaction: a duplicate never sees the row before it. If the
    * work throws, nothing is kept, not even the key, and `admit` rejects with the work's error.
-   * With a {@link WholeRequest} the owner's row is also finished in that transaction: one commit.
    */
-  admit<T = unknown>(input: AdmitInput, first?: FirstPhase<T> | WholeRequest<T>): Promise<AdmitResult<T>>;
+  admit<T = unknown>(input: AdmitInput, first?: FirstPhase<T>): Promise<AdmitResult<T>>;
+  /**
+   * Admits a request whose whole work runs in one transaction with its key (the middleware's
+   * `transaction: true`): owned, the key's transaction is left open and handed over
+   * ({@link RequestTransaction}: the request's statements, then `commit` with the response, or
+   * `rollback`); nothing of it, the key included, is visible to anyone before that COMMIT. While
+   * it is open the key is the owner's alone: a concurrent admission of it waits (up to its
+   * {@link AdmitInput.waitMs}) for the COMMIT (and finds the finished row) or the rollback (and
+   * may own the key itself). A crash rolls everything back. Not owned: what was found, as `admit`
+   * answers it.
+   */
+  beginRequest(input: AdmitInput): Promise<BeganRequest>;
   /** The row, or `undefined`. */
   load(clientId: string, key: string): Promise<KeyRow | undefined>;
   /**

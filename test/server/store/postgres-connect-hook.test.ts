@@ -13,6 +13,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { postgresKeyStore } from '../../../src/server/store/postgres.node.js';
 import { canRunServerTests, requireServerUrl } from '../../support/pg.js';
+import { runWholeRequest } from '../../../src/server/store/request-transaction.js';
 
 const withPostgres = await canRunServerTests();
 const warnings: string[] = [];
@@ -47,7 +48,8 @@ describe.skipIf(!withPostgres)("the app's pg.Pool with a connect hook, on Postgr
         await Promise.all(
           Array.from({ length: 3 }, async (_, i) => {
             const key = `hook-${round}-${i}`;
-            const admitted = await store.admit(
+            const admitted = await runWholeRequest(
+              store,
               { clientId: 'acme', key, requestHash: 'h', endpoint: 'POST /x', requestBody: '{}', leaseMs: 30_000, ttlMs: 86_400_000 },
               { work: (tx) => tx.get<{ n: number }>('SELECT $1::int AS n', [i]), response: (row) => ({ status: 201, headers: {}, body: JSON.stringify(row) }) },
             );

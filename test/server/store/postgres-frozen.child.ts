@@ -9,6 +9,7 @@
  */
 import { postgresKeyStore } from '../../../src/server/store/postgres.node.js';
 import type { Tx } from '../../../src/server/store/types.js';
+import { runWholeRequest } from '../../../src/server/store/request-transaction.js';
 
 const [url = '', schema = '', key = '', lease = '', mode = 'whole'] = process.argv.slice(2);
 const leaseMs = Number(lease);
@@ -22,7 +23,7 @@ async function work(tx: Tx): Promise<never> {
   return new Promise<never>(() => undefined);
 }
 if (mode === 'whole') {
-  await store.admit(input, { work, response: () => ({ status: 201, headers: {}, body: '{"by":"frozen"}' }) });
+  await runWholeRequest(store, input, { work, response: () => ({ status: 201, headers: {}, body: '{"by":"frozen"}' }) });
 } else if (mode === 'first') {
   await store.admit(input, { phase: { recoveryPoint: 'H1_DONE', leaseMs }, work });
 } else {

@@ -16,6 +16,7 @@ import { describe, expect, it } from 'vitest';
 import { postgresKeyStore } from '../../../src/server/store/postgres.node.js';
 import type { KeyStore } from '../../../src/server/store/types.js';
 import { canRunServerTests, requireServerUrl } from '../../support/pg.js';
+import { runWholeRequest } from '../../../src/server/store/request-transaction.js';
 
 const CHILD = fileURLToPath(new URL('./postgres-frozen.child.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -40,7 +41,8 @@ describe.skipIf(!withPostgres)('a process frozen inside a transaction of the sto
       const stoppedAt = performance.now();
       // The duplicate waits in its INSERT far longer than the lease: without the bound it would
       // wait all of it, then be told the key is in flight (no row: the frozen INSERT is unseen).
-      const duplicate = await store.admit(
+      const duplicate = await runWholeRequest(
+        store,
         { clientId: 'acme', key: 'whole', requestHash: 'h', endpoint: 'POST /x', requestBody: '{}', leaseMs: LEASE_MS, ttlMs: 86_400_000, waitMs: 10_000 },
         {
           work: (tx) => tx.run('INSERT INTO notes (note) VALUES ($1)', ['duplicate']),
@@ -129,7 +131,8 @@ describe.skipIf(!withPostgres)('a process frozen inside a transaction of the sto
     const inside = async (pool: pg.Pool, key: string, leaseMs: number): Promise<unknown> => {
       const store = postgresKeyStore({ pool, schema });
       await store.migrate();
-      const admitted = await store.admit(
+      const admitted = await runWholeRequest(
+        store,
         { clientId: 'acme', key, requestHash: 'h', endpoint: 'POST /x', requestBody: '{}', leaseMs, ttlMs: 86_400_000 },
         {
           work: (tx) => tx.get<{ idle_in_transaction_session_timeout: string }>('SHOW idle_in_transaction_session_timeout'),

@@ -5,6 +5,7 @@ import type { Lease, Tx } from '../../../src/server/store/types.js';
 import { openPgBackend, resolvePgUrl } from '../../support/pg.js';
 import { createTestApp } from '../fixtures.js';
 import { postgresStoreSuite } from './postgres-suite.js';
+import { runWholeRequest } from '../../../src/server/store/request-transaction.js';
 
 postgresStoreSuite('postgresKeyStore on PostgreSQL (PGlite only when no server is reachable)', () => openPgBackend('store'));
 
@@ -190,7 +191,7 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
         ['finish', /oncely_keys \(client_id, key, request_hash, endpoint, request_body, state, response_status/],
       ] as const) {
         const lost = lose(loses);
-        const admitted = await store.admit(input(key), whole(key));
+        const admitted = await runWholeRequest(store, input(key), whole(key));
         expect(lost(), key).toBe(true);
         expect(admitted, key).toMatchObject({ owned: true, row: { key, state: 'finished', response }, first: { value: 1 } });
         expect(await store.load('acme', key), key).toMatchObject({ state: 'finished', response });
@@ -199,7 +200,7 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
       // Another response in the row when the answer is lost (another owner's, after this
       // transaction rolled back): not this request's commit, so its own failure stands.
       const other = lose(/^COMMIT$/, () => pool.query(`UPDATE ${wholeSchema}.oncely_keys SET response_body = '{"id":"ord_2"}' WHERE key = 'other'`));
-      await expect(store.admit(input('other'), whole('other'))).rejects.toThrow('ECONNRESET');
+      await expect(runWholeRequest(store, input('other'), whole('other'))).rejects.toThrow('ECONNRESET');
       expect(other()).toBe(true);
     } finally {
       await store.close();
