@@ -106,6 +106,25 @@ describe('the packed tarball', () => {
     expect(mapped).toEqual([]);
   });
 
+  it("holds no path of the machine it was built on, in any file (a doc's illustrative paths aside)", () => {
+    const unpacked = join(work, 'unpacked');
+    mkdirSync(unpacked, { recursive: true });
+    execFileSync('tar', ['-xzf', tarball, '-C', unpacked]);
+    const files = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((entry) => (entry.isDirectory() ? files(join(dir, entry.name)) : [join(dir, entry.name)]));
+    // Paths a reader sees as examples (a JSDoc's `--db /tmp/oncely.db`); anything else under these roots is a leak.
+    const illustrative = new Set(['/home/ada', '/home/ada/.oncely/journal.db', '/tmp/oncely.db', '/tmp/demo/oncely.db']);
+    const found: string[] = [];
+    for (const file of files(unpacked)) {
+      const text = readFileSync(file, 'utf8');
+      if (text.includes(ROOT.replace(/\/$/, ''))) found.push(`${file.slice(unpacked.length)}: ${ROOT}`);
+      for (const [, path] of text.matchAll(/(?<![\w.~-])(\/(?:work|home|tmp|root|Users)\/[^\s'"`)\]]*)/g)) {
+        if (!illustrative.has(path!)) found.push(`${file.slice(unpacked.length)}: ${path}`);
+      }
+    }
+    expect(found).toEqual([]);
+  });
+
   it('holds every file the README links to, so its links resolve in the published package', () => {
     const listing = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).split('\n');
     const links = [...readFileSync(join(ROOT, 'README.md'), 'utf8').matchAll(/\]\(([^)#:]+)(?:#[^)]*)?\)/g)].map((match) => match[1] as string);
