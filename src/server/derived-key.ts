@@ -1,5 +1,6 @@
 /**
- * The derived keys a server presents to external systems (PROTOCOL.md: `Kn`).
+ * The derived keys a server presents to external systems: the steps API's `Kn` (PROTOCOL.md), and
+ * the named keys a guarded handler passes to downstream APIs (`oncely.deriveKey(name)`).
  *
  * @module
  */
@@ -21,13 +22,30 @@ import { compositeId } from '../composite-id.js';
  * ```
  */
 export function externalKey(namespace: string, clientId: string, key: string, n: number): string {
-  const name = compositeId(clientId, key, `ext${n}`);
+  return downstreamKey(namespace, clientId, key, `ext${n}`);
+}
+
+/**
+ * The key a guarded handler presents to a downstream API for its call `name`: the derivation of
+ * {@link externalKey} with `name` in place of `"ext" + n`, i.e.
+ * `uuid5(namespace, L(clientId) + L(key) + L(name))`. A retry of the same request (same caller,
+ * same key) derives the same key again, so a downstream API that deduplicates by it (Stripe's
+ * `Idempotency-Key`, the reference rail) applies the call once even when a crash between its
+ * effect and the stored response makes the handler run again.
+ *
+ * @example
+ * ```ts
+ * downstreamKey(DEFAULT_NAMESPACE, 'acme', '0193a5f2-7c1e', 'charge'); // the same on every retry
+ * ```
+ */
+export function downstreamKey(namespace: string, clientId: string, key: string, name: string): string {
+  const id = compositeId(clientId, key, name);
   // As UTF-8 bytes: uuid's own string path throws on a lone surrogate (a client id may hold one).
-  if (!nodeCrypto) return uuidv5(new TextEncoder().encode(name), namespaceBytes(namespace));
+  if (!nodeCrypto) return uuidv5(new TextEncoder().encode(id), namespaceBytes(namespace));
   // RFC 9562 §5.5, as uuid's v5 computes it: SHA-1 of the namespace's bytes and the name's UTF-8,
   // then the version (5) and variant bits. node:crypto takes the string as it is; uuid's generic
   // path first re-encodes it by hand, which cost ~2 % of a first execution's CPU.
-  const hash = nodeCrypto.createHash('sha1').update(namespaceBytes(namespace)).update(name, 'utf8').digest();
+  const hash = nodeCrypto.createHash('sha1').update(namespaceBytes(namespace)).update(id, 'utf8').digest();
   hash[6] = (hash[6]! & 0x0f) | 0x50;
   hash[8] = (hash[8]! & 0x3f) | 0x80;
   return stringifyUuid(hash);

@@ -42,6 +42,10 @@ export function userOptions(browser: boolean): ts.CompilerOptions {
     types: ['node'],
     typeRoots: [join(ROOT, 'node_modules/@types')],
     jsx: ts.JsxEmit.ReactJSX,
+    // What a Nest project sets (Nest's decorators are TypeScript's experimental ones); no other
+    // snippet uses a decorator.
+    experimentalDecorators: true,
+    emitDecoratorMetadata: true,
     paths: entryPaths(browser),
   };
 }

@@ -86,6 +86,9 @@ describe('the packed tarball', () => {
       'package/bin/oncely.js',
       'package/docs/PROTOCOL.md',
       'package/docs/react.md',
+      'package/docs/nestjs.md',
+      'package/dist/server/middleware/nestjs.js',
+      'package/dist/server/middleware/nestjs.d.ts',
       'package/LICENSE',
       'package/README.md',
     ]) {
@@ -101,6 +104,25 @@ describe('the packed tarball', () => {
     expect(scripts.length).toBeGreaterThan(0);
     const mapped = scripts.filter((file) => execFileSync('tar', ['-xzOf', tarball, file], { encoding: 'utf8' }).includes('sourceMappingURL'));
     expect(mapped).toEqual([]);
+  });
+
+  it("holds no path of the machine it was built on, in any file (a doc's illustrative paths aside)", () => {
+    const unpacked = join(work, 'unpacked');
+    mkdirSync(unpacked, { recursive: true });
+    execFileSync('tar', ['-xzf', tarball, '-C', unpacked]);
+    const files = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((entry) => (entry.isDirectory() ? files(join(dir, entry.name)) : [join(dir, entry.name)]));
+    // Paths a reader sees as examples (a JSDoc's `--db /tmp/oncely.db`); anything else under these roots is a leak.
+    const illustrative = new Set(['/home/ada', '/home/ada/.oncely/journal.db', '/tmp/oncely.db', '/tmp/demo/oncely.db']);
+    const found: string[] = [];
+    for (const file of files(unpacked)) {
+      const text = readFileSync(file, 'utf8');
+      if (text.includes(ROOT.replace(/\/$/, ''))) found.push(`${file.slice(unpacked.length)}: ${ROOT}`);
+      for (const [, path] of text.matchAll(/(?<![\w.~-])(\/(?:work|home|tmp|root|Users)\/[^\s'"`)\]]*)/g)) {
+        if (!illustrative.has(path!)) found.push(`${file.slice(unpacked.length)}: ${path}`);
+      }
+    }
+    expect(found).toEqual([]);
   });
 
   it('holds every file the README links to, so its links resolve in the published package', () => {
@@ -325,6 +347,68 @@ const start = async () => {
     for (const framework of ['express', 'hono', 'fastify']) {
       expect(run(dir, `out/${framework}.js`)).toEqual({ framework, runs: 1, statuses: [201, 201, 422], replay: 'true', same: true });
     }
+  }, 240_000);
+});
+
+describe('a NestJS app on platform-express and platform-fastify (nodenext, decorators, skipLibCheck: false)', () => {
+  it('typechecks @Idempotent() and @OncelyTx() as a Nest app compiles them, executes once in the transaction and replays', () => {
+    const dir = project(
+      'nestjs',
+      { type: 'module' },
+      {
+        'tsconfig.json': JSON.stringify({
+          ...NODE_TSCONFIG,
+          compilerOptions: { ...NODE_TSCONFIG.compilerOptions, experimentalDecorators: true, emitDecoratorMetadata: true },
+        }),
+        'src/main.ts': `
+import { Body, Controller, Module, Post } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter } from '@nestjs/platform-fastify';
+import { Idempotent, OncelyModule, OncelyTx, type Tx } from 'oncely/nestjs';
+import { sqliteKeyStore } from 'oncely/server/sqlite';
+
+const store = sqliteKeyStore({ path: './nest.db' });
+await store.migrate({ sqlite: 'CREATE TABLE IF NOT EXISTS orders (item TEXT NOT NULL)', postgres: '' });
+let runs = 0;
+
+@Controller('v1/orders')
+class OrdersController {
+  @Post()
+  @Idempotent({ transaction: true })
+  async create(@Body() body: { item: string }, @OncelyTx() tx: Tx) {
+    runs += 1;
+    await tx.run('INSERT INTO orders (item) VALUES ($1)', [body.item]);
+    return { item: body.item, runs };
+  }
+}
+
+@Module({ imports: [OncelyModule.forRoot({ store, clientId: (req) => String(req.headers['x-account'] ?? '') || null })], controllers: [OrdersController] })
+class AppModule {}
+
+const results: Record<string, unknown> = {};
+for (const platform of ['express', 'fastify']) {
+  const app = platform === 'fastify' ? await NestFactory.create(AppModule, new FastifyAdapter(), { logger: false }) : await NestFactory.create(AppModule, { logger: false });
+  await app.listen(0, '127.0.0.1');
+  const url = (await app.getUrl()).replace('[::1]', '127.0.0.1');
+  const post = (body: string) =>
+    fetch(url + '/v1/orders', { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': 'k-' + platform, 'x-account': 'acme' }, body });
+  const first = await post('{"item":"book","qty":1}');
+  const again = await post('{"qty":1,"item":"book"}');
+  const other = await post('{"item":"lamp"}');
+  results[platform] = { statuses: [first.status, again.status, other.status], replay: again.headers.get('idempotency-replay'), same: (await first.text()) === (await again.text()) };
+  await app.close();
+}
+const rows = await store.transaction((tx) => tx.all('SELECT item FROM orders'));
+console.log(JSON.stringify({ ...results, runs, rows: rows.length }));
+await store.close();
+`,
+      },
+    );
+    const nest = ['@nestjs/common', '@nestjs/core', '@nestjs/platform-express', '@nestjs/platform-fastify', 'reflect-metadata', 'rxjs'];
+    npm(dir, ['install', tarball, ...[...nest, 'better-sqlite3', '@types/node'].map(link)]);
+    tsc(dir);
+    const once = { statuses: [201, 201, 422], replay: 'true', same: true };
+    expect(run(dir, 'out/main.js')).toEqual({ express: once, fastify: once, runs: 2, rows: 2 });
   }, 240_000);
 });
 

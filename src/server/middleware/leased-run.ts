@@ -6,11 +6,19 @@
  * @module
  * @internal
  */
+import { DEFAULT_NAMESPACE } from '../../keys.js';
 import { inFlight, storeUnavailable, type Answer, type WireResponse } from '../answers.js';
+import { downstreamKey } from '../derived-key.js';
 import { LeaseExpiredError } from '../errors/lease-expired-error.js';
 import type { LetGo } from '../let-go.js';
 import type { KeyStore, Lease, Tx } from '../store/types.js';
 import type { GuardContext } from './types.js';
+
+/** `oncely.deriveKey(name)`: {@link downstreamKey} in oncely's default namespace (the handler's default too). */
+function namedDownstreamKey(clientId: string, key: string, name: string): string {
+  if (typeof name !== 'string' || name === '') throw new TypeError(`oncely.deriveKey: name must be a non-empty string, got ${JSON.stringify(name)}`);
+  return downstreamKey(DEFAULT_NAMESPACE, clientId, key, name);
+}
 
 /** Reports an error about one key (the guard's `onError`, never throwing). */
 export type Reporter = (error: unknown, ref: { readonly clientId: string; readonly key: string }) => void;
@@ -50,7 +58,8 @@ export class LeasedRun {
 
   /** What the handler sees as `oncely`. */
   context(tx: Tx | undefined): GuardContext {
-    return { clientId: this.lease.clientId, key: this.lease.key, tx };
+    const { clientId, key } = this.lease;
+    return { clientId, key, tx, deriveKey: (name) => namedDownstreamKey(clientId, key, name) };
   }
 
   /** The handler's response with the key echoed. */

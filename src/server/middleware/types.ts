@@ -66,6 +66,15 @@ export interface GuardContext {
   readonly key: string;
   /** The transaction the response is stored in (`transaction: true` only). */
   readonly tx: Tx | undefined;
+  /**
+   * The `Idempotency-Key` to send to a downstream API for the call `name` (`'charge'`,
+   * `'email:receipt'`): a UUID derived, length-prefixed, from the caller, this request's key and
+   * `name`, as the steps API derives its external keys. A retry of this request derives the same
+   * one, so a downstream API that deduplicates by it applies the call once, even when a crash
+   * after its effect and before the stored response makes the handler run again (the plain
+   * mode's window). One name per distinct downstream call.
+   */
+  deriveKey(name: string): string;
 }
 
 /** A request the guard admitted: the handler runs, then {@link Execution.complete} with its response. */

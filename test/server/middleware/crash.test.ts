@@ -6,7 +6,10 @@
  *   the retry after the lease executes once: exactly one order;
  * - default (the INSERT goes through the app's own connection): the INSERT committed on its own
  *   and the retry after the lease runs the handler again: two orders. That is the weaker guarantee
- *   the README states for this mode, asserted so that it stays documented, not a failure.
+ *   the README states for this mode, asserted so that it stays documented, not a failure;
+ * - default, the effect a charge on the reference rail (a provider that deduplicates by its key):
+ *   under `oncely.deriveKey('charge')` the handler's second run presents the same key, and the rail
+ *   charges once; under a fresh key per run (the control) it charges twice.
  *
  * The replacement server is started beside the doomed one rather than after its death: a child
  * takes seconds to start on a loaded machine, and the retry that must find the dead owner's lease
@@ -114,6 +117,8 @@ interface Backend {
   env(name: string): Record<string, string>;
   /** The pids of the processes that inserted an order for `key`, sorted. */
   orders(env: Record<string, string>, key: string): Promise<number[]>;
+  /** How many charges the rail applied for the request `key` (its charges' reference). */
+  charges(env: Record<string, string>, key: string): Promise<number>;
 }
 
 const sqlite: Backend = {
@@ -122,6 +127,14 @@ const sqlite: Backend = {
     const db = new Database(env['ONCELY_APP_DB']!, { readonly: true });
     try {
       return (db.prepare('SELECT pid FROM orders WHERE key = ?').all(key) as Array<{ pid: number }>).map((row) => row.pid).sort();
+    } finally {
+      db.close();
+    }
+  },
+  async charges(env, key) {
+    const db = new Database(env['ONCELY_APP_DB']!, { readonly: true });
+    try {
+      return (db.prepare('SELECT count(*) AS n FROM rail_charges WHERE reference = ?').get(key) as { n: number }).n;
     } finally {
       db.close();
     }
@@ -138,11 +151,15 @@ const postgres: Backend = {
     const { rows } = await admin!.query<{ pid: number }>(`SELECT pid FROM ${env['ONCELY_APP_SCHEMA']}.orders WHERE key = $1`, [key]);
     return rows.map((row) => row.pid).sort();
   },
+  async charges(env, key) {
+    const { rows } = await admin!.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${env['ONCELY_APP_SCHEMA']}.rail_charges WHERE reference = $1`, [key]);
+    return rows[0]!.n;
+  },
 };
 
 const FRAMEWORKS = ['express', 'hono', 'fastify'];
 const TITLE =
-  '%s: the restarted server runs the handler once (with tx at once: the half-done INSERT and its key never committed, one order; without it after one lease: the INSERT had committed on its own, two orders)';
+  '%s: the restarted server runs the handler once (with tx at once: the half-done INSERT and its key never committed, one order; without it after one lease: the INSERT had committed on its own, two orders; a rail charge under deriveKey: one charge)';
 
 describe.concurrent('a server SIGKILLed inside a guarded handler, after its INSERT, on SQLite', () => {
   it.for(FRAMEWORKS)(TITLE, { timeout: 120_000 }, (framework) => crashAndRetry(framework, 'sqlite', sqlite));
@@ -152,28 +169,30 @@ describe.skipIf(!withPostgres)('a server SIGKILLed inside a guarded handler, aft
   it.for(FRAMEWORKS)(TITLE, { timeout: 120_000 }, (framework) => crashAndRetry(framework, 'postgres', postgres));
 });
 
-/** Both modes at once: a doomed server each (`/tx/orders`, `/plain/orders`), one replacement for both. */
+/** The routes of crash-app.ts, each its own doomed server; the last part of a key names its route. */
+const MODES = ['tx', 'plain', 'rail', 'fresh'] as const;
+
+/** Every mode at once: a doomed server each (`/tx/orders`, `/plain/orders`, …), one replacement for all. */
 async function crashAndRetry(framework: string, store: string, backend: Backend): Promise<void> {
   const env = backend.env(`${framework}-${store}`);
   const doomedEnv = { ...env, ONCELY_APP_KILL: '1', ONCELY_APP_LEASE_MS: String(DOOMED_LEASE_MS) };
-  const [tx, plain, replacement] = await Promise.all([
-    start(framework, doomedEnv),
-    start(framework, doomedEnv),
+  const [replacement, ...doomed] = await Promise.all([
     start(framework, { ...env, ONCELY_APP_LEASE_MS: '500' }),
+    ...MODES.map(() => start(framework, doomedEnv)),
   ]);
-  const modes = [
-    { key: `order-${framework}-${store}-tx`, doomed: tx },
-    { key: `order-${framework}-${store}-plain`, doomed: plain },
-  ];
-  await Promise.all(modes.map(({ key, doomed }, index) => crashOnce(key, doomed, replacement, index === 0 ? 'tx' : 'plain')));
+  const modes = MODES.map((mode, index) => ({ mode, key: `order-${framework}-${store}-${mode}`, doomed: doomed[index]! }));
+  await Promise.all(modes.map(({ mode, key, doomed }) => crashOnce(key, doomed, replacement, mode === 'tx' ? 'tx' : 'plain')));
 
   process.kill(replacement.pid, 'SIGTERM');
   await replacement.exited;
   expect(replacement.executed.sort()).toEqual(modes.map(({ key }) => key).sort());
+  const [tx, plain, rail, fresh] = modes;
   // tx: the doomed INSERT rolled back with its transaction. plain: it had committed on its own,
   // and the retry ran the handler again.
-  expect(await backend.orders(env, modes[0]!.key)).toEqual([replacement.pid]);
-  expect(await backend.orders(env, modes[1]!.key)).toEqual([plain.pid, replacement.pid].sort());
+  expect(await backend.orders(env, tx!.key)).toEqual([replacement.pid]);
+  expect(await backend.orders(env, plain!.key)).toEqual([plain!.doomed.pid, replacement.pid].sort());
+  // The handler ran twice for each rail route too; the rail deduplicated the derived key only.
+  expect({ derived: await backend.charges(env, rail!.key), fresh: await backend.charges(env, fresh!.key) }).toEqual({ derived: 1, fresh: 2 });
 }
 
 async function crashOnce(key: string, doomed: App, replacement: App, mode: 'tx' | 'plain'): Promise<void> {

@@ -5,7 +5,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { v5 as uuidv5 } from 'uuid';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DEFAULT_NAMESPACE } from '../../../src/keys.js';
+import { downstreamKey } from '../../../src/server/derived-key.js';
 import type { KeyStore } from '../../../src/server/store/types.js';
 import { sqliteKeyStore } from '../../../src/server/sqlite.js';
 import { FRAMEWORKS, ORDERS_SCHEMA, startApp, type AppOptions, type RunningApp } from './apps.js';
@@ -88,6 +91,22 @@ describe.each(FRAMEWORKS)('%s middleware', (framework) => {
     expect(bob.headers.get('idempotency-replay')).toBeNull();
     expect(app.script.runs.map((run) => run.oncely?.clientId)).toEqual(['alice', 'bob']);
     expect((await post(app, 'k-1', { item: 'book' })).status).toBe(401);
+  });
+
+  it("gives the handler deriveKey(name): the steps API's derivation from caller, key and name, the same on the retry that runs it again", async () => {
+    const app = await start({ userHeader: true });
+    app.script.status = 503;
+    await post(app, 'k-1', { item: 'book' }, { headers: { 'x-user': 'org:acme' } });
+    app.script.status = 201;
+    await post(app, 'k-1', { item: 'book' }, { headers: { 'x-user': 'org:acme' } });
+    await post(app, 'acme:k-1', { item: 'book' }, { headers: { 'x-user': 'org' } });
+    const [first, retry, other] = app.script.runs.map((run) => run.oncely!);
+    expect(retry!.deriveKey('charge')).toBe(first!.deriveKey('charge'));
+    expect(first!.deriveKey('charge')).toBe(downstreamKey(DEFAULT_NAMESPACE, 'org:acme', 'k-1', 'charge'));
+    expect(first!.deriveKey('charge')).toBe(uuidv5(new TextEncoder().encode('8:org:acme3:k-16:charge'), DEFAULT_NAMESPACE));
+    // Another call of the same request, and the caller and key that join to the same text: other keys.
+    expect(new Set([first!.deriveKey('charge'), first!.deriveKey('refund'), other!.deriveKey('charge')]).size).toBe(3);
+    expect(() => first!.deriveKey('')).toThrow(TypeError);
   });
 
   it('runs 100 identical concurrent requests once; every one gets the original answer', async () => {
