@@ -30,8 +30,12 @@ import { canRunServerTests, requireServerUrl } from '../../support/pg.js';
 
 const APP = fileURLToPath(new URL('./fixtures/crash-app.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
-/** The doomed server's lease: long enough that the early retry surely finds it live. */
-const DOOMED_LEASE_MS = 2000;
+/**
+ * The doomed server's lease: long enough that the early retry surely finds it live, with four doomed
+ * servers (two of them paying a rail) started and killed at once on a loaded 2-core machine (2 s was
+ * seen to pass before the early retry under a parallel test run).
+ */
+const DOOMED_LEASE_MS = 5000;
 
 const dir = mkdtempSync(join(tmpdir(), 'oncely-adapter-crash-'));
 const live = new Set<ChildProcess>();
