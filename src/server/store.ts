@@ -10,11 +10,12 @@
  * @module
  */
 export { KeyState, WatchEvent } from './store/types.js';
-export { isWholeRequest } from './store/core.js';
+export { beginOverAdmit, requestOver, runWholeRequest } from './store/request-transaction.js';
 export type {
   AdmitInput,
   AdmitResult,
   AppSchema,
+  BeganRequest,
   Fenced,
   FinalResponse,
   FirstPhase,
@@ -23,6 +24,7 @@ export type {
   Lease,
   PhaseCommit,
   PointWrite,
+  RequestTransaction,
   StoredResponse,
   Tx,
   WholeRequest,

@@ -43,6 +43,8 @@ const KEY_STORE_CONTRACT = [
   'AdmitInput',
   'AdmitResult',
   'AppSchema',
+  'BeganRequest',
+  'RequestTransaction',
   'Fenced',
   'FinalResponse',
   'FirstPhase',

@@ -27,7 +27,8 @@
 import type { WireResponse } from '../answers.js';
 import type { NotOwned } from '../admission.js';
 import { LeaseLostError, isLeaseLost } from '../store/lease-lost.js';
-import { requestOver, type RequestTransaction } from '../store/request-transaction.js';
+import { requestOver } from '../store/request-transaction.js';
+import type { RequestTransaction } from '../store/records.js';
 import type { AdmitInput, StoredResponse, Tx } from '../store/types.js';
 import type { LeasedRun } from './leased-run.js';
 import type { Decision, Execution, GuardContext } from './types.js';

@@ -7,7 +7,8 @@
  * @module
  */
 import { admittedRow, firstPhase, txOver } from './core.js';
-import { checkedResponse, type BeganRequest, type RequestTransaction } from './request-transaction.js';
+import { checkedResponse } from './request-transaction.js';
+import type { BeganRequest, RequestTransaction } from './records.js';
 import { fenceArgs, landed, landedFinish, shaped } from './postgres-fenced.node.js';
 import type { PostgresSql } from './postgres-sql.node.js';
 import type { Opened, Runner } from './postgres-transport.node.js';

@@ -12,24 +12,8 @@
  */
 import { finalOf } from './core.js';
 import { LeaseLostError } from './lease-lost.js';
-import type { AdmitInput, AdmitResult, KeyRow, KeyStore, StoredResponse, Tx, WholeRequest } from './types.js';
-
-/** The open transaction of a whole request; see the module comment. Each method may be called once. */
-export interface RequestTransaction {
-  /** Where the request's own statements run. */
-  readonly tx: Tx;
-  /**
-   * Stores `response` as the key's final answer and commits it with the request's writes. A
-   * rejection means nothing committed (a lost answer to the COMMIT is resolved by the store).
-   * The store's size cap applies: a response over it rejects and rolls back.
-   */
-  commit(response: StoredResponse): Promise<void>;
-  /** Rolls everything back: the key is free again. */
-  rollback(): Promise<void>;
-}
-
-/** What {@link KeyStore.beginRequest} found: the key owned (its row as admitted, and the open transaction), or what `admit` would answer. */
-export type BeganRequest = { readonly owned: true; readonly row: KeyRow; readonly request: RequestTransaction } | Extract<AdmitResult<never>, { owned: false }>;
+import type { AdmitInput, AdmitResult, BeganRequest, KeyRow, RequestTransaction, StoredResponse, Tx, WholeRequest } from './records.js';
+import type { KeyStore } from './types.js';
 
 /**
  * A {@link WholeRequest} in one transaction of `store`: begun, its work, then committed with its
