@@ -4,7 +4,6 @@
  *
  * @module
  */
-import type { SqliteDriver } from '../sqlite/driver.node.js';
 import type { Journal } from './types.js';
 
 /**
@@ -122,5 +121,5 @@ export interface SqliteJournal extends Journal {
   readonly path: string;
   readonly durability: Durability;
   /** The driver the file is opened with (see {@link SqliteJournalOptions.driver}). */
-  readonly driver: SqliteDriver;
+  readonly driver: 'node:sqlite' | 'better-sqlite3';
 }
