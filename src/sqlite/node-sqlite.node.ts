@@ -76,7 +76,7 @@ const CODES = [
 ] as const;
 
 /** The warning Node prints when `node:sqlite` is first loaded in a thread. */
-export const isSqliteExperimentalWarning = (warning: unknown, type: unknown): boolean =>
+const isSqliteExperimentalWarning = (warning: unknown, type: unknown): boolean =>
   (type === 'ExperimentalWarning' || (warning instanceof Error && warning.name === 'ExperimentalWarning')) && String(warning).includes('SQLite');
 
 let loaded: { readonly module: NodeSqlite | undefined } | undefined;
