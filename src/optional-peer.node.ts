@@ -13,7 +13,10 @@ const require = createRequire(import.meta.url);
 
 /** The peers, each with the version range known to work on Node 20 and what needs it. */
 export const PEERS = {
-  'better-sqlite3': { range: '12', neededBy: 'the SQLite journal (sqliteJournal, the default journal of oncely/node) and the SQLite key store' },
+  'better-sqlite3': {
+    range: '12',
+    neededBy: `the SQLite journal (sqliteJournal, the default journal of oncely/node) and the SQLite key store on Node ${process.versions.node}, which has no usable node:sqlite (Node 22.16 and later need nothing installed)`,
+  },
   pg: { range: '8', neededBy: 'the PostgreSQL key store' },
   '@hono/node-server': { range: '2', neededBy: '`oncely serve` and `oncely demo`' },
   pino: { range: '10', neededBy: '`oncely serve`' },

@@ -45,7 +45,7 @@ describe('assertPeers', () => {
 describe('missingPeer', () => {
   it('says which package is missing, what needs it and how to install it, in one sentence that agrees with itself', () => {
     expect(missingPeer('better-sqlite3', undefined).message).toBe(
-      'better-sqlite3 is not installed; it is needed for the SQLite journal (sqliteJournal, the default journal of oncely/node) and the SQLite key store. Install it: npm install better-sqlite3@12',
+      `better-sqlite3 is not installed; it is needed for the SQLite journal (sqliteJournal, the default journal of oncely/node) and the SQLite key store on Node ${process.versions.node}, which has no usable node:sqlite (Node 22.16 and later need nothing installed). Install it: npm install better-sqlite3@12`,
     );
   });
 });

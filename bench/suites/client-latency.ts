@@ -24,6 +24,7 @@ import { createClient } from '../../src/index.js';
 import { memoryJournal } from '../../src/journal/memory.js';
 import { prepareSchema } from '../../src/journal/sqlite-schema.node.js';
 import { statements } from '../../src/journal/sqlite-statements.node.js';
+import { fromBetterSqlite3 } from '../../src/sqlite/driver.node.js';
 import { sqliteJournal } from '../../src/journal/sqlite.node.js';
 import { OperationState } from '../../src/journal/types.js';
 import { newKey } from '../../src/keys.js';
@@ -58,9 +59,9 @@ const sendOncely = async (): Promise<number> => (await client.post('v1/payments'
 // The bound's journal: a file of the journal's schema, as sqliteJournal() opens it (WAL, synchronous=NORMAL).
 const boundDb = new Database(join(dir, 'bound.db'));
 boundDb.pragma('synchronous = NORMAL');
-prepareSchema(boundDb);
+prepareSchema(fromBetterSqlite3(boundDb));
 boundDb.pragma('journal_mode = WAL');
-const sql = statements(boundDb);
+const sql = statements(fromBetterSqlite3(boundDb));
 const scope = server.url;
 let previous: { key: string; status: number; body: string } | undefined;
 // A row's seal (src/journal/seal.node.ts) is a base64url SHA-256: the bound writes one of that length, computing none.

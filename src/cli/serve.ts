@@ -17,7 +17,7 @@ import { resolve as resolvePath } from 'node:path';
 import type { serve as listen } from '@hono/node-server';
 import type { pino as Pino } from 'pino';
 import { isOncelyError } from '../errors.js';
-import { assertPeers, importPeer } from '../optional-peer.node.js';
+import { assertPeers, importPeer, type PeerName } from '../optional-peer.node.js';
 import { createReferenceApp, type ReferenceApp } from '../reference/app.js';
 import { createClients, parseClients } from '../reference/clients.js';
 import { createFaults } from '../reference/faults.js';
@@ -26,6 +26,7 @@ import { nodeDigest } from '../digest.node.js';
 import type { KeyStore } from '../server/store/types.js';
 import { schemaFromUrl } from '../server/store/postgres-url.node.js';
 import { sqliteKeyStore } from '../server/store/sqlite.node.js';
+import { needsBetterSqlite3 } from '../sqlite/driver.node.js';
 import { SERVER_DEFAULTS } from '../server/options.js';
 import { listenHttp } from './serve-listen.js';
 import { describeWakeUps, logReplication, redacted } from './serve-postgres.js';
@@ -184,7 +185,9 @@ export async function serve(argv: readonly string[]): Promise<number> {
   // Optional peers of the package: every missing one is named at once, with its install command.
   let peers: { readonly listen: typeof listen; readonly pino: typeof Pino };
   try {
-    assertPeers('`oncely serve`', ['@hono/node-server', 'pino', isPostgres(db) ? 'pg' : 'better-sqlite3']);
+    // SQLite needs no package where Node has node:sqlite (22.16+).
+    const store: PeerName[] = isPostgres(db) ? ['pg'] : needsBetterSqlite3() ? ['better-sqlite3'] : [];
+    assertPeers('`oncely serve`', ['@hono/node-server', 'pino', ...store]);
     const [hono, logger] = await Promise.all([importPeer<{ serve: typeof listen }>('@hono/node-server'), importPeer<{ pino: typeof Pino }>('pino')]);
     peers = { listen: hono.serve, pino: logger.pino };
   } catch (error) {

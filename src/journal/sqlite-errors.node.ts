@@ -30,7 +30,7 @@ export function schemaError(path: string, problem: SchemaProblem): JournalError 
   });
 }
 
-/** Maps a better-sqlite3 error (or a `JournalError` already made) to a `JournalError`. */
+/** Maps a SQLite driver error (`code` `SQLITE_…` on both drivers) or a `JournalError` already made to a `JournalError`. */
 export function journalErrorFrom(error: unknown, path: string, busyTimeoutMs: number): JournalError {
   if (error instanceof JournalError) return error;
   const code = typeof error === 'object' && error !== null && 'code' in error ? String(error.code) : '';

@@ -47,7 +47,7 @@
  * @internal
  */
 import { closeSync, constants, copyFileSync, ftruncateSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
-import type Database from 'better-sqlite3';
+import type { SqliteDatabase } from '../sqlite/driver.node.js';
 import { JournalError } from '../errors.js';
 
 /** The mark file of the journal at `path`. */
@@ -81,7 +81,7 @@ export interface WriteMark {
  * Throws a `JournalError` naming how many operations are unaccounted for when the file holds
  * fewer than the mark says were committed.
  */
-export function openMark(db: Database.Database, path: string): WriteMark {
+export function openMark(db: SqliteDatabase, path: string): WriteMark {
   const file = markPath(path);
   // The mark first, then the counter: see the module comment for why this order never misreads.
   const mark = readMark(file);

@@ -92,6 +92,18 @@ export interface SqliteJournalOptions {
    * ```
    */
   readonly verifyOnOpen?: boolean;
+  /**
+   * The SQLite driver: `'node:sqlite'`, built into Node 22.16 and later (nothing to install), or
+   * `'better-sqlite3'`, an optional peer (`npm install better-sqlite3@12`), the only one on Node
+   * 20. Both read and write the same file format, so a journal moves between them as it is.
+   *
+   * @default 'node:sqlite' where Node has it, else 'better-sqlite3'
+   * @example
+   * ```ts
+   * sqliteJournal({ driver: 'better-sqlite3' });
+   * ```
+   */
+  readonly driver?: 'node:sqlite' | 'better-sqlite3';
 }
 
 /**
@@ -108,4 +120,6 @@ export interface SqliteJournal extends Journal {
   /** The resolved file path. */
   readonly path: string;
   readonly durability: Durability;
+  /** The driver the file is opened with (see {@link SqliteJournalOptions.driver}). */
+  readonly driver: 'node:sqlite' | 'better-sqlite3';
 }

@@ -35,7 +35,7 @@
  * @internal
  */
 import { randomUUID } from 'node:crypto';
-import type Database from 'better-sqlite3';
+import type { SqliteDatabase } from '../sqlite/driver.node.js';
 import { nodeSeal } from './seal.node.js';
 import { COLUMNS, parseRow, type Row } from './sqlite-statements.node.js';
 import { JOURNALED_HEADERS } from './types.js';
@@ -77,7 +77,7 @@ export const SCHEMA_V1 = `
  *
  * @internal
  */
-export const MIGRATIONS: Readonly<Record<number, string | ((db: Database.Database) => void)>> = {
+export const MIGRATIONS: Readonly<Record<number, string | ((db: SqliteDatabase) => void)>> = {
   1: `
     ALTER TABLE oncely_operations ADD COLUMN claim_owner TEXT;
     ALTER TABLE oncely_operations ADD COLUMN claimed_until INTEGER;
@@ -100,7 +100,7 @@ export const MIGRATIONS: Readonly<Record<number, string | ((db: Database.Databas
  * A version step, not a column added on the side: oncely 4 would refuse to open the file
  * (its version is newer) rather than write rows without seals, which would all read as damaged.
  */
-function sealRows(db: Database.Database): void {
+function sealRows(db: SqliteDatabase): void {
   db.exec('ALTER TABLE oncely_operations ADD COLUMN seal TEXT');
   const seal = db.prepare<[string, string, string]>('UPDATE oncely_operations SET seal = ? WHERE scope = ? AND key = ?');
   for (const row of db.prepare<[], Row>(`SELECT ${COLUMNS} FROM oncely_operations`).all()) {
@@ -116,7 +116,7 @@ function sealRows(db: Database.Database): void {
  * in URLs are dropped on the way: older versions journaled `x-api-key` and the like. A row that
  * cannot be read keeps its text as it was (and is reported as damaged).
  */
-function migrateToScopes(db: Database.Database): void {
+function migrateToScopes(db: SqliteDatabase): void {
   const scopeOf = (url: unknown): string => (typeof url === 'string' && URL.canParse(url) ? new URL(url).origin : '');
   const withoutUserinfo = (url: unknown): unknown => {
     if (typeof url !== 'string' || !URL.canParse(url)) return url;
@@ -183,40 +183,49 @@ export interface SchemaProblem {
  * older journal, and reports (without touching anything) a foreign or newer file. Runs under
  * `BEGIN IMMEDIATE`, so two processes opening a fresh file at once create it once.
  */
-export function prepareSchema(db: Database.Database): SchemaProblem | undefined {
-  let problem: SchemaProblem | undefined;
-  db.transaction(() => {
-    const version = db.pragma('user_version', { simple: true }) as number;
-    const applicationId = db.pragma('application_id', { simple: true }) as number;
-    const tables = db
-      .prepare<[], { name: string }>("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
-      .all()
-      .map((row) => row.name);
+export function prepareSchema(db: SqliteDatabase): SchemaProblem | undefined {
+  // Plain statements, not better-sqlite3's transaction helper: node:sqlite has none.
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    const problem = checkOrCreate(db);
+    db.exec('COMMIT');
+    return problem;
+  } catch (error) {
+    if (db.inTransaction) db.exec('ROLLBACK');
+    throw error;
+  }
+}
 
-    if (applicationId === 0 && version === 0 && tables.length === 0) {
-      db.exec(SCHEMA_V1);
-      migrate(db, 1);
-      ensureMeta(db);
-      db.pragma(`application_id = ${APPLICATION_ID}`);
-      return;
-    }
-    if (applicationId !== APPLICATION_ID || !tables.includes('oncely_operations')) {
-      const found = tables.length === 0 ? 'no tables' : `tables ${tables.slice(0, 5).join(', ')}`;
-      problem = { kind: 'foreign', detail: `it is a SQLite database of another application (${found})` };
-      return;
-    }
-    if (version > SCHEMA_VERSION) {
-      problem = { kind: 'newer', detail: `its schema version ${version} is newer than the ${SCHEMA_VERSION} this oncely knows` };
-      return;
-    }
-    migrate(db, version);
+/** {@link prepareSchema}'s work, inside its transaction. */
+function checkOrCreate(db: SqliteDatabase): SchemaProblem | undefined {
+  const version = db.pragma('user_version', { simple: true }) as number;
+  const applicationId = db.pragma('application_id', { simple: true }) as number;
+  const tables = db
+    .prepare<[], { name: string }>("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+    .all()
+    .map((row) => row.name);
+
+  if (applicationId === 0 && version === 0 && tables.length === 0) {
+    db.exec(SCHEMA_V1);
+    migrate(db, 1);
     ensureMeta(db);
-  }).immediate();
-  return problem;
+    db.pragma(`application_id = ${APPLICATION_ID}`);
+    return undefined;
+  }
+  if (applicationId !== APPLICATION_ID || !tables.includes('oncely_operations')) {
+    const found = tables.length === 0 ? 'no tables' : `tables ${tables.slice(0, 5).join(', ')}`;
+    return { kind: 'foreign', detail: `it is a SQLite database of another application (${found})` };
+  }
+  if (version > SCHEMA_VERSION) {
+    return { kind: 'newer', detail: `its schema version ${version} is newer than the ${SCHEMA_VERSION} this oncely knows` };
+  }
+  migrate(db, version);
+  ensureMeta(db);
+  return undefined;
 }
 
 /** Creates `oncely_meta` and its one row when missing (see the module comment). */
-function ensureMeta(db: Database.Database): void {
+function ensureMeta(db: SqliteDatabase): void {
   db.exec(`
     CREATE TABLE IF NOT EXISTS oncely_meta (
       id                  INTEGER PRIMARY KEY CHECK (id = 1),
@@ -227,7 +236,7 @@ function ensureMeta(db: Database.Database): void {
   db.prepare('INSERT OR IGNORE INTO oncely_meta (id, journal_id, operations_written) VALUES (1, ?, 0)').run(randomUUID());
 }
 
-function migrate(db: Database.Database, from: number): void {
+function migrate(db: SqliteDatabase, from: number): void {
   for (let version = from; version < SCHEMA_VERSION; version += 1) {
     const step = MIGRATIONS[version];
     if (step === undefined) throw new Error(`no migration from journal schema version ${version}`);

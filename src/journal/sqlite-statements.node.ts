@@ -5,11 +5,11 @@
  * @module
  * @internal
  */
-import type Database from 'better-sqlite3';
+import type { SqliteDatabase, SqliteStatement } from '../sqlite/driver.node.js';
 import { nodeSeal } from './seal.node.js';
 import { OperationState, type DamagedRecord, type OperationPatch, type OperationRecord, type StoredResult } from './types.js';
 
-/** A row of `oncely_operations` as better-sqlite3 returns it. */
+/** A row of `oncely_operations` as the SQLite driver returns it. */
 export interface Row {
   scope: string;
   key: string;
@@ -93,7 +93,7 @@ export function readRow(row: Row): { readonly record: OperationRecord } | { read
 /** Every column a record is read from, and its seal. */
 export const COLUMNS = 'scope, key, method, url, headers, body, fingerprint, state, created_at, updated_at, submitted_at, attempts, last_status, result, seal';
 
-type Named<R = unknown> = Database.Statement<[Record<string, unknown>], R>;
+type Named<R = unknown> = SqliteStatement<[Record<string, unknown>], R>;
 
 /** Who holds a row's claim. */
 export interface Holder {
@@ -111,19 +111,19 @@ export interface Statements {
    * it holds without a transaction); same parameters as `insert`.
    */
   readonly replace: Named;
-  readonly get: Database.Statement<[string, string], Row>;
+  readonly get: SqliteStatement<[string, string], Row>;
   /** Writes a record read back and patched, with its new seal, over its row (see {@link updateValues}). */
   readonly update: Named;
   /** Rows of one state (or `any`), of one scope (`@scope` null: every scope's). */
   readonly list: Readonly<Record<OperationState | 'any', Named<Row>>>;
-  readonly holder: Database.Statement<[string, string], Holder>;
+  readonly holder: SqliteStatement<[string, string], Holder>;
   readonly claim: Named;
-  readonly release: Database.Statement<[string, string, string]>;
+  readonly release: SqliteStatement<[string, string, string]>;
   /** Settled rows last changed before a time: `prune()` deletes those that read back intact. */
-  readonly prunable: Database.Statement<[number], Row>;
-  readonly remove: Database.Statement<[string, string]>;
+  readonly prunable: SqliteStatement<[number], Row>;
+  readonly remove: SqliteStatement<[string, string]>;
   /** Adds to the count of operations written (see `sqlite-mark.node.ts`); returns the new count. */
-  readonly written: Database.Statement<[number], { operations_written: number }>;
+  readonly written: SqliteStatement<[number], { operations_written: number }>;
 }
 
 /** `record` with `patch` applied, as `Journal.update` stores it: absent fields left alone, `updatedAt` bumped. */
@@ -160,7 +160,7 @@ export function updateValues(next: OperationRecord, patch: OperationPatch, seal:
 }
 
 /** Prepares the journal's statements on `db` (the schema must be current). */
-export function statements(db: Database.Database): Statements {
+export function statements(db: SqliteDatabase): Statements {
   return {
     // No RETURNING: the caller already holds every value of a new row, and RETURNING costs
     // as much as a third of the statement. A claim asked for (`@claimOwner` not null) is written

@@ -2,14 +2,13 @@
  * The SQLite journal for Node: one file, one row per operation, shared safely by every process
  * of a user (or a service) through claims.
  *
- * better-sqlite3 is synchronous; the {@link Journal} methods are async to share the contract
+ * The driver (`node:sqlite` where Node has it, else better-sqlite3: `../sqlite/driver.node.ts`) is
+ * synchronous; the {@link Journal} methods are async to share the contract
  * with IndexedDB, and to group the calls made in one tick into one transaction (group commit,
  * see `../sqlite/group-commit.node.ts`). A method that resolved has committed its transaction.
  *
  * @module
  */
-import type Database from 'better-sqlite3';
-import { requirePeer } from '../optional-peer.node.js';
 import { JournalError } from '../errors.js';
 import {
   OperationState,
@@ -27,6 +26,7 @@ import { defaultJournalPath, ensureJournalFile, isInMemory } from './default.nod
 import { prepareSchema } from './sqlite-schema.node.js';
 import { journalErrorFrom, schemaError, closedError } from './sqlite-errors.node.js';
 import { DRIVER_BUSY_TIMEOUT_MS } from '../sqlite/busy.node.js';
+import { openDatabase, resolveDriver, type SqliteDatabase } from '../sqlite/driver.node.js';
 import { groupCommit, type CallKind } from '../sqlite/group-commit.node.js';
 import { applyPatch, readRow, statements, updateValues, type Row, type Statements } from './sqlite-statements.node.js';
 import { nodeSeal } from './seal.node.js';
@@ -37,7 +37,7 @@ export { Durability, type SqliteJournal, type SqliteJournalOptions };
 
 /** An open file: its connection, its statements, and its high-water mark (none in memory). */
 interface Connection {
-  readonly db: Database.Database;
+  readonly db: SqliteDatabase;
   readonly sql: Statements;
   readonly mark: WriteMark | undefined;
 }
@@ -49,7 +49,8 @@ interface Counted<T> {
 }
 
 /**
- * Creates a journal in a SQLite file (better-sqlite3, WAL). The file is opened on first use;
+ * Creates a journal in a SQLite file (WAL), on Node's built-in `node:sqlite` where it serves (Node
+ * 22.16+), else on better-sqlite3 (option `driver`). The file is opened on first use;
  * a damaged, locked, foreign or newer-version file makes that call reject with a
  * `JournalError` naming the path and what to do — the file itself is never reset or deleted.
  * So does a file that no longer holds every operation it wrote (a damaged or cut-short `-wal`):
@@ -71,6 +72,7 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
   const durability = options.durability ?? Durability.Process;
   const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
   const verifyOnOpen = options.verifyOnOpen ?? true;
+  const driver = resolveDriver(options.driver);
   let connection: Connection | undefined;
   // `closing`: close() was called, later calls reject; `closed`: the connection is gone.
   let closing = false;
@@ -83,13 +85,12 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
   const open = (): Connection => {
     if (closed) throw closedError(path);
     if (connection) return connection;
-    let db: Database.Database | undefined;
+    let db: SqliteDatabase | undefined;
     try {
       ensureJournalFile(path);
       // No driver busy wait (it would block the event loop): a lock is waited for by the group
       // commit, which runs this again later.
-      const Driver = requirePeer<typeof Database>('better-sqlite3');
-      db = new Driver(path, { timeout: DRIVER_BUSY_TIMEOUT_MS });
+      db = openDatabase(path, { driver, timeout: DRIVER_BUSY_TIMEOUT_MS });
       db.pragma(`synchronous = ${durability === Durability.Power ? 'FULL' : 'NORMAL'}`);
       if (verifyOnOpen) {
         const check = db.pragma('quick_check', { simple: true });
@@ -192,6 +193,7 @@ export function sqliteJournal(options: SqliteJournalOptions = {}): SqliteJournal
     kind: 'sqlite',
     path,
     durability,
+    driver,
     async put(operation) {
       // 'atomic': the row and the count of operations written commit together, one commit where
       // two statements alone would each make their own (the mark's cost, measured in post()).

@@ -1,6 +1,7 @@
 /**
- * The SQLite key store (`oncely/server/sqlite`): the embedded default, on better-sqlite3 (an
- * optional peer dependency: `npm install better-sqlite3@12`). Node only.
+ * The SQLite key store (`oncely/server/sqlite`): the embedded default, on Node's built-in
+ * `node:sqlite` (Node 22.16+), else on better-sqlite3 (an optional peer dependency: `npm install
+ * better-sqlite3@12`, the only driver on Node 20). Node only.
  *
  * @module
  */

@@ -5,7 +5,7 @@
  * @module
  * @internal
  */
-import type Database from 'better-sqlite3';
+import type { SqliteDatabase, SqliteStatement } from './driver.node.js';
 
 /**
  * What a call does, which decides its transaction and how a failure is undone:
@@ -36,18 +36,18 @@ export type Outcome = { readonly ok: true; readonly value: unknown } | { readonl
 
 /** The transaction statements of a connection, prepared once. */
 export interface Control {
-  readonly db: Database.Database;
-  readonly beginWrite: Database.Statement;
-  readonly beginRead: Database.Statement;
-  readonly commit: Database.Statement;
-  readonly rollback: Database.Statement;
-  readonly savepoint: Database.Statement;
-  readonly release: Database.Statement;
-  readonly rollbackTo: Database.Statement;
+  readonly db: SqliteDatabase;
+  readonly beginWrite: SqliteStatement;
+  readonly beginRead: SqliteStatement;
+  readonly commit: SqliteStatement;
+  readonly rollback: SqliteStatement;
+  readonly savepoint: SqliteStatement;
+  readonly release: SqliteStatement;
+  readonly rollbackTo: SqliteStatement;
 }
 
 /** Prepares {@link Control}'s statements on `db`. */
-export function controlStatements(db: Database.Database): Control {
+export function controlStatements(db: SqliteDatabase): Control {
   return {
     db,
     beginWrite: db.prepare('BEGIN IMMEDIATE'),
@@ -64,7 +64,7 @@ export function controlStatements(db: Database.Database): Control {
 export class Savepoint implements CallScope {
   opened = false;
   constructor(
-    private readonly db: Database.Database,
+    private readonly db: SqliteDatabase,
     private readonly statements: Control,
     private readonly open: boolean,
   ) {}
@@ -87,7 +87,7 @@ const noSavepoint = (kind: CallKind): CallScope => ({
 export const SCOPES: Record<'read' | 'write', CallScope> = { read: noSavepoint('read'), write: noSavepoint('write') };
 
 /** A call of an open group returned `value`: its savepoint (if any) is released. */
-export function succeeded(db: Database.Database, statements: Control, opened: boolean, value: unknown): Outcome {
+export function succeeded(db: SqliteDatabase, statements: Control, opened: boolean, value: unknown): Outcome {
   // SQLite may have rolled the whole transaction back (SQLITE_FULL, SQLITE_IOERR, even inside a
   // savepoint) under a call that caught the error and went on.
   if (!db.inTransaction) throw ended();
@@ -96,7 +96,7 @@ export function succeeded(db: Database.Database, statements: Control, opened: bo
 }
 
 /** A call of an open group threw: it is undone back to its savepoint (if any) and fails alone. */
-export function failed(db: Database.Database, statements: Control, opened: boolean, error: unknown): Outcome {
+export function failed(db: SqliteDatabase, statements: Control, opened: boolean, error: unknown): Outcome {
   // The group's earlier calls are gone with the transaction: none of them may be reported done.
   if (!db.inTransaction) throw error;
   if (opened) {

@@ -1,7 +1,7 @@
 /**
- * Group commit for a better-sqlite3 connection, shared by the client journal and the server key
- * store: calls made close together run in one transaction, and each call's promise settles only
- * after that transaction has committed.
+ * Group commit for a SQLite connection (either driver: `driver.node.ts`), shared by the client
+ * journal and the server key store: calls made close together run in one transaction, and each
+ * call's promise settles only after that transaction has committed.
  *
  * A commit is most of what a small write costs (WAL frame writes, lock syscalls, now and then a
  * checkpoint); a hundred calls made at once pay for one. A caller awaiting one call at a time
@@ -24,7 +24,7 @@
  * @module
  * @internal
  */
-import type Database from 'better-sqlite3';
+import type { SqliteDatabase, SqliteStatement } from './driver.node.js';
 import { busyPause, isBusy } from './busy.node.js';
 import { fifoLock } from './fifo-lock.js';
 import { SCOPES, Savepoint, controlStatements, failed, succeeded, type CallKind, type CallScope, type Control, type Outcome } from './call-scope.node.js';
@@ -34,7 +34,7 @@ export type { CallKind, CallScope } from './call-scope.node.js';
 /** Options of {@link groupCommit}. */
 export interface GroupCommitOptions {
   /** The connection (opened or returned) when a group runs; a throw rejects the group's calls. */
-  readonly connect: () => Database.Database;
+  readonly connect: () => SqliteDatabase;
   /** How long a call waits for another connection's lock, in total, before it rejects. */
   readonly busyTimeoutMs: number;
   /**
@@ -221,7 +221,7 @@ export function groupCommit({ connect, busyTimeoutMs, gather, mapError }: GroupC
    * then run on the connection while the group's transaction is open, not even a microtask).
    */
   const runGroup = async (calls: readonly Call[], retry: boolean): Promise<void> => {
-    let db: Database.Database;
+    let db: SqliteDatabase;
     try {
       db = connect();
       if (control?.db !== db) control = controlStatements(db);

@@ -6,7 +6,7 @@ import 'fake-indexeddb/auto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { openRawDb } from '../support/sqlite-db.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/create-client.js';
 import { indexedDbJournal } from '../../src/journal/indexeddb.browser.js';
@@ -58,7 +58,7 @@ describe('a damaged row among healthy ones', () => {
     const journal = sqliteJournal({ path });
     const keys = await submitted(journal, HEALTHY + 1);
     const victim = keys[37] as string;
-    const raw = new Database(path);
+    const raw = openRawDb(path);
     raw.prepare('UPDATE oncely_operations SET headers = ? WHERE key = ?').run('{"content-type": "application/js', victim);
     const rowOf = () => raw.prepare('SELECT * FROM oncely_operations WHERE key = ?').get(victim);
     const damagedRow = rowOf();

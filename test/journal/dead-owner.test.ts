@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
+import { openRawDb } from '../support/sqlite-db.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { thisProcess } from '../../src/journal/process-owner.node.js';
 import { sqliteJournal, type SqliteJournal } from '../../src/journal/sqlite.node.js';
@@ -77,7 +77,7 @@ describe('SQLite journal claims held by another process', () => {
 
   /** Writes a claim by `owner` as if another process had taken it, running for a minute. */
   const claimAs = (claimProcess: Record<string, unknown> | string, owner = 'someone-else'): void => {
-    const raw = new Database(journalPath);
+    const raw = openRawDb(journalPath);
     raw
       .prepare('UPDATE oncely_operations SET claim_owner = ?, claimed_until = ?, claim_process = ? WHERE key = ?')
       .run(owner, Date.now() + 60_000, typeof claimProcess === 'string' ? claimProcess : JSON.stringify(claimProcess), 'op-1');
@@ -113,7 +113,7 @@ describe('SQLite journal claims held by another process', () => {
     const gone = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
     claimAs({ ...me, host: `not-${hostname()}`, pid: Number(gone.stdout) });
     expect(await journal.claim(SCOPE, 'op-1', 'me', 10_000)).toBe(false);
-    const raw = new Database(journalPath);
+    const raw = openRawDb(journalPath);
     raw.prepare('UPDATE oncely_operations SET claimed_until = ? WHERE key = ?').run(Date.now() - 1, 'op-1');
     raw.close();
     expect(await journal.claim(SCOPE, 'op-1', 'me', 10_000)).toBe(true);
@@ -126,7 +126,7 @@ describe('SQLite journal claims held by another process', () => {
 
   it('records this process with each claim it takes', async () => {
     expect(await journal.claim(SCOPE, 'op-1', 'me', 10_000)).toBe(true);
-    const raw = new Database(journalPath, { readonly: true });
+    const raw = openRawDb(journalPath, { readonly: true });
     const row = raw.prepare('SELECT claim_owner, claim_process FROM oncely_operations WHERE key = ?').get('op-1');
     raw.close();
     expect(row).toEqual({ claim_owner: 'me', claim_process: thisProcess() });

@@ -6,7 +6,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { openRawDb } from '../support/sqlite-db.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/create-client.js';
 import { APPLICATION_ID, MIGRATIONS, SCHEMA_V1 } from '../../src/journal/sqlite-schema.node.js';
@@ -34,7 +34,7 @@ const v3Row = (key: string, url: string, headers: Record<string, string>, state 
 });
 
 function writeV3(rows: ReturnType<typeof v3Row>[]): void {
-  const db = new Database(path);
+  const db = openRawDb(path);
   db.exec(SCHEMA_V1);
   db.exec(MIGRATIONS[1] as string);
   db.exec(MIGRATIONS[2] as string);
@@ -74,7 +74,7 @@ describe('SQLite journal schema 3 → 4', () => {
       .map((file) => readFileSync(file).toString('latin1'))
       .join('');
     expect(['SECRET_v3_api_key', 'SECRET_v3_password', 'SECRET_v3_token'].filter((secret) => bytes.includes(secret))).toEqual([]);
-    const raw = new Database(path, { readonly: true });
+    const raw = openRawDb(path, { readonly: true });
     expect(raw.pragma('user_version', { simple: true })).toBe(5);
     raw.close();
   });

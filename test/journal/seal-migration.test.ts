@@ -8,7 +8,7 @@ import 'fake-indexeddb/auto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { openRawDb } from '../support/sqlite-db.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { indexedDbJournal } from '../../src/journal/indexeddb.browser.js';
 import { META_KEY, SCHEMA, STORE } from '../../src/journal/indexeddb-store.browser.js';
@@ -47,7 +47,7 @@ afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 /** A journal of schema version 4, built from version 1's SQL and the migrations up to 4, holding `rows` and one unreadable row. */
 function writeV4(rows: ReadonlyArray<ReturnType<typeof record>>): void {
-  const db = new Database(path);
+  const db = openRawDb(path);
   db.exec(SCHEMA_V1);
   for (const version of [1, 2, 3]) {
     const step = MIGRATIONS[version];
@@ -72,7 +72,7 @@ describe('SQLite journal schema 4 → 5', () => {
     const journal = sqliteJournal({ path });
     expect(await journal.list()).toEqual(rows);
     expect(await journal.damaged()).toEqual([{ scope: SCOPE, key: 'unreadable', reason: 'its headers are not valid JSON' }]);
-    const raw = new Database(path, { readonly: true });
+    const raw = openRawDb(path, { readonly: true });
     expect(raw.pragma('user_version', { simple: true })).toBe(5);
     expect(raw.prepare('SELECT key, seal IS NOT NULL AS sealed FROM oncely_operations ORDER BY key').all()).toEqual([
       { key: 'k-paid', sealed: 1 },

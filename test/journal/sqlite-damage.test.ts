@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { openRawDb } from '../support/sqlite-db.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { JournalError } from '../../src/errors.js';
 import { sqliteJournal } from '../../src/journal/sqlite.node.js';
@@ -59,7 +59,7 @@ describe('SQLite journal on a damaged, foreign or locked file', () => {
   });
 
   it('refuses a SQLite database of another application and never writes to it', async () => {
-    const foreign = new Database(path);
+    const foreign = openRawDb(path);
     foreign.exec("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO users (name) VALUES ('ada')");
     foreign.close();
     const bytes = readFileSync(path);
@@ -69,7 +69,7 @@ describe('SQLite journal on a damaged, foreign or locked file', () => {
     expect(error.message).toMatch(/users/);
     expect(error.hint).toMatch(/file of its own/);
     expect(readFileSync(path).equals(bytes)).toBe(true);
-    const check = new Database(path, { readonly: true });
+    const check = openRawDb(path, { readonly: true });
     expect(check.prepare("SELECT count(*) AS n FROM sqlite_schema WHERE name LIKE 'oncely%'").get()).toEqual({ n: 0 });
     check.close();
   });
@@ -78,7 +78,7 @@ describe('SQLite journal on a damaged, foreign or locked file', () => {
     const journal = sqliteJournal({ path, busyTimeoutMs: 100 });
     const op = operation();
     await journal.put(op);
-    const other = new Database(path);
+    const other = openRawDb(path);
     other.exec('BEGIN IMMEDIATE');
     try {
       const error = await rejection(journal.update(op.scope, op.key, { attempts: 1 }));
@@ -102,7 +102,7 @@ describe('SQLite journal on a damaged, foreign or locked file', () => {
     const journal = sqliteJournal({ path, busyTimeoutMs: 10_000 });
     const op = operation();
     await journal.put(op);
-    const other = new Database(path);
+    const other = openRawDb(path);
     other.exec('BEGIN IMMEDIATE');
     // Only a running event loop can fire these timers: a blocking lock wait would starve them,
     // the lock would never be released, and the update would time out instead.

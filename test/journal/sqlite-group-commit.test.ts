@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { openRawDb } from '../support/sqlite-db.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { JournalError } from '../../src/errors.js';
 import { sqliteJournal } from '../../src/journal/sqlite.node.js';
@@ -57,7 +57,7 @@ describe('SQLite journal group commit', () => {
   it('rejects every call of a group with a JournalError when the file stays locked, and loses none once it is free', async () => {
     const journal = sqliteJournal({ path, busyTimeoutMs: 100 });
     await journal.list();
-    const other = new Database(path);
+    const other = openRawDb(path);
     other.exec('BEGIN IMMEDIATE');
     const ops = Array.from({ length: 3 }, () => operation());
     const settled = await Promise.allSettled(ops.map((op) => journal.put(op)));

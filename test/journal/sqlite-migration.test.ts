@@ -1,7 +1,7 @@
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { openRawDb } from '../support/sqlite-db.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { JournalError } from '../../src/errors.js';
 import { APPLICATION_ID, MIGRATIONS, SCHEMA_V1, SCHEMA_VERSION } from '../../src/journal/sqlite-schema.node.js';
@@ -44,7 +44,7 @@ const migrated = (row: (typeof V1_ROWS)[number] | (typeof V2_ROWS)[number]) => (
 });
 
 const inspect = (file: string) => {
-  const db = new Database(file, { readonly: true });
+  const db = openRawDb(file, { readonly: true });
   try {
     return {
       version: db.pragma('user_version', { simple: true }) as number,
@@ -108,7 +108,7 @@ describe('SQLite journal schema migration', () => {
     const journal = sqliteJournal({ path });
     await journal.list();
     await journal.close();
-    const raw = new Database(path);
+    const raw = openRawDb(path);
     raw.pragma(`user_version = ${SCHEMA_VERSION + 1}`);
     raw.close();
     const bytes = readFileSync(path);
@@ -187,7 +187,7 @@ describe('SQLite journal schema migration from version 2 (submitted_at)', () => 
 describe('SQLite journal schema migration from version 3 (scopes)', () => {
   /** A version 3 journal, built from the SQL of versions 1 to 3, holding `rows`. */
   const writeV3 = (file: string, rows: ReadonlyArray<{ key: string; url: string; headers: Record<string, string>; state: string }>): void => {
-    const db = new Database(file);
+    const db = openRawDb(file);
     db.exec(SCHEMA_V1);
     for (const version of [1, 2]) {
       const step = MIGRATIONS[version];

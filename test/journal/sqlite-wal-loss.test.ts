@@ -21,7 +21,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { openRawDb } from '../support/sqlite-db.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/create-client.js';
 import { JournalError } from '../../src/errors.js';
@@ -86,7 +86,7 @@ const rejection = async (promise: Promise<unknown>): Promise<JournalError> => {
 
 /** Rows in the file as SQLite itself reads it now. */
 const rowsIn = (path: string): number => {
-  const raw = new Database(path, { readonly: true });
+  const raw = openRawDb(path, { readonly: true });
   const { n } = raw.prepare('SELECT count(*) AS n FROM oncely_operations').get() as { n: number };
   raw.close();
   return n;

@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { openRawDb } from '../support/sqlite-db.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/index.js';
 import { sqliteJournal } from '../../src/journal/sqlite.node.js';
@@ -24,7 +24,7 @@ const answer = async (): Promise<Response> => new Response('{"id":"pay_1"}', { s
 
 /** The row's state and claim as another connection (another process) reads it now. */
 function seenElsewhere(key: string): { state: string; claim_owner: string | null } | undefined {
-  const other = new Database(path, { readonly: true });
+  const other = openRawDb(path, { readonly: true });
   try {
     return other.prepare('SELECT state, claim_owner FROM oncely_operations WHERE key = ?').get(key) as
       { state: string; claim_owner: string | null } | undefined;
@@ -59,7 +59,7 @@ describe('SQLite journal: the outcome of post() written behind', () => {
     const journal = sqliteJournal({ path, busyTimeoutMs: 5_000 });
     const client = createClient({ baseUrl: 'http://api.test', journal, fetch: answer });
     const { key } = await client.post('v1/payments', { json: { amount: 1 } });
-    const other = new Database(path);
+    const other = openRawDb(path);
     other.exec('BEGIN IMMEDIATE');
     const released = new Promise<void>((resolve) =>
       setTimeout(() => {

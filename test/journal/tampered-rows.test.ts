@@ -9,7 +9,7 @@ import 'fake-indexeddb/auto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { openRawDb } from '../support/sqlite-db.js';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createClient } from '../../src/client/create-client.js';
 import { JournalError } from '../../src/errors.js';
@@ -51,13 +51,13 @@ async function submitted(journal: Journal, count: number, pathname = 'v1/pay'): 
 
 /** Runs `sql` on the journal file through a connection of its own. */
 function edit(sql: string, ...params: unknown[]): void {
-  const raw = new Database(path);
+  const raw = openRawDb(path);
   raw.prepare(sql).run(...params);
   raw.close();
 }
 
 const rowOf = (key: string): unknown => {
-  const raw = new Database(path, { readonly: true });
+  const raw = openRawDb(path, { readonly: true });
   const row = raw.prepare('SELECT * FROM oncely_operations WHERE key = ?').get(key);
   raw.close();
   return row;

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
+import { openRawDb } from '../support/sqlite-db.js';
 import { afterAll } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -148,7 +148,7 @@ export function rawRequest(url: string, head: Buffer, body: string): Promise<num
 
 /** A count from the server's SQLite file (read while it runs: WAL lets readers in). */
 export function dbCount(path: string, sql: string, ...params: unknown[]): number {
-  const db = new Database(path, { readonly: true, fileMustExist: true });
+  const db = openRawDb(path, { readonly: true, fileMustExist: true });
   try {
     return Number((db.prepare(sql).get(...params) as { n: number }).n);
   } finally {

@@ -1,6 +1,6 @@
 /**
  * A minimal KeyStore, written the way a third party would write one (docs/key-store.md): each
- * primitive is one plain transaction on one better-sqlite3 connection (`BEGIN IMMEDIATE …
+ * primitive is one plain transaction on one SQLite connection (`BEGIN IMMEDIATE …
  * COMMIT`, one at a time), with no group commit and no batching. A phase with the points around
  * it is one UPDATE of the last point; a first phase (or a whole request, finished) runs inside
  * the admission's transaction. It proves that the neutral handler is correct over the primitives alone: it runs the KeyStore contract suites
@@ -9,7 +9,7 @@
  * Not for production: every call waits for the one before it.
  */
 import { randomUUID } from 'node:crypto';
-import Database from 'better-sqlite3';
+import { openRawDb } from './sqlite-db.js';
 import type {
   AdmitInput,
   AdmitResult,
@@ -64,7 +64,7 @@ const MAX_RESPONSE_BYTES = 65_536;
  * ```
  */
 export function referenceKeyStore(path: string): KeyStore {
-  const db = new Database(path);
+  const db = openRawDb(path);
   db.pragma('journal_mode = WAL');
   db.pragma('busy_timeout = 10000');
   const now = (): number => Date.now();

@@ -5,10 +5,10 @@
  *
  * Usage: `node --import tsx test/support/sqlite-lock.child.ts <path> <holdMs>`
  */
-import Database from 'better-sqlite3';
+import { openRawDb } from './sqlite-db.js';
 
 const [path = '', holdMs = '1500'] = process.argv.slice(2);
-const db = new Database(path, { fileMustExist: true });
+const db = openRawDb(path, { fileMustExist: true });
 db.exec('BEGIN IMMEDIATE');
 process.stdout.write('locked\n');
 setTimeout(() => {

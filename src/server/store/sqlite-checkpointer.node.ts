@@ -21,7 +21,7 @@
 import { statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
-import type Database from 'better-sqlite3';
+import type { SqliteDatabase, SqliteDriver } from '../../sqlite/driver.node.js';
 
 /** SQLite's default `wal_autocheckpoint`, restored when the worker is not running. */
 const SQLITE_DEFAULT_PAGES = 1000;
@@ -46,12 +46,29 @@ export const LIMIT_BYTES = 4 * BACKSTOP_PAGES * 4096;
 /** The longest one backpressure checkpoint holds the writer back. */
 const BOUND_WAIT_MS = 200;
 
-// CommonJS, evaluated in the worker: better-sqlite3 is resolved by the parent (below) and passed in.
+// CommonJS, evaluated in the worker, on the store's driver: better-sqlite3 is resolved by the
+// parent (below) and passed in; node:sqlite's ExperimentalWarning (Node 22, and 24 before 24.15)
+// is left out here as in the parent (see node-sqlite.node.ts).
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
-const Database = require(workerData.module);
-const db = new Database(workerData.path, { timeout: workerData.busyTimeoutMs, fileMustExist: true });
-const checkpoint = () => db.pragma('wal_checkpoint(PASSIVE)');
+const open = () => {
+  if (workerData.driver === 'better-sqlite3') {
+    const Database = require(workerData.module);
+    const db = new Database(workerData.path, { timeout: workerData.busyTimeoutMs, fileMustExist: true });
+    return { checkpoint: () => db.pragma('wal_checkpoint(PASSIVE)'), close: () => db.close() };
+  }
+  const emitWarning = process.emitWarning;
+  process.emitWarning = (warning, ...rest) => {
+    if (!String(warning).includes('SQLite')) emitWarning.call(process, warning, ...rest);
+  };
+  const { DatabaseSync } = require('node:sqlite');
+  process.emitWarning = emitWarning;
+  const db = new DatabaseSync(workerData.path, { timeout: workerData.busyTimeoutMs });
+  const statement = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
+  return { checkpoint: () => statement.get(), close: () => db.close() };
+};
+const db = open();
+const checkpoint = () => db.checkpoint();
 const timer = setInterval(() => {
   try {
     checkpoint();
@@ -86,12 +103,16 @@ export interface Checkpointer {
  *
  * @example
  * ```ts
- * const checkpointer = startCheckpointer(db, 'oncely.db', { intervalMs: 50, busyTimeoutMs: 5000 });
+ * const checkpointer = startCheckpointer(db, 'oncely.db', { intervalMs: 50, busyTimeoutMs: 5000, driver: 'node:sqlite' });
  * // …
  * await checkpointer.close();
  * ```
  */
-export function startCheckpointer(db: Database.Database, path: string, options: { readonly intervalMs: number; readonly busyTimeoutMs: number }): Checkpointer {
+export function startCheckpointer(
+  db: SqliteDatabase,
+  path: string,
+  options: { readonly intervalMs: number; readonly busyTimeoutMs: number; readonly driver: SqliteDriver },
+): Checkpointer {
   const fallBack = (): void => {
     if (db.open) db.pragma(`wal_autocheckpoint = ${SQLITE_DEFAULT_PAGES}`);
   };
@@ -99,7 +120,7 @@ export function startCheckpointer(db: Database.Database, path: string, options: 
   try {
     worker = new Worker(WORKER_SOURCE, {
       eval: true,
-      workerData: { module: createRequire(import.meta.url).resolve('better-sqlite3'), path, ...options },
+      workerData: { module: options.driver === 'better-sqlite3' ? createRequire(import.meta.url).resolve('better-sqlite3') : undefined, path, ...options },
     });
   } catch {
     return { bound: () => Promise.resolve(), close: () => Promise.resolve() };

@@ -1,11 +1,12 @@
 /**
- * One better-sqlite3 connection as the SQLite KeyStore uses it: pragmas for several processes
+ * One SQLite connection (`node:sqlite` or better-sqlite3, see `../../sqlite/driver.node.ts`) as
+ * the SQLite KeyStore uses it: pragmas for several processes
  * on one file, a statement cache, the group commit of its writes (`../../sqlite/group-commit.node.ts`,
  * shared with the journal: it waits for other processes' locks without blocking the event loop),
  * `BEGIN IMMEDIATE` transactions and the {@link Tx} adapter for application SQL. The key table's
  * SQL lives in `sqlite.node.ts`.
  *
- * better-sqlite3 is one synchronous connection, but `work(tx)` callbacks are async: while one
+ * The connection is synchronous, but `work(tx)` callbacks are async: while one
  * request's transaction awaits its work, another request's statement would run *inside that open
  * transaction* (and commit or roll back with it). So every store operation of a process runs
  * either as a grouped write or under `locked`, one at a time; other processes are kept out by
@@ -14,17 +15,16 @@
  *
  * @module
  */
-import type Database from 'better-sqlite3';
-import { requirePeer } from '../../optional-peer.node.js';
+import { openDatabase, type SqliteDatabase, type SqliteDriver, type SqliteStatement } from '../../sqlite/driver.node.js';
 import { DRIVER_BUSY_TIMEOUT_MS, isBusy } from '../../sqlite/busy.node.js';
 import { groupCommit, type CallScope } from '../../sqlite/group-commit.node.js';
 import type { Tx } from './types.js';
 
 /** What {@link openSqlite} returns. */
 export interface SqliteConnection {
-  readonly db: Database.Database;
+  readonly db: SqliteDatabase;
   /** A cached prepared statement for `sql`. */
-  prepare(sql: string): Database.Statement;
+  prepare(sql: string): SqliteStatement;
   /**
    * Runs `fn` alone among this process's store operations: no write's transaction is open
    * meanwhile. `fn` must change nothing when it fails with SQLITE_BUSY (a read, or
@@ -60,7 +60,7 @@ export type WriteScope = CallScope;
  * such an error and went on, its next statements — and the recovery point after them — would
  * run in autocommit mode and commit on their own, without the work they belong with.
  */
-export function assertInTransaction(db: Database.Database): void {
+export function assertInTransaction(db: SqliteDatabase): void {
   if (!db.inTransaction) throw new Error('SQLite ended the transaction (I/O error or disk full); nothing of this write was committed');
 }
 
@@ -80,7 +80,7 @@ function toParam(value: unknown): Param {
  * handler, so the switch is retried here (a blocking wait: it happens once, at startup) until
  * `busyTimeoutMs`.
  */
-function enableWal(db: Database.Database, busyTimeoutMs: number): void {
+function enableWal(db: SqliteDatabase, busyTimeoutMs: number): void {
   const deadline = Date.now() + busyTimeoutMs;
   const pause = new Int32Array(new SharedArrayBuffer(4));
   for (;;) {
@@ -108,7 +108,7 @@ function busyError(path: string, busyTimeoutMs: number, cause: unknown): Error {
  * Opens `path` with WAL and `synchronous=NORMAL` (durable at each checkpoint, never corrupt), so
  * several server processes can share the file. A write or `locked` call that finds the file
  * locked by another process waits for it asynchronously, up to `busyTimeoutMs`, then fails with
- * an error that names the file.
+ * an error that names the file. `driver`: see `openDatabase` (`node:sqlite` where Node has it).
  *
  * @example
  * ```ts
@@ -116,14 +116,13 @@ function busyError(path: string, busyTimeoutMs: number, cause: unknown): Error {
  * await connection.locked(() => connection.immediate(() => connection.tx.run('DELETE FROM t')));
  * ```
  */
-export function openSqlite(path: string, busyTimeoutMs: number): SqliteConnection {
-  const Driver = requirePeer<typeof Database>('better-sqlite3');
-  const db = new Driver(path, { timeout: DRIVER_BUSY_TIMEOUT_MS });
+export function openSqlite(path: string, busyTimeoutMs: number, driver?: SqliteDriver | undefined): SqliteConnection {
+  const db = openDatabase(path, { driver, timeout: DRIVER_BUSY_TIMEOUT_MS });
   enableWal(db, busyTimeoutMs);
   db.pragma('synchronous = NORMAL');
 
-  const statements = new Map<string, Database.Statement>();
-  const prepare = (sql: string): Database.Statement => {
+  const statements = new Map<string, SqliteStatement>();
+  const prepare = (sql: string): SqliteStatement => {
     let statement = statements.get(sql);
     if (!statement) {
       statement = db.prepare(sql);
@@ -144,8 +143,8 @@ export function openSqlite(path: string, busyTimeoutMs: number): SqliteConnectio
   // `$1, $2` (the placeholders shared with PostgreSQL) become SQLite's numbered `?1, ?2`, bound
   // by number, so a placeholder may repeat. Application SQL must not contain `$n` in literals.
   // Keyed by the application's own text, so a statement run again costs one Map lookup.
-  const appStatements = new Map<string, Database.Statement>();
-  const adapt = (sql: string, params: readonly unknown[] = []): [Database.Statement, Record<number, Param>] => {
+  const appStatements = new Map<string, SqliteStatement>();
+  const adapt = (sql: string, params: readonly unknown[] = []): [SqliteStatement, Record<number, Param>] => {
     const bound: Record<number, Param> = {};
     for (let index = 0; index < params.length; index += 1) bound[index + 1] = toParam(params[index]);
     let statement = appStatements.get(sql);

@@ -29,6 +29,13 @@ export interface SqliteKeyStoreOptions {
    */
   readonly checkpointIntervalMs?: number;
   /**
+   * The SQLite driver: `'node:sqlite'`, built into Node 22.16 and later (nothing to install), or
+   * `'better-sqlite3'`, an optional peer (`npm install better-sqlite3@12`), the only one on Node
+   * 20. Both read and write the same file format; processes on either may share one file.
+   * @default 'node:sqlite' where Node has it, else 'better-sqlite3'
+   */
+  readonly driver?: 'node:sqlite' | 'better-sqlite3';
+  /**
    * The clock, epoch ms. Inject one only in tests.
    * @default Date.now
    */

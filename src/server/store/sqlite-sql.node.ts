@@ -1,6 +1,6 @@
 /**
- * The SQLite key table and every statement the SQLite KeyStore runs on it, with the row as
- * better-sqlite3 returns it. The store's logic is in `sqlite.node.ts`.
+ * The SQLite key table and every statement the SQLite KeyStore runs on it, with the row as the
+ * SQLite driver returns it. The store's logic is in `sqlite.node.ts`.
  *
  * @module
  */
@@ -94,7 +94,7 @@ export interface RawRow {
   expires_at: number;
 }
 
-/** A key row as better-sqlite3 returns it, as the handler sees it; `nowMs` is the store clock, for the lease left. */
+/** A key row as the SQLite driver returns it, as the handler sees it; `nowMs` is the store clock, for the lease left. */
 export function rowOf(raw: RawRow, nowMs: number): KeyRow {
   const response: StoredResponse | null =
     raw.response_status === null

@@ -1,5 +1,5 @@
 /**
- * The SQLite KeyStore (better-sqlite3): the embedded default, safe for several server processes
+ * The SQLite KeyStore (`node:sqlite` where Node has it, else better-sqlite3): the embedded default, safe for several server processes
  * sharing one database file.
  *
  * - WAL + `synchronous=NORMAL`: readers never block the writer, and a process that finds the
@@ -24,6 +24,7 @@
 import { randomUUID } from 'node:crypto';
 import { startCheckpointer } from './sqlite-checkpointer.node.js';
 import { assertInTransaction, openSqlite } from './sqlite-connection.node.js';
+import { resolveDriver } from '../../sqlite/driver.node.js';
 import type { SqliteKeyStoreOptions } from './sqlite-options.node.js';
 import { admittedRow, fencedWrite, finalOf, finishedInAdmission, firstPhase, hasData, isWholeRequest, pointOf, type FoldedPoint, type TxOp } from './core.js';
 import { LOST, LeaseLostError } from './lease-lost.js';
@@ -48,10 +49,12 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
   const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
   const maxResponseBytes = options.maxResponseBytes ?? 65_536;
   const now = options.now ?? Date.now;
-  const { db, prepare, locked, immediate, write: groupWrite, tx } = openSqlite(options.path, busyTimeoutMs);
+  const { db, prepare, locked, immediate, write: groupWrite, tx } = openSqlite(options.path, busyTimeoutMs, options.driver);
   const checkpointIntervalMs = options.checkpointIntervalMs ?? 50;
   const checkpointer =
-    db.memory || checkpointIntervalMs <= 0 ? undefined : startCheckpointer(db, options.path, { intervalMs: checkpointIntervalMs, busyTimeoutMs });
+    db.memory || checkpointIntervalMs <= 0
+      ? undefined
+      : startCheckpointer(db, options.path, { intervalMs: checkpointIntervalMs, busyTimeoutMs, driver: resolveDriver(options.driver) });
   // Every 64th write, once it has committed, checks the log's size under the lock (no transaction
   // of this connection is open then) and checkpoints in this thread if the worker fell behind.
   let writes = 0;

@@ -5,7 +5,7 @@
 import { copyFileSync, existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { openRawDb } from '../../support/sqlite-db.js';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sqliteKeyStore } from '../../../src/server/store/sqlite.node.js';
 import { BACKSTOP_PAGES } from '../../../src/server/store/sqlite-checkpointer.node.js';
@@ -27,7 +27,7 @@ async function admitMany(store: KeyStore, count: number): Promise<void> {
 function rowsInMainFile(path: string): number {
   const copy = `${path}.copy-${(n += 1)}`;
   copyFileSync(path, copy);
-  const db = new Database(copy, { readonly: true });
+  const db = openRawDb(copy, { readonly: true });
   try {
     const table = db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'oncely_keys'").get();
     return table ? (db.prepare('SELECT count(*) AS n FROM oncely_keys').get() as { n: number }).n : 0;

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { sqliteKeyStore } from '../../../src/server/store/sqlite.node.js';
 import type { Tx } from '../../../src/server/store/types.js';
+import { availableDrivers } from '../../../src/sqlite/driver.node.js';
 import { runKeyStoreChainedContract } from '../../contract/keystore-chained.contract.js';
 import { runKeyStoreValuesContract } from '../../contract/keystore-values.contract.js';
 import { runKeyStoreContract } from '../../contract/keystore.contract.js';
@@ -12,12 +13,16 @@ import { runWholeRequestContract } from '../../contract/keystore-whole.contract.
 const dir = mkdtempSync(join(tmpdir(), 'oncely-sqlite-contract-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-runKeyStoreContract('sqlite (in memory)', async () => sqliteKeyStore({ path: ':memory:' }));
 let n = 0;
-runKeyStoreContract('sqlite (file, WAL)', async () => sqliteKeyStore({ path: join(dir, `store-${(n += 1)}.db`) }));
-runKeyStoreValuesContract('sqlite (file, WAL)', async () => sqliteKeyStore({ path: join(dir, `store-${(n += 1)}.db`) }));
-runKeyStoreChainedContract('sqlite (file, WAL)', async () => sqliteKeyStore({ path: join(dir, `store-${(n += 1)}.db`) }));
-runWholeRequestContract('sqlite (file, WAL)', async () => sqliteKeyStore({ path: join(dir, `store-${(n += 1)}.db`) }));
+// On every driver this Node can load (test/sqlite/driver.test.ts checks that the expected ones are here).
+for (const driver of availableDrivers()) {
+  const file = () => sqliteKeyStore({ path: join(dir, `store-${(n += 1)}.db`), driver });
+  runKeyStoreContract(`sqlite on ${driver} (in memory)`, async () => sqliteKeyStore({ path: ':memory:', driver }));
+  runKeyStoreContract(`sqlite on ${driver} (file, WAL)`, async () => file());
+  runKeyStoreValuesContract(`sqlite on ${driver} (file, WAL)`, async () => file());
+  runKeyStoreChainedContract(`sqlite on ${driver} (file, WAL)`, async () => file());
+  runWholeRequestContract(`sqlite on ${driver} (file, WAL)`, async () => file());
+}
 
 describe('sqliteKeyStore response cap', () => {
   it('refuses to store a response body over maxResponseBytes and commits nothing', async () => {
