@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import Database from 'better-sqlite3';
+import { openRawDb } from '../support/sqlite-db.js';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canRunServerTests, requireServerUrl } from '../support/pg.js';
@@ -94,7 +94,7 @@ interface Backend {
 const sqlite: Backend = {
   env: (name) => ({ ONCELY_APP_DB: join(dir, `${name}.db`) }),
   async orders(env, key) {
-    const db = new Database(env['ONCELY_APP_DB']!, { readonly: true });
+    const db = openRawDb(env['ONCELY_APP_DB']!, { readonly: true });
     try {
       return (db.prepare('SELECT pid FROM orders WHERE key = ?').all(key) as Array<{ pid: number }>).map((row) => row.pid).sort();
     } finally {

@@ -136,7 +136,7 @@ const sqlite: Backend = {
     }
   },
   async charges(env, key) {
-    const db = new Database(env['ONCELY_APP_DB']!, { readonly: true });
+    const db = openRawDb(env['ONCELY_APP_DB']!, { readonly: true });
     try {
       return (db.prepare('SELECT count(*) AS n FROM rail_charges WHERE reference = ?').get(key) as { n: number }).n;
     } finally {
