@@ -34,6 +34,7 @@ const SERVER_ENTRIES: Record<string, string> = {
   'oncely/express': 'src/server/middleware/express.ts',
   'oncely/hono': 'src/server/middleware/hono.ts',
   'oncely/fastify': 'src/server/middleware/fastify.ts',
+  'oncely/web': 'src/server/middleware/web.ts',
 };
 
 /** The KeyStore contract: what a store of one's own implements, read and writes (not `Tx`: local steps run on it too). */
