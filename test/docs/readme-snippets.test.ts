@@ -3,7 +3,8 @@
  * package's own entries, so no page can drift from the API: `oncely` maps to the Node entry (or
  * to the browser entry for a snippet that uses the DOM), every other `oncely/…` to its entry.
  * A `tsx` snippet compiles as browser code with React's JSX; a snippet whose first line is
- * `// name.tsx` is written under that name, so another snippet of the same page can import it.
+ * `// name.tsx` (or `// name.ts`) is written under that name, so another snippet of the same page
+ * can import it.
  * A page's snippets are written to a folder of their own.
  */
 import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -36,7 +37,7 @@ function snippetsOf(page: string): Snippet[] {
   return [...text.matchAll(/^```(tsx?)\n([\s\S]*?)^```/gm)].map((match, i) => {
     const code = match[2] as string;
     const tsx = match[1] === 'tsx';
-    const named = /^\/\/ ([\w.-]+\.tsx)\n/.exec(code)?.[1];
+    const named = /^\/\/ ([\w.-]+\.tsx?)\n/.exec(code)?.[1];
     return {
       page,
       name: named ?? `snippet-${i + 1}.${tsx ? 'tsx' : 'mts'}`,
