@@ -39,7 +39,9 @@ export async function readCappedBody(request: Request, maxBytes: number): Promis
     if (done) break;
     total += value.byteLength;
     if (total > maxBytes) {
-      await reader.cancel().catch(() => undefined);
+      // Not awaited: cancelling one branch of a tee (`oncely/web` reads a clone of the request)
+      // settles only once the other branch is cancelled too, which the caller does after this.
+      reader.cancel().catch(() => undefined);
       return { ok: false, reason: 'too-large' };
     }
     chunks.push(value);

@@ -3,7 +3,8 @@
  * package's own entries, so no page can drift from the API: `oncely` maps to the Node entry (or
  * to the browser entry for a snippet that uses the DOM), every other `oncely/…` to its entry.
  * A `tsx` snippet compiles as browser code with React's JSX; a snippet whose first line is
- * `// name.tsx` (or `// name.ts`) is written under that name, so another snippet of the same page can import it.
+ * `// name.tsx` (or `// name.ts`) is written under that name, so another snippet of the same page
+ * can import it.
  * A page's snippets are written to a folder of their own.
  */
 import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';

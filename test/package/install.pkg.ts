@@ -261,7 +261,7 @@ void main();
   }, 240_000);
 });
 
-describe('an Express, a Hono and a Fastify app (nodenext, skipLibCheck: false)', () => {
+describe('an Express, a Hono, a Fastify app and a web-standard handler (nodenext, skipLibCheck: false)', () => {
   it('typecheck with the middleware in front of an unchanged handler, execute once and replay', () => {
     const app = (framework: string, setup: string): string => `
 import { sqliteKeyStore } from 'oncely/server/sqlite';
@@ -340,11 +340,34 @@ const start = async () => {
   return { port: (server.server.address() as AddressInfo).port, close: () => server.close() };
 };`,
         ),
+        'src/web.ts': app(
+          'web',
+          `import { serve } from '@hono/node-server';
+import type { AddressInfo } from 'node:net';
+import { withIdempotency } from 'oncely/web';
+const store = sqliteKeyStore({ path: './web.db' });
+await store.migrate();
+let runs = 0;
+// As a Next.js route file exports it: (request, { params }).
+export const POST = withIdempotency(
+  async (request, oncely, { params }: { params: Promise<{ version: string }> }) => {
+    runs += 1;
+    const { item } = (await request.json()) as { item: string };
+    return Response.json({ id: \`ord_\${oncely?.key}\`, item, version: (await params).version }, { status: 201 });
+  },
+  { store, clientId: (request) => request.headers.get('x-account-id') ?? 'acme' },
+);
+const start = async () => {
+  const listening = serve({ fetch: (request) => POST(request, { params: Promise.resolve({ version: 'v1' }) }), port: 0, hostname: '127.0.0.1' });
+  await new Promise((resolve) => listening.once('listening', resolve));
+  return { port: (listening.address() as AddressInfo).port, close: () => new Promise<void>((resolve) => listening.close(() => resolve())) };
+};`,
+        ),
       },
     );
     npm(dir, ['install', tarball, ...['better-sqlite3', 'express', '@types/express', 'hono', '@hono/node-server', 'fastify', '@types/node'].map(link)]);
     tsc(dir);
-    for (const framework of ['express', 'hono', 'fastify']) {
+    for (const framework of ['express', 'hono', 'fastify', 'web']) {
       expect(run(dir, `out/${framework}.js`)).toEqual({ framework, runs: 1, statuses: [201, 201, 422], replay: 'true', same: true });
     }
   }, 240_000);

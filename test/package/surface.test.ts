@@ -35,6 +35,7 @@ const SERVER_ENTRIES: Record<string, string> = {
   'oncely/hono': 'src/server/middleware/hono.ts',
   'oncely/fastify': 'src/server/middleware/fastify.ts',
   'oncely/nestjs': 'src/server/middleware/nestjs.ts',
+  'oncely/web': 'src/server/middleware/web.ts',
 };
 
 /** The KeyStore contract: what a store of one's own implements, read and writes (not `Tx`: local steps run on it too). */

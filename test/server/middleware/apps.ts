@@ -1,6 +1,7 @@
 /**
- * The same small order API written as a user would in Express, Hono and Fastify, each route's
- * handler unchanged plus one `idempotent()`: the matrix test drives all three through one harness.
+ * The same small order API written as a user would in Express, Hono, Fastify and as a web-standard
+ * handler (`oncely/web`, as a Next.js route handler is written), each route's handler unchanged plus
+ * one `idempotent()`: the matrix test drives all four through one harness.
  *
  * Routes (under the mount prefix `/v1`):
  * - `POST /v1/orders/:id`: the handler under test; its status, delay and writes come from `script`.
@@ -15,9 +16,10 @@ import { idempotent as expressIdempotent } from '../../../src/server/middleware/
 import { idempotent as fastifyIdempotent } from '../../../src/server/middleware/fastify.js';
 import type { GuardContext, GuardOptions } from '../../../src/server/middleware/guard.js';
 import { idempotent as honoIdempotent } from '../../../src/server/middleware/hono.js';
+import { withIdempotency } from '../../../src/server/middleware/web.js';
 
-export type Framework = 'express' | 'hono' | 'fastify';
-export const FRAMEWORKS: readonly Framework[] = ['express', 'hono', 'fastify'];
+export type Framework = 'express' | 'hono' | 'fastify' | 'web';
+export const FRAMEWORKS: readonly Framework[] = ['express', 'hono', 'fastify', 'web'];
 
 /** What the handler does; the test changes it between requests. */
 export interface Script {
@@ -116,10 +118,36 @@ async function fastifyApp(options: AppOptions, script: Script): Promise<RunningA
   return { url: `http://127.0.0.1:${port}`, script, close: () => app.close() };
 }
 
+/**
+ * The web-standard handler wrapped as a Next.js route file would (`(request, { params })`), served
+ * by @hono/node-server with a path match standing in for the framework's router.
+ */
+async function webApp(options: AppOptions, script: Script): Promise<RunningApp> {
+  const clientId = options.userHeader ? (request: Request) => request.headers.get('x-user') : () => 'acme';
+  const route = withIdempotency(
+    async (request, oncely, { params }: { params: { id: string } }) => {
+      if (request.method === 'GET') return Response.json({ id: params.id, guarded: oncely !== undefined });
+      const [status, body] = await order(script, params.id, await request.json(), oncely);
+      const headers = { location: `/v1/orders/${params.id}`, 'set-cookie': 'session=abc; Path=/' };
+      return Response.json(body, { status, headers });
+    },
+    { ...options, clientId, route: '/v1/orders/[id]' },
+  );
+  const fetch = (request: Request): Promise<Response> | Response => {
+    const id = /^\/v1\/orders\/([^/]+)$/.exec(new URL(request.url).pathname)?.[1];
+    return id === undefined ? new Response('not found', { status: 404 }) : route(request, { params: { id } });
+  };
+  const server = serve({ fetch, port: 0, hostname: '127.0.0.1' });
+  await new Promise((resolve) => server.once('listening', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, script, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
 /** Starts `framework`'s app over `options.store`. */
 export function startApp(framework: Framework, options: AppOptions): Promise<RunningApp> {
   const script: Script = { status: 201, delayMs: 0, runs: [], insert: false };
   if (framework === 'express') return expressApp(options, script);
   if (framework === 'hono') return honoApp(options, script);
+  if (framework === 'web') return webApp(options, script);
   return fastifyApp(options, script);
 }

@@ -161,7 +161,7 @@ const postgres: Backend = {
   },
 };
 
-const FRAMEWORKS = ['express', 'hono', 'fastify'];
+const FRAMEWORKS = ['express', 'hono', 'fastify', 'web'];
 const TITLE =
   '%s: the restarted server runs the handler once (with tx at once: the half-done INSERT and its key never committed, one order; without it after one lease: the INSERT had committed on its own, two orders; a rail charge under deriveKey: one charge)';
 
