@@ -17,6 +17,7 @@ import type { Context, Env, HonoRequest, MiddlewareHandler } from 'hono';
 import { readCappedBody } from '../read-body.js';
 import { createGuard, type GuardContext, type GuardOptions, type GuardedBody, type WireResponse } from './guard.js';
 import { MiddlewareOrderError } from '../errors/middleware-order-error.js';
+import { headersOf, toResponse } from './web-response.js';
 
 export type { GuardContext, GuardOptions } from './guard.js';
 export { LeaseExpiredError } from '../errors/lease-expired-error.js';
@@ -35,20 +36,6 @@ export interface HonoIdempotentOptions<E extends Env = Env> extends GuardOptions
    * Its `c` is untyped unless the app's environment is given: `idempotent<AppEnv>({ … })`.
    */
   readonly clientId: (c: Context<E>) => string | null | undefined | Promise<string | null | undefined>;
-}
-
-const toResponse = (wire: WireResponse): Response => {
-  const body = wire.status === 204 || wire.status === 304 ? null : wire.body;
-  return new Response(body as BodyInit | null, { status: wire.status, headers: wire.headers });
-};
-
-/** A response's headers as a plain object, but `set-cookie`: never stored, passed on apart. */
-function headersOf(response: Response): Record<string, string> {
-  const headers: Record<string, string> = {};
-  response.headers.forEach((value, name) => {
-    if (name !== 'set-cookie') headers[name] = value;
-  });
-  return headers;
 }
 
 /**

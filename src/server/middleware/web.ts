@@ -26,6 +26,7 @@
 import { readCappedBody } from '../read-body.js';
 import { MiddlewareOrderError } from '../errors/middleware-order-error.js';
 import { createGuard, type GuardContext, type GuardOptions, type GuardedBody, type WireResponse } from './guard.js';
+import { headersOf, toResponse } from './web-response.js';
 
 export type { GuardContext, GuardOptions } from './guard.js';
 export { LeaseExpiredError } from '../errors/lease-expired-error.js';
@@ -57,20 +58,6 @@ export interface WebIdempotentOptions<R extends Request = Request> extends Guard
    * @default the request URL's path
    */
   readonly route?: string | undefined;
-}
-
-const toResponse = (wire: WireResponse): Response => {
-  const body = wire.status === 204 || wire.status === 304 ? null : wire.body;
-  return new Response(body as BodyInit | null, { status: wire.status, headers: wire.headers });
-};
-
-/** A response's headers as a plain object, but `set-cookie`: never stored, passed on apart. */
-function headersOf(response: Response): Record<string, string> {
-  const headers: Record<string, string> = {};
-  response.headers.forEach((value, name) => {
-    if (name !== 'set-cookie') headers[name] = value;
-  });
-  return headers;
 }
 
 /** The body read (capped) from a clone; over the cap, the original's stream is cancelled too. */
