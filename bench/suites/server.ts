@@ -18,7 +18,7 @@ import { CONNECTIONS, INFO_SECONDS, LOAD_SECONDS, ROUNDS, SETTLE_SECONDS, emit, 
 import type { LoadResult } from '../lib/load.js';
 import type { ServerProcess } from '../lib/proc.js';
 import { findPgbench, pgbenchLoad, setUpPgbench } from '../lib/pgbench.js';
-import { alternate } from '../lib/stats.js';
+import { alternate, summarize } from '../lib/stats.js';
 import { discard, executions, freshState, pay, payBody, startPeer } from '../peers/scenarios.js';
 import { serverGoals } from '../peers/server-goals.js';
 import type { PeerName } from '../peers/serve.js';
@@ -169,8 +169,8 @@ const labelOf = (name: string): string => {
 };
 /** Median, min and max of a series, rounded, for a table row. */
 const summary = (values: number[]): [number, number, number] => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return [Math.round(sorted[Math.floor(sorted.length / 2)] ?? 0), Math.round(sorted[0] ?? 0), Math.round(sorted.at(-1) ?? 0)];
+  const { median, min, max } = summarize(values);
+  return [Math.round(median), Math.round(min), Math.round(max)];
 };
 const figures: Figure[] = [];
 const rows: Array<Array<string | number | boolean | null>> = [];
