@@ -19,8 +19,8 @@ export interface Arm extends Omit<LoadSpec, 'connections' | 'durationSec' | 'set
 }
 
 /**
- * The measurement of an arm: a settling load, then the measured one ({@link LOAD_SECONDS}, or
- * {@link INFO_SECONDS} for an arm only shown), its cost read around the measured load.
+ * The measurement of an arm: a settling load, then the measured one ({@link LOAD_SECONDS}), its
+ * cost read around the measured load; an arm only shown runs {@link INFO_SECONDS}, unsettled.
  *
  * @example
  * ```ts
@@ -35,7 +35,8 @@ export function armLoad(arm: Arm): () => Promise<LoadResult> {
       method: 'POST',
       connections: CONNECTIONS,
       durationSec: weight === 'info' ? INFO_SECONDS : LOAD_SECONDS,
-      settleSec: SETTLE_SECONDS,
+      // An arm only shown keeps its short load without the settling one: the run's time goes to the goals.
+      settleSec: weight === 'info' ? 0 : SETTLE_SECONDS,
       ...(pid === undefined ? {} : { observe: { pid, ...(pgUrl ? { pgUrl } : {}) } }),
     });
 }

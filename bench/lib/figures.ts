@@ -75,7 +75,7 @@ export const QUICK = process.env['BENCH_QUICK'] === '1';
 export const ROUNDS = evenRounds(Number(process.env['BENCH_ROUNDS'] ?? (QUICK ? 2 : 4)));
 
 /** Seconds of each measured load of an arm a goal is judged on. */
-export const LOAD_SECONDS = Number(process.env['BENCH_LOAD_SECONDS'] ?? (QUICK ? 2 : 5));
+export const LOAD_SECONDS = Number(process.env['BENCH_LOAD_SECONDS'] ?? (QUICK ? 2 : 4));
 
 /** Seconds of each measured load of an arm shown for information only (no goal reads it). */
 export const INFO_SECONDS = Number(process.env['BENCH_INFO_SECONDS'] ?? (QUICK ? 1 : 2));

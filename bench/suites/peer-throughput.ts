@@ -114,7 +114,7 @@ emit({
   tables: [
     {
       id: 'peers.throughput',
-      title: `Server peers: req/s, p99 and cost per request (autocannon, ${CONNECTIONS} connections; first executions ${LOAD_SECONDS} s, replays ${INFO_SECONDS} s, each after ${SETTLE_SECONDS} s of settling load; ${ROUNDS} rounds in mirrored order; medians)`,
+      title: `Server peers: req/s, p99 and cost per request (autocannon, ${CONNECTIONS} connections; first executions ${LOAD_SECONDS} s after ${SETTLE_SECONDS} s of settling load, replays ${INFO_SECONDS} s; ${ROUNDS} rounds in mirrored order; medians)`,
       columns: ['layer', 'first execution req/s', 'p99 ms', ...COST_COLUMNS, 'replay req/s', 'p99 ms', 'replay server CPU µs/req', 'replays answered'],
       rows: throughputRows,
       notes: [

@@ -213,7 +213,7 @@ if (pgbench) {
 
 const table: ResultTable = {
   id: 'server.throughput',
-  title: `oncely server: req/s, p99 and cost per request (autocannon, ${CONNECTIONS} connections, ${LOAD_SECONDS} s per arm — ${INFO_SECONDS} s for the arms no goal reads — after ${SETTLE_SECONDS} s of settling load; ${ROUNDS} rounds in mirrored order)`,
+  title: `oncely server: req/s, p99 and cost per request (autocannon, ${CONNECTIONS} connections, ${LOAD_SECONDS} s per arm after ${SETTLE_SECONDS} s of settling load — ${INFO_SECONDS} s, unsettled, for the arms no goal reads; ${ROUNDS} rounds in mirrored order)`,
   columns: ['what', 'req/s median', 'min', 'max', 'p99 ms (median)', ...COST_COLUMNS, 'unexpected answers'],
   rows,
   notes: withPg
