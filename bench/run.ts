@@ -82,6 +82,12 @@ const EXTERNAL = ['journal', 'upload', 'postgres'];
 const EXTERNAL_ARGS: Readonly<Record<string, { readonly full: readonly string[]; readonly quick: readonly string[] }>> = {
   upload: { full: ['--rows', '5000', '--dry-rows', '200000'], quick: ['--rows', '2000', '--dry-rows', '50000'] },
 };
+/**
+ * The other benchmarks keep the 2-s loads they were written for (1 s with `--quick`; unless
+ * `BENCH_LOAD_SECONDS` is set): the suites' longer, settled rounds (`lib/figures.ts`) would
+ * more than double their time, and their figures carry no goal of the Goals table.
+ */
+const EXTERNAL_ENV = { BENCH_LOAD_SECONDS: process.env['BENCH_LOAD_SECONDS'] ?? (values.quick ? '1' : '2') };
 /** No other benchmark may hold the run longer than this. */
 const EXTERNAL_TIMEOUT_MS = values.quick ? 180_000 : 300_000;
 const only = values.only?.split(',').map((s) => s.trim());
@@ -114,7 +120,7 @@ async function external(name: string): Promise<unknown> {
   let printed: unknown;
   try {
     const extra = EXTERNAL_ARGS[name]?.[values.quick ? 'quick' : 'full'] ?? [];
-    printed = await runJson<unknown>([...TSX, script, ...extra], env, EXTERNAL_TIMEOUT_MS);
+    printed = await runJson<unknown>([...TSX, script, ...extra], { ...env, ...EXTERNAL_ENV }, EXTERNAL_TIMEOUT_MS);
   } catch (error) {
     // A benchmark that prints a table rather than JSON is kept as its text output.
     const message = (error as Error).message;

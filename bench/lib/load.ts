@@ -18,6 +18,25 @@ export interface LoadSpec {
   readonly keyPrefix?: string;
   readonly connections: number;
   readonly durationSec: number;
+  /** Seconds of the same load, unmeasured, right before the measured one (pools open, JIT and caches warm). */
+  readonly settleSec?: number;
+  /** What the load costs, read around the measured load only: see {@link LoadCost}. */
+  readonly observe?: {
+    /** The server process under load. */
+    readonly pid: number;
+    /** Its PostgreSQL (`postgres://…`): the CPU of the backends serving its connections, and the WAL written. */
+    readonly pgUrl?: string;
+  };
+}
+
+/** What a measured load cost, per request answered (absent where not observed). */
+export interface LoadCost {
+  /** The server process's CPU time (user + system, every thread), µs per request. */
+  readonly cpuUs: number;
+  /** The CPU time of the PostgreSQL backends serving the server's connections, µs per request. */
+  readonly pgCpuUs?: number;
+  /** WAL written by the whole PostgreSQL server, bytes per request. */
+  readonly walBytes?: number;
 }
 
 /** autocannon's figures for one run. */
@@ -33,6 +52,8 @@ export interface LoadResult {
   readonly non2xx: number;
   /** Response count per status code. */
   readonly statuses: Readonly<Record<string, number>>;
+  /** With `observe`: what the measured load cost per request. */
+  readonly cost?: LoadCost;
 }
 
 /**

@@ -4,11 +4,13 @@
  * writer, checkpointer and background writer; the server must run on this machine), the WAL
  * written, and — where `pg_stat_statements` is loaded — the statements run, with their calls and
  * time per request. Other databases' backends on a shared server (another test run) are not
- * counted; the WAL is the whole server's, so read that column on a server nothing else writes to.
+ * counted; with `clientPid`, only the backends serving that process's own connections are (not
+ * another test run's on the same database, nor the shared WAL writer and checkpointer). The WAL is
+ * the whole server's, so read that column on a server nothing else writes to.
  *
  * @module
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
 import pg from 'pg';
 
 /** One statement's share of a run (`pg_stat_statements`), per request of the load. */
@@ -26,15 +28,52 @@ export interface PgReading {
   readonly lsn: string;
 }
 
-/** CPU time (ms) of a process, from `/proc/<pid>/stat`; 0 when it has exited. */
+/**
+ * CPU time (ms) of a single-threaded process (a PostgreSQL backend): its scheduler's run time in
+ * nanoseconds (`/proc/<pid>/schedstat`), else `/proc/<pid>/stat`'s 10-ms ticks; 0 when it has exited.
+ */
 function cpuOf(pid: number): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10;
+    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
   } catch {
-    return 0;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      return (Number(fields[11]) + Number(fields[12])) * 10;
+    } catch {
+      return 0;
+    }
   }
+}
+
+/**
+ * The local TCP ports of process `pid`'s sockets (`/proc/<pid>/fd` → socket inodes, matched in
+ * `/proc/<pid>/net/tcp` and `tcp6`): the `client_port`s its PostgreSQL backends see.
+ */
+export function localPortsOf(pid: number): number[] {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const match = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (match) inodes.add(match[1]!);
+    } catch {
+      // closed between the listing and the read
+    }
+  }
+  const ports: number[] = [];
+  for (const table of ['tcp', 'tcp6']) {
+    for (const line of readFileSync(`/proc/${pid}/net/${table}`, 'utf8').split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      if (fields.length > 9 && inodes.has(fields[9]!)) ports.push(Number.parseInt(fields[1]!.split(':')[1]!, 16));
+    }
+  }
+  return ports;
+}
+
+/** Which backends an observer counts. */
+export interface ObserveOptions {
+  /** Count only the backends serving this process's connections (a server under load). */
+  readonly clientPid?: number;
 }
 
 /** The observer over the server at `url`; `close()` when done. */
@@ -54,24 +93,32 @@ export interface PgObserver {
  *
  * @example
  * ```ts
- * const observer = await observePg('postgres://postgres@127.0.0.1:5432/test');
+ * const observer = await observePg('postgres://postgres@127.0.0.1:5432/test', { clientPid: server.child.pid });
  * const before = await observer.read();
  * // … the load …
  * const { cpuMs, walBytes } = await observer.since(before);
  * ```
  */
-export async function observePg(url: string): Promise<PgObserver> {
+export async function observePg(url: string, options: ObserveOptions = {}): Promise<PgObserver> {
   const admin = new pg.Client({ connectionString: url });
   await admin.connect();
   const statementsLoaded = (await admin.query(`SELECT 1 FROM pg_extension WHERE extname = 'pg_stat_statements'`)).rowCount === 1;
   // Backends that exit during the run take their CPU with them: the pools under test stay open.
-  const serving = async (): Promise<number[]> =>
-    (
-      await admin.query<{ pid: number }>(
-        `SELECT pid FROM pg_stat_activity WHERE (datname = current_database() AND pid <> pg_backend_pid())
-            OR backend_type IN ('walwriter', 'checkpointer', 'background writer')`,
-      )
-    ).rows.map((row) => row.pid);
+  const serving = async (): Promise<number[]> => {
+    if (options.clientPid !== undefined) {
+      const ports = localPortsOf(options.clientPid);
+      const { rows } = await admin.query<{ pid: number }>(
+        `SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND client_port = ANY($1::int[])`,
+        [ports],
+      );
+      return rows.map((row) => row.pid);
+    }
+    const { rows } = await admin.query<{ pid: number }>(
+      `SELECT pid FROM pg_stat_activity WHERE (datname = current_database() AND pid <> pg_backend_pid())
+          OR backend_type IN ('walwriter', 'checkpointer', 'background writer')`,
+    );
+    return rows.map((row) => row.pid);
+  };
   const lsn = async (): Promise<string> => (await admin.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0]!.lsn;
   let pids: number[] = [];
   const cpu0 = new Map<number, number>();

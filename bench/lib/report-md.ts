@@ -5,6 +5,7 @@
  */
 import { KEYS_COLUMN, keysOf } from '../peers/labels.js';
 import type { Figure, ResultTable, SuiteResult } from './figures.js';
+import { verdict } from './verdict.js';
 
 /** The whole run, as written to `bench/results/latest.json`. */
 export interface BenchReport {
@@ -61,17 +62,22 @@ function tablesOf(report: BenchReport): ResultTable[] {
   return Object.values(report.suites).flatMap((s) => ('tables' in s ? s.tables.map(withKeys) : []));
 }
 
+/**
+ * The Goals table: each goal's median, the spread of its per-round values, and the verdict in
+ * words — met or missed by the median, and whether that would still hold at the worst end of the
+ * spread (`verdict.ts`).
+ */
 function goals(figures: readonly Figure[]): string {
   const rows = figures
     .filter((f) => f.goal)
     .map((f) => [
       f.label,
       `${fmt(f.median, f.unit)} ${f.unit}`,
-      `${fmt(f.min, f.unit)} – ${fmt(f.max, f.unit)}`,
+      `${fmt(f.min, f.unit)} – ${fmt(f.max, f.unit)} (${f.n} rounds)`,
       `${f.goal!.op} ${f.goal!.value}`,
-      f.pass ? 'met' : '**missed**',
+      verdict(f) ?? '',
     ]);
-  return table(['figure', 'median', 'min – max', 'goal', ''], rows);
+  return table(['figure', 'median', 'rounds’ spread (min – max)', 'goal', 'verdict'], rows);
 }
 
 function external(report: BenchReport): string {
@@ -102,7 +108,7 @@ export function renderMarkdown(report: BenchReport, options: { readonly summary?
   const lines = [
     `Measured ${report.generatedAt.slice(0, 16).replace('T', ' ')} UTC on ${report.machine.cpu} (${report.machine.cores} cores, ${report.machine.memoryGb} GB, ${report.machine.os}; load average ${report.machine.loadAverageAtStart.map((l) => l.toFixed(1)).join(' / ')} at start), Node ${report.node}, commit \`${report.commit}\`${report.quick ? ', **--quick** (shorter runs)' : ''}; ${Math.round(report.durationSec)} s. Reproduce: \`${report.command}\`.`,
     '',
-    'Every ratio is taken per round between two things measured alternately in the same run; median, min and max are over the rounds.',
+    'Every ratio is taken per round between two things measured back to back in the same run, in mirrored order (A B, B A, …); median, min and max are over the rounds. A verdict says whether the goal holds in every round or by the median only.',
     '',
     '### Goals',
     '',

@@ -2,9 +2,9 @@
  * Summaries and the alternating-rounds helper every comparison in the benchmarks goes through.
  *
  * The machine is noisy (2 cores shared with other work), so two things compared by a ratio are
- * always measured alternately in the same run — A, B, A, B, … — and the ratio is taken per round.
- * A slow stretch of the machine then hits both sides of one round instead of one side of the
- * comparison.
+ * always measured back to back in the same run, in mirrored order — A B, B A, A B, … — and the
+ * ratio is taken per round. A slow stretch of the machine then hits both sides of one round
+ * instead of one side of the comparison, and a steady drift weighs on both sides alike.
  *
  * @module
  */
@@ -48,13 +48,44 @@ export function ratios(a: readonly number[], b: readonly number[]): number[] {
 }
 
 /**
- * Runs every measurement once per round, in order, for `rounds` rounds, and collects the
- * results per name. Within a round the order rotates so that no side always goes first
- * (a warm cache or a freshly idle CPU would otherwise favour it).
+ * The order of the measurements in round `round`: as given in even rounds, mirrored in odd ones
+ * (A B C, C B A, A B C, …), the ABBA order generalised. Over every two rounds each measurement's
+ * mean position is the same, so a machine that speeds up or slows down steadily through a run
+ * weighs on every side of a comparison alike; and measurements given next to each other (the
+ * two sides of one goal) stay next to each other in every round.
  *
  * @example
  * ```ts
- * const r = await alternate(3, { raw: () => timeRaw(), oncely: () => timeOncely() });
+ * mirroredOrder(['a', 'b', 'c'], 1); // ['c', 'b', 'a']
+ * ```
+ */
+export function mirroredOrder<K>(names: readonly K[], round: number): K[] {
+  return round % 2 === 0 ? [...names] : [...names].reverse();
+}
+
+/**
+ * `rounds` rounded up to an even count, so that every measurement runs as often first as last in
+ * the mirrored order ({@link mirroredOrder}); at least 2.
+ *
+ * @example
+ * ```ts
+ * evenRounds(3); // 4
+ * ```
+ */
+export function evenRounds(rounds: number): number {
+  return Math.max(2, 2 * Math.ceil(rounds / 2));
+}
+
+/**
+ * Runs every measurement once per round, for `rounds` rounds, and collects the results per name.
+ * The measurements run in the order given in even rounds and mirrored in odd ones
+ * ({@link mirroredOrder}): give the two sides of a comparison next to each other, and each of its
+ * per-round ratios is taken between two measurements that ran back to back, the one first, then
+ * the other.
+ *
+ * @example
+ * ```ts
+ * const r = await alternate(4, { raw: () => timeRaw(), oncely: () => timeOncely() });
  * summarize(ratios(r.oncely, r.raw));
  * ```
  */
@@ -62,10 +93,7 @@ export async function alternate<K extends string, T>(rounds: number, measurement
   const names = Object.keys(measurements) as K[];
   const out = Object.fromEntries(names.map((n) => [n, [] as T[]])) as Record<K, T[]>;
   for (let round = 0; round < rounds; round += 1) {
-    for (let i = 0; i < names.length; i += 1) {
-      const name = names[(i + round) % names.length]!;
-      out[name].push(await measurements[name]());
-    }
+    for (const name of mirroredOrder(names, round)) out[name].push(await measurements[name]());
   }
   return out;
 }

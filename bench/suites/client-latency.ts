@@ -1,14 +1,13 @@
 /**
  * Client suite: per-operation latency of oncely's `post()` with the SQLite journal vs a raw ky
  * POST with no journal (same body, a fresh key of its own, its response body read), one operation at a time against the
- * same local reference server, operations interleaved one by one, five rounds or more (goal ≤ 1.2×, issue 36).
+ * same local reference server, operations interleaved one by one, five rounds or more (information, no goal: issue 47).
  *
  * A third arm is the bound a durable client cannot go below: the same raw ky POST, preceded by
  * the SQLite journal's own write of it — its schema and its statement texts, run directly in
  * one immediate transaction: the new operation's row, and the previous operation's outcome
  * (which the journal writes behind, in that same transaction). `post()` ÷ that bound is what
- * oncely's code costs over the write it must make (as the PostgreSQL goals divide by the SQL's
- * own pgbench rate).
+ * oncely's code costs over the write it must make: the client's latency goal, ≤ 1.2 (issue 47).
  *
  * Run alone: `node --import tsx bench/suites/client-latency.ts`; `BENCH_CLIENT_JOURNAL=memory` gives
  * `post()` a memory journal instead (what the client costs without the journal's write).
@@ -178,10 +177,15 @@ emit({
       'ms',
       runs.oncely.map((o, i) => o - (runs.raw[i] ?? Number.NaN)),
     ),
-    figure('client.ratio', 'oncely post() ÷ raw ky POST latency', '×', ratios(runs.oncely, runs.raw), { op: '<=', value: 1.2 }),
+    // Information, no goal (issue 47): over loopback it measures the journal's own write as much as oncely.
+    figure('client.ratio', 'oncely post() ÷ raw ky POST latency (information: includes the journal’s own write)', '×', ratios(runs.oncely, runs.raw)),
     figure('client.bound.latency', "raw ky POST after the journal's own write of it (the bound): median latency per operation", 'ms', runs.bound),
     figure('client.bound.ratio', "the bound ÷ raw ky POST latency: what the journal's write alone costs", '×', ratios(runs.bound, runs.raw)),
-    figure('client.ratio.bound', 'oncely post() ÷ the bound (proposed goal)', '×', ratios(runs.oncely, runs.bound), { op: '<=', value: 1.2 }),
+    // The client's latency goal (issue 47): what oncely's code costs over the write it must make.
+    figure('client.ratio.bound', 'oncely post() ÷ the bound (a raw POST after the journal’s own write of it)', '×', ratios(runs.oncely, runs.bound), {
+      op: '<=',
+      value: 1.2,
+    }),
   ],
   tables: [],
   details: { opsPerBatch: OPS_PER_BATCH, runs },

@@ -1,6 +1,6 @@
 /**
  * Scale suite: first-execution throughput of oncely on SQLite with 1 000 000 finished keys
- * already stored vs an empty table, the two servers alternated round by round (goal ≥ 0.9×).
+ * already stored vs an empty table, the two servers run back to back, round after round in mirrored order (goal ≥ 0.9×).
  *
  * The keys are written straight into the key table in one transaction (a recursive CTE), shaped
  * like rows the handler finishes; going through HTTP would take longer than the measurement.
@@ -13,8 +13,8 @@ import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { sqliteKeyStore } from '../../src/server/store/sqlite.node.js';
-import { CONNECTIONS, LOAD_SECONDS, QUICK, ROUNDS, emit, figure } from '../lib/figures.js';
-import { runLoad } from '../lib/load.js';
+import { armLoad, costFigures } from '../lib/arms.js';
+import { QUICK, ROUNDS, emit, figure } from '../lib/figures.js';
 import { alternate, ratios } from '../lib/stats.js';
 import { freshState, payBody, startPeer } from '../peers/scenarios.js';
 import { EXECUTIONS_DDL } from '../peers/payment.js';
@@ -52,19 +52,11 @@ const servers = {
   seeded: await startPeer('oncely-sqlite', { state: seeded }),
 };
 const body = payBody('scale');
-const loadOf = (url: string) => () =>
-  runLoad({
-    url: `${url}/pay`,
-    method: 'POST',
-    body,
-    keyMode: 'fresh',
-    headers: { authorization: 'Bearer bench' },
-    connections: CONNECTIONS,
-    durationSec: LOAD_SECONDS,
-  });
-// At least five rounds: the two servers' rates are close, and three 2-s rounds on a shared
-// 2-core machine gave medians from 0.80 to 1.18 for the same code.
-const loads = await alternate(Math.max(ROUNDS, 5), { empty: loadOf(servers.empty.url), seeded: loadOf(servers.seeded.url) });
+const loadOf = (server: typeof servers.empty) =>
+  armLoad({ url: `${server.url}/pay`, body, keyMode: 'fresh', headers: { authorization: 'Bearer bench' }, pid: server.child.pid });
+// The two servers' rates are close: 2-s rounds on a shared 2-core machine gave medians from 0.80
+// to 1.18 for the same code; the rounds are now longer, settled and run back to back (lib/arms.ts).
+const loads = await alternate(ROUNDS, { empty: loadOf(servers.empty), seeded: loadOf(servers.seeded) });
 await servers.empty.stop();
 await servers.seeded.stop();
 for (const state of [empty, seeded]) rmSync(dirname(state.oncelyDb), { recursive: true, force: true });
@@ -80,6 +72,8 @@ const figures = [
     'ms',
     loads.seeded.map((r) => r.p99),
   ),
+  ...costFigures('scale.empty', 'oncely on SQLite, empty key table: first execution', loads.empty),
+  ...costFigures('scale.seeded', `oncely on SQLite, ${label} stored keys: first execution`, loads.seeded),
   figure('scale.ratio', `throughput with ${label} stored keys ÷ empty table`, '×', ratios(rps(loads.seeded), rps(loads.empty)), { op: '>=', value: 0.9 }),
 ];
 emit({ suite: 'scale', figures, tables: [], details: { keys: stored, seedMs, loads } });

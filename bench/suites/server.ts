@@ -1,7 +1,9 @@
 /**
  * Server suite: oncely's first execution, replay and `409` on SQLite and PostgreSQL, next to the
  * same payment work with no idempotency layer and a trivial `@hono/node-server` handler — all on
- * the same HTTP stack, alternated round by round.
+ * the same HTTP stack, each goal's two sides run back to back, round after round in mirrored
+ * order, with each load's CPU (server and PostgreSQL backends) and WAL per request beside its
+ * req/s. The goals: `peers/server-goals.ts`.
  *
  * PostgreSQL: `ONCELY_PG_URL`, else `postgres://postgres@127.0.0.1:5432/test`; skipped (and said
  * so in the result) when neither answers.
@@ -11,12 +13,14 @@
  * @module
  */
 import pg from 'pg';
-import { CONNECTIONS, LOAD_SECONDS, ROUNDS, emit, figure, type Figure, type ResultTable } from '../lib/figures.js';
-import { runLoad, type LoadResult, type LoadSpec } from '../lib/load.js';
+import { COST_COLUMNS, armLoad, costCells, costFigures, type Arm } from '../lib/arms.js';
+import { CONNECTIONS, INFO_SECONDS, LOAD_SECONDS, ROUNDS, SETTLE_SECONDS, emit, figure, type Figure, type ResultTable } from '../lib/figures.js';
+import type { LoadResult } from '../lib/load.js';
 import type { ServerProcess } from '../lib/proc.js';
 import { findPgbench, pgbenchLoad, setUpPgbench } from '../lib/pgbench.js';
-import { alternate, ratios } from '../lib/stats.js';
+import { alternate, summarize } from '../lib/stats.js';
 import { discard, executions, freshState, pay, payBody, startPeer } from '../peers/scenarios.js';
+import { serverGoals } from '../peers/server-goals.js';
 import type { PeerName } from '../peers/serve.js';
 
 const PG_URL = process.env['ONCELY_PG_URL'] ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -66,40 +70,45 @@ const start = async (name: string, peer: PeerName, pgBacked: boolean): Promise<S
 const cleanups: Array<() => Promise<void>> = [];
 
 const measurements: Record<string, () => Promise<LoadResult>> = {};
-const load =
-  (spec: Omit<LoadSpec, 'connections' | 'durationSec' | 'method'>): (() => Promise<LoadResult>) =>
-  () =>
-    runLoad({ ...spec, method: 'POST', connections: CONNECTIONS, durationSec: LOAD_SECONDS });
+const arm = (server: ServerProcess, pgBacked: boolean, spec: Omit<Arm, 'pid' | 'url'> & { path?: string }): (() => Promise<LoadResult>) => {
+  const { path = '/pay', ...rest } = spec;
+  return armLoad({ ...rest, url: `${server.url}${path}`, pid: server.child.pid, ...(pgBacked ? { pgUrl: PG_URL } : {}) });
+};
 
 for (const store of withPg ? (['sqlite', 'postgres'] as const) : (['sqlite'] as const)) {
-  const server = await start(`oncely-${store}`, `oncely-${store}`, store === 'postgres');
-  const url = `${server.url}/pay`;
+  const pgBacked = store === 'postgres';
+  const server = await start(`oncely-${store}`, `oncely-${store}`, pgBacked);
   const replayKey = `replay-${store}`;
   if ((await pay(server.url, replayKey, body)).status !== 201) throw new Error(`oncely-${store}: warm-up failed`);
   // Hold one request in the middle of its work: its key answers 409 for the whole run.
   const heldBody = payBody('hold-409');
   void pay(server.url, 'held-key', heldBody);
   while ((await executions(server.url)).executions < 2) await new Promise((r) => setTimeout(r, 20));
-  measurements[`${store}.first`] = load({ url, body, keyMode: 'fresh', headers: auth });
-  measurements[`${store}.replay`] = load({ url, body, keyMode: 'fixed', headers: { ...auth, 'idempotency-key': replayKey } });
-  measurements[`${store}.409`] = load({ url, body: heldBody, keyMode: 'fixed', headers: { ...auth, 'idempotency-key': 'held-key' } });
+  measurements[`${store}.first`] = arm(server, pgBacked, { body, keyMode: 'fresh', headers: auth });
+  measurements[`${store}.replay`] = arm(server, pgBacked, { body, keyMode: 'fixed', headers: { ...auth, 'idempotency-key': replayKey } });
+  measurements[`${store}.409`] = arm(server, pgBacked, {
+    body: heldBody,
+    weight: 'info',
+    keyMode: 'fixed',
+    headers: { ...auth, 'idempotency-key': 'held-key' },
+  });
 }
 // The design article's recipe written by hand, on each store's own database (recipe.ts).
 for (const store of withPg ? (['sqlite', 'postgres'] as const) : (['sqlite'] as const)) {
   const recipe = await start(`recipe-${store}`, `recipe-${store}`, store === 'postgres');
   if ((await pay(recipe.url, `warm-${store}`, body)).status !== 201) throw new Error(`recipe-${store}: warm-up failed`);
-  measurements[`recipe-${store}`] = load({ url: `${recipe.url}/pay`, body, keyMode: 'fresh', headers: auth });
+  measurements[`recipe-${store}`] = arm(recipe, store === 'postgres', { body, keyMode: 'fresh', headers: auth });
 }
 const unguarded = await start('unguarded', 'unguarded', false);
-measurements['unguarded'] = load({ url: `${unguarded.url}/pay`, body, keyMode: 'fresh', headers: auth });
+measurements['unguarded'] = arm(unguarded, false, { body, weight: 'info', keyMode: 'fresh', headers: auth });
 if (withPg) {
   // oncely on PostgreSQL next to the same app on PostgreSQL: the layer is the only difference.
   const unguardedPg = await start('unguarded-postgres', 'unguarded-postgres', true);
-  measurements['unguarded-postgres'] = load({ url: `${unguardedPg.url}/pay`, body, keyMode: 'fresh', headers: auth });
+  measurements['unguarded-postgres'] = arm(unguardedPg, true, { body, keyMode: 'fresh', headers: auth });
   // The store's statements sent from Node by `pg` with nothing of oncely's around them
   // (statements-pg.ts): what Node, its driver and HTTP leave of the SQL's bound.
   const statements = await start('statements-postgres', 'statements-postgres', true);
-  measurements['statements-postgres'] = load({ url: `${statements.url}/pay`, body, keyMode: 'fresh', headers: auth });
+  measurements['statements-postgres'] = arm(statements, true, { body, weight: 'info', keyMode: 'fresh', headers: auth });
 }
 // The SQL's own bound (bench/pgbench/): the first execution's statements as the store pipelines
 // them, and the unguarded app's one INSERT, from a C client, alternated with the loads above.
@@ -112,39 +121,62 @@ if (pgbench) {
   measurements['sql.first'] = () => pgbenchLoad(pgbench, PG_URL, 'first-execution-pipelined', CONNECTIONS, LOAD_SECONDS);
 }
 const trivial = await start('trivial', 'trivial', false);
-measurements['trivial'] = load({ url: `${trivial.url}/`, body, keyMode: 'fixed', headers: auth });
+measurements['trivial'] = arm(trivial, false, { path: '/', body, keyMode: 'fixed', headers: auth });
 
-const loads = await alternate(ROUNDS, measurements);
+/**
+ * The order of a round, block by block, each goal's sides next to each other: the in-flight
+ * arms (shown only); the replays either side of the trivial handler; each store's first
+ * execution between the recipe and the unguarded app on its database; the pgbench bound.
+ */
+const ORDER = [
+  'sqlite.409',
+  'postgres.409',
+  'sqlite.replay',
+  'trivial',
+  'postgres.replay',
+  'unguarded',
+  'sqlite.first',
+  'recipe-sqlite',
+  'recipe-postgres',
+  'postgres.first',
+  'unguarded-postgres',
+  'statements-postgres',
+  'sql.store',
+  'sql.insert',
+  'sql.first',
+];
+const ordered = Object.fromEntries(
+  [...ORDER, ...Object.keys(measurements)].filter((n, i, all) => n in measurements && all.indexOf(n) === i).map((n) => [n, measurements[n]!]),
+);
+const loads = await alternate(ROUNDS, ordered);
 await Promise.all(targets.map((t) => t.server.stop(1000)));
 for (const cleanup of cleanups) await cleanup();
 
 const rps = (name: string): number[] => (loads[name] ?? []).map((r) => r.rps);
+const MODES: Record<string, string> = { first: 'first execution', replay: 'replay', '409': 'in flight (409)' };
+const NAMED: Record<string, string> = {
+  trivial: 'trivial @hono/node-server handler',
+  unguarded: 'same payment work, no idempotency layer',
+  'unguarded-postgres': 'same payment work on PostgreSQL, no idempotency layer',
+  'statements-postgres': 'the store’s statements from Node (pg, same HTTP stack), no layer',
+  'recipe-sqlite': "the article's recipe by hand on SQLite (one transaction per step)",
+  'recipe-postgres': "the article's recipe by hand on PostgreSQL (one transaction per step)",
+};
+/** An arm's label in the table: `sqlite.first` → oncely on SQLite: first execution. */
+const labelOf = (name: string): string => {
+  const [store, mode] = name.split('.');
+  return mode ? `oncely on ${store === 'sqlite' ? 'SQLite' : 'PostgreSQL'}: ${MODES[mode]}` : (NAMED[name] ?? name);
+};
 /** Median, min and max of a series, rounded, for a table row. */
 const summary = (values: number[]): [number, number, number] => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return [Math.round(sorted[Math.floor(sorted.length / 2)] ?? 0), Math.round(sorted[0] ?? 0), Math.round(sorted.at(-1) ?? 0)];
+  const { median, min, max } = summarize(values);
+  return [Math.round(median), Math.round(min), Math.round(max)];
 };
 const figures: Figure[] = [];
 const rows: Array<Array<string | number | boolean | null>> = [];
-const labels: Record<string, string> = {
-  first: 'first execution',
-  replay: 'replay',
-  '409': 'in flight (409)',
-};
-for (const name of Object.keys(measurements).filter((name) => !name.startsWith('sql.'))) {
+for (const name of Object.keys(ordered).filter((name) => !name.startsWith('sql.'))) {
   const runs = loads[name] ?? [];
-  const [store, mode] = name.includes('.') ? name.split('.') : [name, undefined];
-  const label = mode
-    ? `oncely on ${store === 'sqlite' ? 'SQLite' : 'PostgreSQL'}: ${labels[mode]}`
-    : name === 'trivial'
-      ? 'trivial @hono/node-server handler'
-      : name === 'unguarded-postgres'
-        ? 'same payment work on PostgreSQL, no idempotency layer'
-        : name === 'statements-postgres'
-          ? 'the store’s statements from Node (pg, same HTTP stack), no layer'
-          : name.startsWith('recipe-')
-            ? `the article's recipe by hand on ${name === 'recipe-sqlite' ? 'SQLite' : 'PostgreSQL'} (one transaction per step)`
-            : 'same payment work, no idempotency layer';
+  const label = labelOf(name);
   const r = figure(
     `server.${name}.rps`,
     `${label} req/s`,
@@ -157,8 +189,8 @@ for (const name of Object.keys(measurements).filter((name) => !name.startsWith('
     'ms',
     runs.map((x) => x.p99),
   );
-  figures.push(r, p);
-  const expected = mode === '409' ? '409' : name === 'trivial' ? '200' : mode === 'replay' ? '201' : '201';
+  figures.push(r, p, ...costFigures(`server.${name}`, label, runs));
+  const expected = name.endsWith('.409') ? '409' : name === 'trivial' ? '200' : '201';
   const unexpected = runs.reduce(
     (n, x) =>
       n +
@@ -168,99 +200,21 @@ for (const name of Object.keys(measurements).filter((name) => !name.startsWith('
         .reduce((m, [, c]) => m + c, 0),
     0,
   );
-  rows.push([label, Math.round(r.median), Math.round(r.min), Math.round(r.max), p.median, unexpected]);
+  rows.push([label, Math.round(r.median), Math.round(r.min), Math.round(r.max), p.median, ...costCells(runs), unexpected]);
 }
-for (const store of withPg ? ['sqlite', 'postgres'] : ['sqlite']) {
-  const nice = store === 'sqlite' ? 'SQLite' : 'PostgreSQL';
-  // The goal compares like with like: the same app on the same database, with and without oncely.
-  const baseline = store === 'sqlite' ? 'unguarded' : 'unguarded-postgres';
-  figures.push(
-    figure(
-      `server.${store}.first_vs_recipe`,
-      `oncely on ${nice} first execution ÷ the article's recipe by hand on ${nice}`,
-      '×',
-      ratios(rps(`${store}.first`), rps(`recipe-${store}`)),
-      {
-        op: '>=',
-        value: 1.5,
-      },
-    ),
-    // Reported, not a goal: the unguarded app gives no guarantee (it commits once; oncely more).
-    // On PostgreSQL it is judged against what its SQL allows (below).
-    figure(
-      `server.${store}.first_vs_unguarded`,
-      `oncely on ${nice} first execution ÷ the same app on ${nice} unguarded`,
-      '×',
-      ratios(rps(`${store}.first`), rps(baseline)),
-    ),
-    figure(`server.${store}.replay_vs_trivial`, `oncely on ${nice} replay ÷ trivial handler`, '×', ratios(rps(`${store}.replay`), rps('trivial')), {
-      op: '>=',
-      value: 0.5,
-    }),
-  );
-}
+figures.push(...serverGoals(loads, { withPg, withPgbench: pgbench !== undefined }));
 if (pgbench) {
-  // Issue 36's goal: the Node side costs at most a tenth beyond what the SQL itself sets, per round.
-  // The bound is the store's own statements (its admission, its fenced functions), pipelined as it sends them.
-  const bound = ratios(rps('sql.store'), rps('sql.insert'));
-  const reached = ratios(rps('postgres.first'), rps('unguarded-postgres'));
-  figures.push(
-    figure(
-      'server.sql.store_vs_insert',
-      'the first execution’s SQL (pgbench: the store’s statements, pipelined as it sends them) ÷ the single INSERT’s',
-      '×',
-      bound,
-    ),
-    figure(
-      'server.sql.plain_vs_insert',
-      'the same round trips with plain UPDATEs for the store’s fenced functions (pgbench) ÷ the single INSERT’s',
-      '×',
-      ratios(rps('sql.first'), rps('sql.insert')),
-    ),
-    figure(
-      'server.postgres.first_vs_sql_bound',
-      'oncely on PostgreSQL first execution ÷ unguarded on PostgreSQL, ÷ its SQL’s own bound (the first pgbench line above)',
-      '×',
-      ratios(reached, bound),
-      { op: '>=', value: 0.9 },
-    ),
-    // Shown, not judged: the same statements from Node with no layer, against the same bound —
-    // what no code in front of `pg` can win back.
-    figure(
-      'server.statements.vs_sql_bound',
-      'the store’s statements from Node (no layer) ÷ unguarded on PostgreSQL, ÷ the same SQL bound',
-      '×',
-      ratios(ratios(rps('statements-postgres'), rps('unguarded-postgres')), bound),
-    ),
-    figure(
-      'server.postgres.first_vs_statements',
-      'oncely on PostgreSQL first execution ÷ the store’s statements from Node with no layer',
-      '×',
-      ratios(rps('postgres.first'), rps('statements-postgres')),
-    ),
-  );
   rows.push(
-    ['pgbench: the single INSERT (tps)', ...summary(rps('sql.insert')), null, null],
-    ['pgbench: the first execution’s statements as the store sends them (tps)', ...summary(rps('sql.store')), null, null],
-    ['pgbench: the same round trips, plain UPDATEs (tps)', ...summary(rps('sql.first')), null, null],
-  );
-}
-if (withPg) {
-  // Shown, not judged: what moving the key store to a database server costs against the embedded app.
-  figures.push(
-    figure(
-      'server.postgres.first_vs_unguarded_sqlite',
-      'oncely on PostgreSQL first execution ÷ the unguarded app on SQLite',
-      '×',
-      ratios(rps('postgres.first'), rps('unguarded')),
-    ),
+    ['pgbench: the single INSERT (tps)', ...summary(rps('sql.insert')), null, null, null, null, null],
+    ['pgbench: the first execution’s statements as the store sends them (tps)', ...summary(rps('sql.store')), null, null, null, null, null],
+    ['pgbench: the same round trips, plain UPDATEs (tps)', ...summary(rps('sql.first')), null, null, null, null, null],
   );
 }
 
 const table: ResultTable = {
   id: 'server.throughput',
-  title: `oncely server: req/s and p99 (autocannon, ${CONNECTIONS} connections, ${LOAD_SECONDS} s × ${ROUNDS} alternated rounds)`,
-  columns: ['what', 'req/s median', 'min', 'max', 'p99 ms (median)', 'unexpected answers'],
+  title: `oncely server: req/s, p99 and cost per request (autocannon, ${CONNECTIONS} connections, ${LOAD_SECONDS} s per arm after ${SETTLE_SECONDS} s of settling load — ${INFO_SECONDS} s, unsettled, for the arms no goal reads; ${ROUNDS} rounds in mirrored order)`,
+  columns: ['what', 'req/s median', 'min', 'max', 'p99 ms (median)', ...COST_COLUMNS, 'unexpected answers'],
   rows,
   notes: withPg
     ? pgbench
@@ -268,4 +222,9 @@ const table: ResultTable = {
       : ['pgbench was not found (Debian: postgresql-client): the SQL bound and the figure judged against it are missing from this run.']
     : [`PostgreSQL was not reachable at ${PG_URL}: its figures are missing from this run.`],
 };
-emit({ suite: 'server', figures, tables: [table], details: { loads, postgres: withPg ? PG_URL.replace(/\/\/[^@]*@/, '//') : null } });
+emit({
+  suite: 'server',
+  figures,
+  tables: [table],
+  details: { loads, order: Object.keys(ordered), postgres: withPg ? PG_URL.replace(/\/\/[^@]*@/, '//') : null },
+});
