@@ -1,0 +1,78 @@
+/**
+ * The cluster matrix: for each replication mode and each fault, `--trials` trials (`trial.ts`),
+ * each on a fresh Patroni + etcd cluster; prints one table row per trial and writes
+ * `bench/results/cluster.json`. Needs root (network namespaces, iptables) and Debian's
+ * `patroni etcd-server haproxy iptables iproute2` and PostgreSQL 15.
+ *
+ * Usage: `npm run cluster -- [--faults kill,partition,etcd-cut,pause,switchover,lossy]
+ * [--replication sync,strict,async] [--trials 3] [--concurrency 6] [--short]`.
+ * `--short`: one trial of `kill` under `sync`, the CI run. `--teardown`: remove what a run that
+ * died left behind, and exit.
+ *
+ * @module
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { ROOT } from '../lib/proc.js';
+import { teardownLeftovers } from './cluster.js';
+import { FAULTS } from './faults.js';
+import type { Replication } from './patroni-config.js';
+import { formatRow, TABLE_HEADER } from './table.js';
+import { runTrial, type TrialResult } from './trial.js';
+
+const { values } = parseArgs({
+  options: {
+    faults: { type: 'string', default: Object.keys(FAULTS).join(',') },
+    replication: { type: 'string', default: 'sync,strict,async' },
+    trials: { type: 'string', default: '3' },
+    concurrency: { type: 'string', default: '6' },
+    short: { type: 'boolean', default: false },
+    teardown: { type: 'boolean', default: false },
+  },
+});
+
+teardownLeftovers();
+if (values.teardown) process.exit(0);
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    teardownLeftovers();
+    process.exit(130);
+  });
+}
+
+const faults = values.short ? ['kill'] : values.faults.split(',');
+const modes = (values.short ? ['sync'] : values.replication.split(',')) as Replication[];
+const trials = values.short ? 1 : Number(values.trials);
+const results: TrialResult[] = [];
+let failed = 0;
+console.log(TABLE_HEADER);
+try {
+  for (const replication of modes) {
+    for (const fault of faults) {
+      for (let trial = 1; trial <= trials; trial += 1) {
+        const spec = { replication, fault, trial, concurrency: Number(values.concurrency), warmupMs: values.short ? 3000 : 5000, afterMs: 10_000 };
+        try {
+          const result = await runTrial(spec);
+          results.push(result);
+          console.log(formatRow(result));
+          for (const v of result.verdict.violations.slice(0, 10))
+            console.error(`[cluster] ${replication} ${fault} #${trial} ${v.property} ${v.key}: ${v.detail}`);
+        } catch (error) {
+          failed += 1;
+          console.error(`[cluster] ${replication} ${fault} #${trial} did not run: ${(error as Error).message}`);
+        }
+      }
+    }
+  }
+} finally {
+  teardownLeftovers();
+}
+mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
+const file = join(ROOT, 'bench/results', values.short ? 'cluster-short.json' : 'cluster.json');
+writeFileSync(file, `${JSON.stringify({ at: new Date().toISOString(), results }, null, 2)}\n`);
+const violations = results.reduce((sum, r) => sum + r.verdict.violations.length, 0);
+const syncViolations = results.filter((r) => r.spec.replication !== 'async').reduce((sum, r) => sum + r.verdict.violations.length, 0);
+console.error(`[cluster] ${results.length} trials, ${failed} did not run, ${violations} violations (${syncViolations} with synchronous replication)`);
+// Synchronous replication must hold: a violation there, or a trial that could not run, fails the command.
+process.exit(failed > 0 || syncViolations > 0 ? 1 : 0);

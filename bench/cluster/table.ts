@@ -1,0 +1,20 @@
+/**
+ * The matrix's table: one Markdown row per trial.
+ *
+ * @module
+ */
+import type { TrialResult } from './trial.js';
+
+export const TABLE_HEADER = [
+  '| replication | fault | trial | operations | acknowledged | lost | duplicated | wrong answers | half done | journals disagree | never acknowledged (absent / complete) | unsettled | no leader | two leaders | longest gap without a 2xx | 5xx / no answer |',
+  '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+].join('\n');
+
+const s = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
+const bold = (n: number): string => (n === 0 ? '**0**' : `**${n}** ⚠`);
+
+/** One trial as a Markdown row. */
+export function formatRow(r: TrialResult): string {
+  const v = r.verdict;
+  return `| ${r.spec.replication} | ${r.spec.fault} | ${r.spec.trial} | ${v.operations} | ${v.acknowledged} | ${bold(v.lost)} | ${bold(v.duplicated)} | ${bold(v.wrongAnswers)} | ${bold(v.halfDone)} | ${bold(v.journalDisagrees)} | ${v.unacknowledged.absent} / ${v.unacknowledged.complete} | ${v.unsettled} | ${s(r.noLeaderMs)} | ${s(r.twoLeadersMs)} | ${s(r.longestGapMs)} | ${r.status5xx} / ${r.noAnswer} |`;
+}
