@@ -84,8 +84,8 @@ function startPatroni(node: PgNode): void {
 
 /**
  * Builds the network, starts etcd, the three Patroni nodes and HAProxy, and waits until a leader
- * serves and both replicas stream (with a synchronous standby unless `async`). `via` maps a node
- * to the address HAProxy should forward to instead of the node itself (a latency proxy).
+ * serves and both replicas stream (with a synchronous standby unless `async`). `via` maps a node's
+ * index to the address HAProxy should forward to instead of the node itself (a latency proxy).
  *
  * @example
  * ```ts
@@ -93,7 +93,7 @@ function startPatroni(node: PgNode): void {
  * try { … } finally { cluster.destroy(); }
  * ```
  */
-export async function startCluster(replication: Replication, via?: (node: PgNode) => string): Promise<Cluster> {
+export async function startCluster(replication: Replication, via?: (index: number) => string): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), DIR_PREFIX));
   // mkdtemp makes it 0700: user postgres must reach its node's directory inside.
   chmodSync(dir, 0o755);
@@ -122,7 +122,7 @@ export async function startCluster(replication: Replication, via?: (node: PgNode
       config,
       haproxyConfig(
         haproxyPort,
-        nodes.map((node) => ({ name: node.name, machine: node.machine, ...(via ? { via: via(node) } : {}) })),
+        nodes.map((node, i) => ({ name: node.name, machine: node.machine, ...(via ? { via: via(i) } : {}) })),
       ),
     );
     haproxy = daemon(['haproxy', '-db', '-f', config], join(dir, 'haproxy.log'));

@@ -9,12 +9,13 @@
  * | `etcd-cut` | iptables drops only etcd's address for 30 s: clients still reach it; Patroni must demote it before its leader key expires |
  * | `pause` | every process in its namespace gets SIGSTOP for 20 s, then SIGCONT: it wakes up believing it leads |
  * | `switchover` | `patronictl switchover --force` to a replica, under load |
- * | `lossy` | 5 % of the packets between every node and the apps' host are dropped, both ways, for 30 s |
+ * | `lossy` | 5 % of the packets between every node and the apps' host are dropped, both ways, and 50 ms added each way (`delay-proxy.ts`: no netem here), for 30 s |
  *
  * @module
  */
 import { sh, cutFrom, heal, lossyToHost, partition, signalAll, ETCD } from './netns.js';
 import type { Cluster, PgNode } from './cluster.js';
+import type { DelayProxy } from './delay-proxy.js';
 import { join } from 'node:path';
 import { memberStates } from './rest.js';
 
@@ -22,6 +23,8 @@ import { memberStates } from './rest.js';
 export interface FaultContext {
   readonly cluster: Cluster;
   readonly leader: PgNode;
+  /** The relays between the apps and each node, when the trial has them (the lossy link's latency). */
+  readonly proxies: readonly DelayProxy[];
 }
 
 export interface Fault {
@@ -78,9 +81,11 @@ export const FAULTS: Readonly<Record<string, Fault>> = {
   },
   lossy: {
     name: 'lossy',
-    async inject({ cluster }) {
+    async inject({ cluster, proxies }) {
       for (const node of cluster.nodes) lossyToHost(node.machine.ns, 0.05);
+      for (const proxy of proxies) proxy.lagMs = 50;
       await sleep(30_000);
+      for (const proxy of proxies) proxy.lagMs = 0;
       for (const node of cluster.nodes) heal(node.machine.ns);
     },
   },

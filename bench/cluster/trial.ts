@@ -9,7 +9,9 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startApps, type App } from './apps.js';
-import { startCluster, type Cluster } from './cluster.js';
+import { NODES, startCluster, type Cluster } from './cluster.js';
+import { startDelayProxy } from './delay-proxy.js';
+import { nodeMachine } from './netns.js';
 import { FAULTS } from './faults.js';
 import { checkHistory, type Attempt, type Verdict } from './history-check.js';
 import { PG_PORT, type Replication } from './patroni-config.js';
@@ -47,19 +49,24 @@ export interface TrialResult extends LeaderTimeline {
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The multi-host URL over every node, as the store accepts it. */
-const multiHostUrl = (cluster: Cluster): string => `postgres://postgres@${cluster.nodes.map((node) => `${node.machine.ip}:${PG_PORT}`).join(',')}/postgres`;
-
 /** Runs one trial. */
 export async function runTrial(spec: TrialSpec): Promise<TrialResult> {
   const fault = FAULTS[spec.fault];
   if (!fault) throw new Error(`unknown fault ${spec.fault}; known: ${Object.keys(FAULTS).join(', ')}`);
   const started = performance.now();
-  const cluster = await startCluster(spec.replication);
+  // The lossy link's latency is added by relays on the host (no netem here): then every app, and
+  // HAProxy, reach the nodes through them for the whole trial.
+  const proxies = spec.fault === 'lossy' ? await Promise.all(Array.from({ length: NODES }, (_, i) => startDelayProxy(nodeMachine(i).ip, PG_PORT))) : [];
+  const viaProxy = (index: number): string => proxies[index]!.address;
+  const cluster = await startCluster(spec.replication, proxies.length > 0 ? viaProxy : undefined).catch(async (error: unknown) => {
+    await Promise.all(proxies.map((proxy) => proxy.close()));
+    throw error;
+  });
   let apps: App[] = [];
   let workload: Workload | undefined;
   try {
-    apps = await startApps([multiHostUrl(cluster), `postgres://postgres@127.0.0.1:${cluster.haproxyPort}/postgres`]);
+    const hosts = proxies.length > 0 ? proxies.map((proxy) => proxy.address) : cluster.nodes.map((node) => `${node.machine.ip}:${PG_PORT}`);
+    apps = await startApps([`postgres://postgres@${hosts.join(',')}/postgres`, `postgres://postgres@127.0.0.1:${cluster.haproxyPort}/postgres`]);
     const dir = join(cluster.dir, 'clients');
     mkdirSync(dir);
     workload = createWorkload(apps, dir, { concurrency: spec.concurrency, budgetMs: 45_000 });
@@ -70,7 +77,7 @@ export async function runTrial(spec: TrialSpec): Promise<TrialResult> {
     const load = workload.run(() => stop);
     await sleep(spec.warmupMs);
     const faultAt = performance.now();
-    await fault.inject({ cluster, leader });
+    await fault.inject({ cluster, leader, proxies });
     await sleep(spec.afterMs);
     stop = true;
     await load;
@@ -97,6 +104,7 @@ export async function runTrial(spec: TrialSpec): Promise<TrialResult> {
     await workload?.close();
     await Promise.all(apps.map((app) => app.stop()));
     cluster.destroy();
+    await Promise.all(proxies.map((proxy) => proxy.close()));
   }
 }
 
