@@ -18,7 +18,7 @@ import { ROOT } from '../lib/proc.js';
 import { teardownLeftovers } from './cluster.js';
 import { FAULTS } from './faults.js';
 import type { Replication } from './patroni-config.js';
-import { formatRow, TABLE_HEADER } from './table.js';
+import { formatRow, startupCheckHolds, TABLE_HEADER } from './table.js';
 import { runTrial, type TrialResult } from './trial.js';
 
 const { values } = parseArgs({
@@ -56,6 +56,10 @@ try {
           const result = await runTrial(spec);
           results.push(result);
           console.log(formatRow(result));
+          if (!startupCheckHolds(result)) {
+            failed += 1;
+            console.error(`[cluster] ${replication} ${fault} #${trial}: oncely serve's startup check said ${result.replicationAtStart.join(', ')}`);
+          }
           for (const v of result.verdict.violations.slice(0, 10))
             console.error(`[cluster] ${replication} ${fault} #${trial} ${v.property} ${v.key}: ${v.detail}`);
         } catch (error) {
@@ -73,6 +77,9 @@ const file = join(ROOT, 'bench/results', values.short ? 'cluster-short.json' : '
 writeFileSync(file, `${JSON.stringify({ at: new Date().toISOString(), results }, null, 2)}\n`);
 const violations = results.reduce((sum, r) => sum + r.verdict.violations.length, 0);
 const syncViolations = results.filter((r) => r.spec.replication !== 'async').reduce((sum, r) => sum + r.verdict.violations.length, 0);
-console.error(`[cluster] ${results.length} trials, ${failed} did not run, ${violations} violations (${syncViolations} with synchronous replication)`);
-// Synchronous replication must hold: a violation there, or a trial that could not run, fails the command.
+console.error(
+  `[cluster] ${results.length} trials, ${failed} did not run or misreported replication, ${violations} violations (${syncViolations} with synchronous replication)`,
+);
+// Synchronous replication must hold: a violation there, a trial that could not run, or a startup
+// check that misreports the replication, fails the command.
 process.exit(failed > 0 || syncViolations > 0 ? 1 : 0);
