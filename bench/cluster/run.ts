@@ -5,7 +5,7 @@
  * `patroni etcd-server haproxy iptables iproute2` and PostgreSQL 15.
  *
  * Usage: `npm run cluster -- [--faults kill,partition,etcd-cut,pause,switchover,lossy]
- * [--replication sync,strict,async] [--trials 3] [--concurrency 6] [--short]`.
+ * [--replication sync,strict,async] [--trials 3] [--concurrency 6] [--short] [--out FILE]`.
  * `--short`: one trial of `kill` under `sync`, the CI run. `--teardown`: remove what a run that
  * died left behind, and exit.
  *
@@ -18,7 +18,7 @@ import { ROOT } from '../lib/proc.js';
 import { teardownLeftovers } from './cluster.js';
 import { FAULTS } from './faults.js';
 import type { Replication } from './patroni-config.js';
-import { formatRow, startupCheckHolds, TABLE_HEADER } from './table.js';
+import { formatRow, formatSummary, startupCheckHolds, TABLE_HEADER } from './table.js';
 import { runTrial, type TrialResult } from './trial.js';
 
 const { values } = parseArgs({
@@ -29,6 +29,7 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '6' },
     short: { type: 'boolean', default: false },
     teardown: { type: 'boolean', default: false },
+    out: { type: 'string' },
   },
 });
 
@@ -72,8 +73,9 @@ try {
 } finally {
   teardownLeftovers();
 }
+if (results.length > 0) console.log(`\n${formatSummary(results)}`);
 mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
-const file = join(ROOT, 'bench/results', values.short ? 'cluster-short.json' : 'cluster.json');
+const file = values.out ?? join(ROOT, 'bench/results', values.short ? 'cluster-short.json' : 'cluster.json');
 writeFileSync(file, `${JSON.stringify({ at: new Date().toISOString(), results }, null, 2)}\n`);
 const violations = results.reduce((sum, r) => sum + r.verdict.violations.length, 0);
 const syncViolations = results.filter((r) => r.spec.replication !== 'async').reduce((sum, r) => sum + r.verdict.violations.length, 0);
