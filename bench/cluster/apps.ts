@@ -32,9 +32,19 @@ export interface App {
 
 const LISTENING = /listening on (http:\/\/\S+)/;
 
+/** Every app process still running: a run stopped by a signal kills them before it exits. */
+const live = new Set<ChildProcess>();
+
+/** SIGKILLs every app process still running (the run's signal handler). */
+export function killApps(): void {
+  for (const child of live) child.kill('SIGKILL');
+}
+
 /** Spawns `argv` and resolves once it prints its listening line, keeping every line it prints before and after. */
 async function spawnApp(name: string, app: App['app'], argv: readonly string[]): Promise<App> {
   const child: ChildProcess = spawn(argv[0]!, argv.slice(1), { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ONCELY_FAULTS: '' } });
+  live.add(child);
+  child.once('exit', () => live.delete(child));
   const lines: string[] = [];
   let stderr = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-3000)));

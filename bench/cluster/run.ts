@@ -11,10 +11,11 @@
  *
  * @module
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ROOT } from '../lib/proc.js';
+import { killApps } from './apps.js';
 import { teardownLeftovers } from './cluster.js';
 import { FAULTS } from './faults.js';
 import type { Replication } from './patroni-config.js';
@@ -33,10 +34,20 @@ const { values } = parseArgs({
   },
 });
 
+// One run at a time: a second one would tear down the first's namespaces (the names are fixed).
+const LOCK = '/tmp/onc-cluster.lock';
+const holder = existsSync(LOCK) ? Number(readFileSync(LOCK, 'utf8')) : undefined;
+if (holder !== undefined && holder !== process.pid && isAlive(holder)) {
+  console.error(`[cluster] another run (pid ${holder}) holds ${LOCK}: wait for it, or stop it`);
+  process.exit(2);
+}
+writeFileSync(LOCK, String(process.pid));
+process.once('exit', () => rmSync(LOCK, { force: true }));
 teardownLeftovers();
 if (values.teardown) process.exit(0);
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
+    killApps();
     teardownLeftovers();
     process.exit(130);
   });
@@ -85,3 +96,12 @@ console.error(
 // Synchronous replication must hold: a violation there, a trial that could not run, or a startup
 // check that misreports the replication, fails the command.
 process.exit(failed > 0 || syncViolations > 0 ? 1 : 0);
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
