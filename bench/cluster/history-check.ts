@@ -5,9 +5,9 @@
  *
  * | property | violated when | counted as |
  * |---|---|---|
- * | an acknowledged operation exists | a key some client got a `2xx` for has no finished record, or no effect | `lost` |
- * | exactly once | a key has two effects (payment rows or ledger entries), or clients got two different `2xx` bodies for it | `duplicated` |
- * | the response the client got | the finished record's status or body digest differs from a `2xx` a client got | `wrongAnswers` |
+ * | an acknowledged operation exists | a key some client got a `2xx` for has no finished record, no effect, or a stored response none of its clients got | `lost` |
+ * | exactly once | a key has two effects (payment rows or ledger entries), or clients got two different `2xx` bodies for it (the late retry included) | `duplicated` |
+ * | the response the client got | the record holds one of the `2xx` bodies its clients got, and another client was told a different one | `wrongAnswers` |
  * | never half done | a key's record is still `started`; finished with `2xx` but without its payment and ledger entry; absent but with an effect | `halfDone` |
  * | journals agree | a journal settled as succeeded/failed with a status or body the server does not hold | `journalDisagrees` |
  *
@@ -29,6 +29,8 @@ export interface Attempt {
   /** A digest of the response body's bytes. */
   readonly digest?: string;
   readonly error?: string;
+  /** Sent by the late retry after the load (a caller that never heard its answer), not by the operation's own clients. */
+  readonly late?: boolean;
 }
 
 /** One logical operation: its key was minted before its first attempt. */
@@ -110,12 +112,13 @@ export function checkHistory(history: History): Verdict {
   for (const attempt of history.attempts) {
     if (ok(attempt.status)) acks.set(attempt.key, [...(acks.get(attempt.key) ?? []), attempt]);
   }
+  const toldBeforeLate = (key: string): Attempt[] => (acks.get(key) ?? []).filter((attempt) => !attempt.late);
   const violations: Violation[] = [];
   const unacknowledged = { absent: 0, complete: 0 };
   for (const op of history.operations) {
     const record = server.get(op.key) ?? ABSENT(op.key);
-    const told = acks.get(op.key) ?? [];
-    violations.push(...checkKey(record, told));
+    const told = toldBeforeLate(op.key);
+    violations.push(...checkKey(record, told, acks.get(op.key) ?? []));
     if (told.length === 0 && !violations.some((v) => v.key === op.key)) {
       unacknowledged[record.record === 'absent' ? 'absent' : 'complete'] += 1;
     }
@@ -124,7 +127,7 @@ export function checkHistory(history: History): Verdict {
   const count = (property: Violation['property']): number => new Set(violations.filter((v) => v.property === property).map((v) => v.key)).size;
   return {
     operations: history.operations.length,
-    acknowledged: history.operations.filter((op) => acks.has(op.key)).length,
+    acknowledged: history.operations.filter((op) => toldBeforeLate(op.key).length > 0).length,
     unacknowledged,
     unsettled: history.journals.filter((entry) => entry.state !== 'succeeded' && entry.state !== 'failed').length,
     lost: count('lost'),
@@ -136,19 +139,25 @@ export function checkHistory(history: History): Verdict {
   };
 }
 
-/** The properties of one key: its record and effects against the `2xx` answers its clients got. */
-function checkKey(record: ServerRecord, told: readonly Attempt[]): Violation[] {
+/**
+ * The properties of one key: its record and effects against the `2xx` answers its own clients got
+ * (`told`) and every `2xx` answer, the late retry's included (`all`).
+ */
+function checkKey(record: ServerRecord, told: readonly Attempt[], all: readonly Attempt[]): Violation[] {
   const { key } = record;
   const found: Violation[] = [];
   const say = (property: Violation['property'], detail: string): void => void found.push({ property, key, detail });
   if (record.effects > 1 || record.ledger > 1) say('duplicated', `${record.effects} payment rows, ${record.ledger} ledger entries`);
-  const bodies = new Set(told.map((attempt) => attempt.digest));
+  const bodies = new Set(all.map((attempt) => attempt.digest));
   if (bodies.size > 1) say('duplicated', `clients were told ${bodies.size} different 2xx bodies: ${[...bodies].join(', ')}`);
+  const holds = (attempt: Attempt): boolean => attempt.status === record.status && attempt.digest === record.digest;
   if (told.length > 0) {
     if (record.record !== 'finished') say('lost', `acknowledged ${told.length}× (first by ${told[0]!.target}), record ${record.record}`);
     else if (record.effects === 0) say('lost', `acknowledged, record finished, no payment row`);
-    for (const attempt of told) {
-      if (record.record === 'finished' && (attempt.status !== record.status || attempt.digest !== record.digest)) {
+    else if (!told.some(holds))
+      say('lost', `acknowledged ${told[0]!.status} ${told[0]!.digest}, the server holds ${record.status} ${record.digest} (run again since)`);
+    else {
+      for (const attempt of all.filter((a) => !holds(a))) {
         say('wrongAnswers', `${attempt.target} was told ${attempt.status} ${attempt.digest}, the server holds ${record.status} ${record.digest}`);
       }
     }

@@ -84,6 +84,7 @@ export async function runTrial(spec: TrialSpec): Promise<TrialResult> {
     const timeline = await poll.stop();
     const survivor = await waitForLeader(cluster);
     await workload.resumeAll();
+    await workload.lateRetry();
     await waitFor('recovery of started keys', 30_000, async () => (await countStarted(survivor.url).catch(() => 1)) === 0).catch(() => undefined);
     const primary = await waitForLeader(cluster);
     const verdict = checkHistory({

@@ -54,8 +54,21 @@ describe('checkHistory', () => {
     expect(properties(with_({ attempts }))).toEqual(['duplicated:a', 'wrongAnswers:a']);
   });
 
-  it('flags a stored response other than the one the client got as a wrong answer', () => {
-    expect(properties(with_({ server: [finished('a', 'other'), finished('b', 'B'), finished('d', 'D')], journals: [] }))).toEqual(['wrongAnswers:a']);
+  it('flags an acknowledged key whose stored response none of its clients got as lost', () => {
+    expect(properties(with_({ server: [finished('a', 'other'), finished('b', 'B'), finished('d', 'D')], journals: [] }))).toEqual(['lost:a']);
+  });
+
+  it('flags a client told another response than the one the server holds and another client got as a wrong answer', () => {
+    const attempts = [...clean().attempts, ack('b', 'B2', 'serve-1')];
+    expect(properties(with_({ attempts }))).toEqual(['duplicated:b', 'wrongAnswers:b']);
+  });
+
+  it('flags a lost key that the late retry ran again as lost and duplicated, and does not count the late answer as an acknowledgement', () => {
+    const attempts = [...clean().attempts, { ...ack('a', 'A2', 'serve-1-late'), late: true }, { ...ack('c', 'C', 'serve-1-late'), late: true }];
+    const server = [finished('a', 'A2'), finished('b', 'B'), finished('c', 'C'), finished('d', 'D')];
+    const verdict = checkHistory(with_({ attempts, server, journals: [] }));
+    expect(verdict.violations.map((v) => `${v.property}:${v.key}`)).toEqual(['duplicated:a', 'lost:a']);
+    expect(verdict.acknowledged).toBe(2);
   });
 
   it('flags a record still started, and effects without a record, as half done', () => {
