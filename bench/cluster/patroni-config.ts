@@ -57,6 +57,8 @@ bootstrap:
         max_replication_slots: 10
         max_connections: 200
         fsync: 'off'
+        log_line_prefix: '%m [%p] %a '
+        log_min_messages: warning
   initdb:
     - encoding: UTF8
     - auth: trust

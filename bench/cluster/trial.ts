@@ -6,7 +6,7 @@
  *
  * @module
  */
-import { mkdirSync } from 'node:fs';
+import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startApps, type App } from './apps.js';
 import { NODES, startCluster, type Cluster } from './cluster.js';
@@ -45,6 +45,25 @@ export interface TrialResult extends LeaderTimeline {
   /** What each `oncely serve` logged about replication when it started. */
   readonly replicationAtStart: readonly string[];
   readonly seconds: number;
+  /** Wall-clock times of the fault and its undoing, to read against the daemons' logs. */
+  readonly faultAt: string;
+  readonly healedAt: string;
+  readonly leaderBefore: string;
+  /** The node whose state was checked. */
+  readonly leaderAfter: string;
+}
+
+/** Where a trial with violations leaves its daemons' logs and the violating keys' attempts. */
+export const EVIDENCE_DIR = '/tmp/oncely-cluster-evidence';
+
+function keepEvidence(cluster: Cluster, spec: TrialSpec, verdict: Verdict, attempts: readonly Attempt[]): void {
+  const dir = join(EVIDENCE_DIR, `${spec.replication}-${spec.fault}-${spec.trial}-${Date.now()}`);
+  mkdirSync(dir, { recursive: true });
+  for (const node of cluster.nodes) cpSync(join(node.dir, 'patroni.log'), join(dir, `${node.name}.log`));
+  cpSync(join(cluster.dir, 'haproxy.log'), join(dir, 'haproxy.log'));
+  const keys = new Set(verdict.violations.map((v) => v.key));
+  writeFileSync(join(dir, 'violations.json'), JSON.stringify({ violations: verdict.violations, attempts: attempts.filter((a) => keys.has(a.key)) }, null, 2));
+  console.error(`[cluster] evidence kept in ${dir}`);
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -77,7 +96,9 @@ export async function runTrial(spec: TrialSpec): Promise<TrialResult> {
     const load = workload.run(() => stop);
     await sleep(spec.warmupMs);
     const faultAt = performance.now();
+    const wall = { faultAt: new Date().toISOString(), healedAt: '' };
     await fault.inject({ cluster, leader, proxies });
+    wall.healedAt = new Date().toISOString();
     await sleep(spec.afterMs);
     stop = true;
     await load;
@@ -93,9 +114,13 @@ export async function runTrial(spec: TrialSpec): Promise<TrialResult> {
       server: await readServerState(primary.url, workload.operations),
       journals: await workload.journals(),
     });
+    if (verdict.violations.length > 0) keepEvidence(cluster, spec, verdict, workload.attempts);
     return {
       spec,
       verdict,
+      ...wall,
+      leaderBefore: leader.name,
+      leaderAfter: primary.name,
       ...timeline,
       ...attemptStats(workload.attempts, faultAt),
       replicationAtStart: apps.filter((app) => app.app === 'serve').map((app) => replicationState(app.replicationLine)),
