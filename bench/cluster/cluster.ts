@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../failover/cluster.js';
 import { ETCD, createNetwork, destroyNetwork, nodeMachine, type Machine } from './netns.js';
-import { PG_PORT, haproxyConfig, patroniYaml, type Replication } from './patroni-config.js';
+import { PG_PORT, haproxyConfig, patroniYaml, type Dcs, type Replication } from './patroni-config.js';
 import { memberStates, waitFor } from './rest.js';
 
 export const NODES = 3;
@@ -68,6 +68,8 @@ function startEtcd(dir: string): void {
       `--listen-peer-urls=${url(2380)}`,
       `--initial-advertise-peer-urls=${url(2380)}`,
       `--initial-cluster=onc-etcd=${url(2380)}`,
+      // Patroni's `etcd` module speaks the v2 API, off by default in etcd 3.4.
+      '--enable-v2=true',
     ],
     join(dir, 'etcd.log'),
   );
@@ -89,11 +91,11 @@ function startPatroni(node: PgNode): void {
  *
  * @example
  * ```ts
- * const cluster = await startCluster('sync');
+ * const cluster = await startCluster('sync', 'etcd');
  * try { … } finally { cluster.destroy(); }
  * ```
  */
-export async function startCluster(replication: Replication, via?: (index: number) => string): Promise<Cluster> {
+export async function startCluster(replication: Replication, dcs: Dcs, via?: (index: number) => string): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), DIR_PREFIX));
   // mkdtemp makes it 0700: user postgres must reach its node's directory inside.
   chmodSync(dir, 0o755);
@@ -113,7 +115,7 @@ export async function startCluster(replication: Replication, via?: (index: numbe
     for (const node of nodes) {
       mkdirSync(node.dir, { mode: 0o700 });
       chownSync(node.dir, 101, 104);
-      writeFileSync(join(node.dir, 'patroni.yml'), patroniYaml(node.name, node.machine, node.dir, replication));
+      writeFileSync(join(node.dir, 'patroni.yml'), patroniYaml(node.name, node.machine, node.dir, replication, dcs));
       startPatroni(node);
     }
     const haproxyPort = await freePort();

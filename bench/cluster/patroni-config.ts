@@ -23,12 +23,21 @@ export const Replication = {
 } as const;
 export type Replication = (typeof Replication)[keyof typeof Replication];
 
+/**
+ * Patroni's store for the leader key: etcd's v2 API (`etcd`) or its v3 API (`etcd3`). Debian 12's
+ * Patroni 3.0.2 overwrites the leader key unconditionally in `etcd3` when its lease has expired
+ * (fixed upstream in 3.0.3, patroni/patroni#2689): a leader paused past its TTL takes the key back
+ * from the node promoted meanwhile. Its `etcd` (v2) module updates the key with test-and-set.
+ */
+export const Dcs = { etcd: 'etcd', etcd3: 'etcd3' } as const;
+export type Dcs = (typeof Dcs)[keyof typeof Dcs];
+
 export const PG_PORT = 5432;
 export const REST_PORT = 8008;
 export const PG_BIN = '/usr/lib/postgresql/15/bin';
 
 /** Patroni's YAML for node `name` on `machine`, its files under `dir`. */
-export function patroniYaml(name: string, machine: Machine, dir: string, replication: Replication): string {
+export function patroniYaml(name: string, machine: Machine, dir: string, replication: Replication, dcs: Dcs): string {
   return `scope: onc-cluster
 name: ${name}
 log:
@@ -36,7 +45,7 @@ log:
 restapi:
   listen: ${machine.ip}:${REST_PORT}
   connect_address: ${machine.ip}:${REST_PORT}
-etcd3:
+${dcs}:
   hosts: ${ETCD.ip}:2379
 bootstrap:
   dcs:

@@ -5,7 +5,7 @@
  * `patroni etcd-server haproxy iptables iproute2` and PostgreSQL 15.
  *
  * Usage: `npm run cluster -- [--faults kill,partition,etcd-cut,pause,switchover,lossy]
- * [--replication sync,strict,async] [--trials 3] [--concurrency 6] [--short] [--out FILE]`.
+ * [--replication sync,strict,async] [--dcs etcd,etcd3] [--trials 3] [--concurrency 6] [--short] [--out FILE]`.
  * `--short`: one trial of `kill` under `sync`, the CI run. `--teardown`: remove what a run that
  * died left behind, and exit.
  *
@@ -18,7 +18,7 @@ import { ROOT } from '../lib/proc.js';
 import { killApps } from './apps.js';
 import { teardownLeftovers } from './cluster.js';
 import { FAULTS } from './faults.js';
-import type { Replication } from './patroni-config.js';
+import type { Dcs, Replication } from './patroni-config.js';
 import { formatRow, formatSummary, startupCheckHolds, TABLE_HEADER } from './table.js';
 import { runTrial, type TrialResult } from './trial.js';
 
@@ -26,6 +26,7 @@ const { values } = parseArgs({
   options: {
     faults: { type: 'string', default: Object.keys(FAULTS).join(',') },
     replication: { type: 'string', default: 'sync,strict,async' },
+    dcs: { type: 'string', default: 'etcd' },
     trials: { type: 'string', default: '3' },
     concurrency: { type: 'string', default: '6' },
     short: { type: 'boolean', default: false },
@@ -61,22 +62,24 @@ let failed = 0;
 console.log(TABLE_HEADER);
 try {
   for (const replication of modes) {
-    for (const fault of faults) {
-      for (let trial = 1; trial <= trials; trial += 1) {
-        const spec = { replication, fault, trial, concurrency: Number(values.concurrency), warmupMs: values.short ? 3000 : 5000, afterMs: 10_000 };
-        try {
-          const result = await runTrial(spec);
-          results.push(result);
-          console.log(formatRow(result));
-          if (!startupCheckHolds(result)) {
+    for (const dcs of (values.short ? ['etcd'] : values.dcs.split(',')) as Dcs[]) {
+      for (const fault of faults) {
+        for (let trial = 1; trial <= trials; trial += 1) {
+          const spec = { replication, dcs, fault, trial, concurrency: Number(values.concurrency), warmupMs: values.short ? 3000 : 5000, afterMs: 10_000 };
+          try {
+            const result = await runTrial(spec);
+            results.push(result);
+            console.log(formatRow(result));
+            if (!startupCheckHolds(result)) {
+              failed += 1;
+              console.error(`[cluster] ${replication} ${fault} #${trial}: oncely serve's startup check said ${result.replicationAtStart.join(', ')}`);
+            }
+            for (const v of result.verdict.violations.slice(0, 10))
+              console.error(`[cluster] ${replication} ${fault} #${trial} ${v.property} ${v.key}: ${v.detail}`);
+          } catch (error) {
             failed += 1;
-            console.error(`[cluster] ${replication} ${fault} #${trial}: oncely serve's startup check said ${result.replicationAtStart.join(', ')}`);
+            console.error(`[cluster] ${replication} ${fault} #${trial} did not run: ${(error as Error).message}`);
           }
-          for (const v of result.verdict.violations.slice(0, 10))
-            console.error(`[cluster] ${replication} ${fault} #${trial} ${v.property} ${v.key}: ${v.detail}`);
-        } catch (error) {
-          failed += 1;
-          console.error(`[cluster] ${replication} ${fault} #${trial} did not run: ${(error as Error).message}`);
         }
       }
     }

@@ -6,8 +6,8 @@
 import type { TrialResult } from './trial.js';
 
 export const TABLE_HEADER = [
-  '| replication | fault | trial | operations | acknowledged | lost | duplicated | wrong answers | half done | journals disagree | never acknowledged (absent / complete) | unsettled | no leader | two leaders | longest gap without a 2xx | 5xx / no answer | startup check of oncely serve |',
-  '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
+  '| replication | DCS | fault | trial | operations | acknowledged | lost | duplicated | wrong answers | half done | journals disagree | never acknowledged (absent / complete) | unsettled | no leader | two leaders | longest gap without a 2xx | 5xx / no answer | startup check of oncely serve |',
+  '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|',
 ].join('\n');
 
 const s = (ms: number): string => `${(ms / 1000).toFixed(1)} s`;
@@ -22,7 +22,7 @@ export function startupCheckHolds(r: TrialResult): boolean {
 /** One trial as a Markdown row. */
 export function formatRow(r: TrialResult): string {
   const v = r.verdict;
-  return `| ${r.spec.replication} | ${r.spec.fault} | ${r.spec.trial} | ${v.operations} | ${v.acknowledged} | ${bold(v.lost)} | ${bold(v.duplicated)} | ${bold(v.wrongAnswers)} | ${bold(v.halfDone)} | ${bold(v.journalDisagrees)} | ${v.unacknowledged.absent} / ${v.unacknowledged.complete} | ${v.unsettled} | ${s(r.noLeaderMs)} | ${s(r.twoLeadersMs)} | ${s(r.longestGapMs)} | ${r.status5xx} / ${r.noAnswer} | ${[...new Set(r.replicationAtStart)].join(', ')} |`;
+  return `| ${r.spec.replication} | ${r.spec.dcs} | ${r.spec.fault} | ${r.spec.trial} | ${v.operations} | ${v.acknowledged} | ${bold(v.lost)} | ${bold(v.duplicated)} | ${bold(v.wrongAnswers)} | ${bold(v.halfDone)} | ${bold(v.journalDisagrees)} | ${v.unacknowledged.absent} / ${v.unacknowledged.complete} | ${v.unsettled} | ${s(r.noLeaderMs)} | ${s(r.twoLeadersMs)} | ${s(r.longestGapMs)} | ${r.status5xx} / ${r.noAnswer} | ${[...new Set(r.replicationAtStart)].join(', ')} |`;
 }
 
 const range = (values: readonly number[]): string => {
@@ -33,15 +33,16 @@ const range = (values: readonly number[]): string => {
 /** One row per replication mode and fault, its trials summed (counts) or spanned (times). */
 export function formatSummary(results: readonly TrialResult[]): string {
   const groups = new Map<string, TrialResult[]>();
-  for (const r of results) groups.set(`${r.spec.replication} ${r.spec.fault}`, [...(groups.get(`${r.spec.replication} ${r.spec.fault}`) ?? []), r]);
+  for (const r of results)
+    groups.set(`${r.spec.replication} ${r.spec.dcs} ${r.spec.fault}`, [...(groups.get(`${r.spec.replication} ${r.spec.dcs} ${r.spec.fault}`) ?? []), r]);
   const rows = [...groups.values()].map((group) => {
     const sum = (pick: (r: TrialResult) => number): number => group.reduce((total, r) => total + pick(r), 0);
-    const { replication, fault } = group[0]!.spec;
-    return `| ${replication} | ${fault} | ${group.length} | ${sum((r) => r.verdict.acknowledged)} | ${bold(sum((r) => r.verdict.lost))} | ${bold(sum((r) => r.verdict.duplicated))} | ${bold(sum((r) => r.verdict.wrongAnswers))} | ${bold(sum((r) => r.verdict.halfDone))} | ${bold(sum((r) => r.verdict.journalDisagrees))} | ${range(group.map((r) => r.noLeaderMs))} | ${range(group.map((r) => r.twoLeadersMs))} | ${range(group.map((r) => r.longestGapMs))} |`;
+    const { replication, dcs, fault } = group[0]!.spec;
+    return `| ${replication} | ${dcs} | ${fault} | ${group.length} | ${sum((r) => r.verdict.acknowledged)} | ${bold(sum((r) => r.verdict.lost))} | ${bold(sum((r) => r.verdict.duplicated))} | ${bold(sum((r) => r.verdict.wrongAnswers))} | ${bold(sum((r) => r.verdict.halfDone))} | ${bold(sum((r) => r.verdict.journalDisagrees))} | ${range(group.map((r) => r.noLeaderMs))} | ${range(group.map((r) => r.twoLeadersMs))} | ${range(group.map((r) => r.longestGapMs))} |`;
   });
   return [
-    '| replication | fault | trials | acknowledged | lost | duplicated | wrong answers | half done | journals disagree | no leader | two leaders | longest gap without a 2xx |',
-    '|---|---|---|---|---|---|---|---|---|---|---|---|',
+    '| replication | DCS | fault | trials | acknowledged | lost | duplicated | wrong answers | half done | journals disagree | no leader | two leaders | longest gap without a 2xx |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows,
   ].join('\n');
 }

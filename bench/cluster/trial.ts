@@ -14,7 +14,7 @@ import { startDelayProxy } from './delay-proxy.js';
 import { nodeMachine } from './netns.js';
 import { FAULTS } from './faults.js';
 import { checkHistory, type Attempt, type Verdict } from './history-check.js';
-import { PG_PORT, type Replication } from './patroni-config.js';
+import { PG_PORT, type Dcs, type Replication } from './patroni-config.js';
 import { currentLeader, pollLeaders, waitFor, type LeaderTimeline } from './rest.js';
 import { countStarted, readServerState } from './server-state.js';
 import { createWorkload, type Workload } from './workload.js';
@@ -22,6 +22,7 @@ import { createWorkload, type Workload } from './workload.js';
 /** A trial's settings. */
 export interface TrialSpec {
   readonly replication: Replication;
+  readonly dcs: Dcs;
   readonly fault: string;
   readonly trial: number;
   readonly concurrency: number;
@@ -57,7 +58,7 @@ export interface TrialResult extends LeaderTimeline {
 export const EVIDENCE_DIR = '/tmp/oncely-cluster-evidence';
 
 function keepEvidence(cluster: Cluster, spec: TrialSpec, verdict: Verdict, attempts: readonly Attempt[]): void {
-  const dir = join(EVIDENCE_DIR, `${spec.replication}-${spec.fault}-${spec.trial}-${Date.now()}`);
+  const dir = join(EVIDENCE_DIR, `${spec.replication}-${spec.dcs}-${spec.fault}-${spec.trial}-${Date.now()}`);
   mkdirSync(dir, { recursive: true });
   for (const node of cluster.nodes) cpSync(join(node.dir, 'patroni.log'), join(dir, `${node.name}.log`));
   cpSync(join(cluster.dir, 'haproxy.log'), join(dir, 'haproxy.log'));
@@ -77,7 +78,7 @@ export async function runTrial(spec: TrialSpec): Promise<TrialResult> {
   // HAProxy, reach the nodes through them for the whole trial.
   const proxies = spec.fault === 'lossy' ? await Promise.all(Array.from({ length: NODES }, (_, i) => startDelayProxy(nodeMachine(i).ip, PG_PORT))) : [];
   const viaProxy = (index: number): string => proxies[index]!.address;
-  const cluster = await startCluster(spec.replication, proxies.length > 0 ? viaProxy : undefined).catch(async (error: unknown) => {
+  const cluster = await startCluster(spec.replication, spec.dcs, proxies.length > 0 ? viaProxy : undefined).catch(async (error: unknown) => {
     await Promise.all(proxies.map((proxy) => proxy.close()));
     throw error;
   });
