@@ -12,7 +12,7 @@
  * @module
  */
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ROOT } from '../lib/proc.js';
 import { killApps } from './apps.js';
@@ -88,8 +88,9 @@ try {
   teardownLeftovers();
 }
 if (results.length > 0) console.log(`\n${formatSummary(results)}`);
-mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
-const file = values.out ?? join(ROOT, 'bench/results', values.short ? 'cluster-short.json' : 'cluster.json');
+// The short run (CI) writes under bench/results/tmp/, which git ignores.
+const file = values.out ?? join(ROOT, values.short ? 'bench/results/tmp/cluster-short.json' : 'bench/results/cluster.json');
+mkdirSync(dirname(file), { recursive: true });
 writeFileSync(file, `${JSON.stringify({ at: new Date().toISOString(), results }, null, 2)}\n`);
 const violations = results.reduce((sum, r) => sum + r.verdict.violations.length, 0);
 const syncViolations = results.filter((r) => r.spec.replication !== 'async').reduce((sum, r) => sum + r.verdict.violations.length, 0);
