@@ -20,7 +20,7 @@ import { teardownLeftovers } from './cluster.js';
 import { FAULTS } from './faults.js';
 import type { Dcs, Replication } from './patroni-config.js';
 import { formatRow, formatSummary, startupCheckHolds, TABLE_HEADER } from './table.js';
-import { runTrial, type TrialResult } from './trial.js';
+import { runTrial, type TrialResult, type TrialSpec } from './trial.js';
 
 const { values } = parseArgs({
   options: {
@@ -56,32 +56,48 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 
 const faults = values.short ? ['kill'] : values.faults.split(',');
 const modes = (values.short ? ['sync'] : values.replication.split(',')) as Replication[];
+const stores = (values.short ? ['etcd'] : values.dcs.split(',')) as Dcs[];
 const trials = values.short ? 1 : Number(values.trials);
+const specs: TrialSpec[] = modes.flatMap((replication) =>
+  stores.flatMap((dcs) =>
+    faults.flatMap((fault) =>
+      Array.from({ length: trials }, (_, i) => ({
+        replication,
+        dcs,
+        fault,
+        trial: i + 1,
+        concurrency: Number(values.concurrency),
+        warmupMs: values.short ? 3000 : 5000,
+        afterMs: 10_000,
+      })),
+    ),
+  ),
+);
 const results: TrialResult[] = [];
 let failed = 0;
+
+/** Prints a trial's row, and on stderr what it broke; counts a startup check that misreported. */
+function report(result: TrialResult): void {
+  const { replication, dcs, fault, trial } = result.spec;
+  const name = `${replication} ${dcs} ${fault} #${trial}`;
+  console.log(formatRow(result));
+  if (!startupCheckHolds(result)) {
+    failed += 1;
+    console.error(`[cluster] ${name}: oncely serve's startup check said ${result.replicationAtStart.join(', ')}`);
+  }
+  for (const v of result.verdict.violations.slice(0, 10)) console.error(`[cluster] ${name} ${v.property} ${v.key}: ${v.detail}`);
+}
+
 console.log(TABLE_HEADER);
 try {
-  for (const replication of modes) {
-    for (const dcs of (values.short ? ['etcd'] : values.dcs.split(',')) as Dcs[]) {
-      for (const fault of faults) {
-        for (let trial = 1; trial <= trials; trial += 1) {
-          const spec = { replication, dcs, fault, trial, concurrency: Number(values.concurrency), warmupMs: values.short ? 3000 : 5000, afterMs: 10_000 };
-          try {
-            const result = await runTrial(spec);
-            results.push(result);
-            console.log(formatRow(result));
-            if (!startupCheckHolds(result)) {
-              failed += 1;
-              console.error(`[cluster] ${replication} ${fault} #${trial}: oncely serve's startup check said ${result.replicationAtStart.join(', ')}`);
-            }
-            for (const v of result.verdict.violations.slice(0, 10))
-              console.error(`[cluster] ${replication} ${fault} #${trial} ${v.property} ${v.key}: ${v.detail}`);
-          } catch (error) {
-            failed += 1;
-            console.error(`[cluster] ${replication} ${fault} #${trial} did not run: ${(error as Error).message}`);
-          }
-        }
-      }
+  for (const spec of specs) {
+    try {
+      const result = await runTrial(spec);
+      results.push(result);
+      report(result);
+    } catch (error) {
+      failed += 1;
+      console.error(`[cluster] ${spec.replication} ${spec.dcs} ${spec.fault} #${spec.trial} did not run: ${(error as Error).message}`);
     }
   }
 } finally {
