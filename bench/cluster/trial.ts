@@ -7,6 +7,7 @@
  * @module
  */
 import { cpSync, mkdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startApps, type App } from './apps.js';
 import { NODES, startCluster, type Cluster } from './cluster.js';
@@ -55,7 +56,7 @@ export interface TrialResult extends LeaderTimeline {
 }
 
 /** Where a trial with violations leaves its daemons' logs and the violating keys' attempts. */
-export const EVIDENCE_DIR = '/tmp/oncely-cluster-evidence';
+export const EVIDENCE_DIR = join(tmpdir(), 'oncely-cluster-evidence');
 
 function keepEvidence(cluster: Cluster, spec: TrialSpec, verdict: Verdict, attempts: readonly Attempt[]): void {
   const dir = join(EVIDENCE_DIR, `${spec.replication}-${spec.dcs}-${spec.fault}-${spec.trial}-${Date.now()}`);
