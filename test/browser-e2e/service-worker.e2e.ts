@@ -221,6 +221,8 @@ describe('the checkout Service Worker', () => {
     const shop = await openShop(server);
     const key = await payOfflineThenClose(shop, orderUrl(server.origin), 'without sync');
     await shop.context.setOffline(false);
+    // Nothing reached the server before the event (who sent what, if something did).
+    expect(summary(shop.served())).toEqual([]);
     expect(await server.entriesFor(key)).toHaveLength(0);
 
     await workerOnline(shop);
