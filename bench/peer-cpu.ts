@@ -79,7 +79,7 @@ const result = await runLoad({
   body: payBody('peer-cpu'),
   keyMode: replay ? 'fixed' : 'fresh',
   headers: replay ? { authorization: 'Bearer bench', 'idempotency-key': replayKey } : { authorization: 'Bearer bench' },
-  connections: 10,
+  connections: Number(process.env['BENCH_CONNECTIONS'] ?? 10),
   durationSec: seconds,
 });
 const cpu = cpuMs() - cpu0;

@@ -25,6 +25,11 @@ export const PEER_LABELS: ReadonlyArray<PeerLabel> = [
   { name: 'oncely-express-tx', label: 'oncely/express (SQLite, transaction: true, charge through req.oncely.tx)', keys: 'SQLite' },
   { name: 'oncely-express-pg', label: 'oncely/express (PostgreSQL, the app’s pg.Pool)', keys: 'PostgreSQL' },
   { name: 'oncely-express-pg-tx', label: 'oncely/express (PostgreSQL, transaction: true, charge through req.oncely.tx)', keys: 'PostgreSQL' },
+  {
+    name: 'floor-express-pg-tx',
+    label: 'hand-written floor of transaction: true (Express, PostgreSQL, pg alone: BEGIN + lock, the INSERT, row + COMMIT)',
+    keys: 'PostgreSQL',
+  },
   { name: 'node-idempotency-memory', label: '@node-idempotency/core + memory', keys: 'memory' },
   { name: 'node-idempotency-redis', label: '@node-idempotency/core + Redis', keys: 'Redis without persistence' },
   { name: 'express-idempotency', label: 'express-idempotency (memory)', keys: 'memory' },

@@ -26,6 +26,7 @@ import type express from 'express';
 import { expressIdempotencyApp, nodeIdempotency, powertools, unguardedExpress, type PeerContext } from './express-peers.js';
 import { createOncelyPeer } from './oncely-app.js';
 import { expressPg } from './express-pg.js';
+import { floorExpressPg } from './floor-express-pg.js';
 import { oncelyExpress } from './oncely-express.js';
 import { CHARGE_SQL, COUNT_SQL, EXECUTIONS_DDL, chargeParams, newPayment, openAppDb, parsePayment, receiptWork, runPayment, toCount } from './payment.js';
 
@@ -38,6 +39,7 @@ export const PEERS = [
   'oncely-express-tx',
   'oncely-express-pg',
   'oncely-express-pg-tx',
+  'floor-express-pg-tx',
   'node-idempotency-memory',
   'node-idempotency-redis',
   'express-idempotency',
@@ -79,7 +81,8 @@ function serveFetch(fetch: FetchHandler): void {
 function serveExpress(app: express.Express): void {
   const server: Server = createServer(app);
   server.listen(0, '127.0.0.1', () => announce((server.address() as AddressInfo).port));
-  process.on('SIGTERM', () => server.close(() => process.exit(0)));
+  // Idle keep-alive connections would hold `close` open, and the exit that writes a --cpu-prof file with it.
+  process.on('SIGTERM', () => (server.close(() => process.exit(0)), server.closeAllConnections()));
 }
 
 /** The Express peers, on the app database `ctx.db`. */
@@ -106,6 +109,8 @@ async function expressPeer(ctx: PeerContext): Promise<express.Express> {
         oncely: peer === 'unguarded-express-pg' ? null : oncely,
       });
     }
+    case 'floor-express-pg-tx':
+      return floorExpressPg(ctx, env('BENCH_ONCELY_DB', ''), env('BENCH_PG_SCHEMA', 'bench'));
     case 'node-idempotency-memory':
     case 'node-idempotency-redis':
       return nodeIdempotency(ctx, peer === 'node-idempotency-redis' ? 'redis' : 'memory');

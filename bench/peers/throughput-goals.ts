@@ -35,7 +35,8 @@ export function throughputGoals(loads: Loads, withPgbench: boolean): Figure[] {
  * the peers keep nothing durable, so the middleware's limit is the unguarded app (issue 47).
  */
 function versusLayers(rpsOf: (name: string) => number[]): Figure[] {
-  const layers = PEER_LABELS.filter(({ name }) => !name.startsWith('oncely') && !name.startsWith('unguarded'));
+  // The unguarded apps and the hand-written floor are no layer a team could adopt.
+  const layers = PEER_LABELS.filter(({ name }) => !name.startsWith('oncely') && !name.startsWith('unguarded') && !name.startsWith('floor'));
   const versusFastest = (name: string, mode: 'first' | 'replay'): number[] =>
     rpsOf(`${name}.${mode}`).map((rps, round) => rps / Math.max(...layers.map((peer) => rpsOf(`${peer.name}.${mode}`)[round] ?? 0)));
   const out = [
@@ -119,6 +120,7 @@ function versusUnguarded(loads: Loads, rpsOf: (name: string) => number[]): Figur
       cost('oncely-express-pg-tx', 'wal'),
       { op: '<=', value: 2 },
     ),
+    ...versusFloor(loads, rpsOf),
     // Shown, not judged: the same two costs of the plain mode.
     figure(
       'peers.oncely_express_pg_vs_unguarded_express_pg.cpu',
@@ -133,6 +135,28 @@ function versusUnguarded(loads: Loads, rpsOf: (name: string) => number[]): Figur
       cost('oncely-express-pg', 'wal'),
     ),
   ];
+}
+
+/**
+ * The hand-written floor of `transaction: true` (`floor-express-pg.ts`: the same three round trips
+ * with `pg` alone) against the unguarded app — what the protocol itself costs — and oncely against
+ * that floor: what oncely adds. Shown, not judged (issue 47's note proposes goals on them).
+ */
+function versusFloor(loads: Loads, rpsOf: (name: string) => number[]): Figure[] {
+  const floor = 'the hand-written floor (Express, PostgreSQL: BEGIN + lock, the INSERT, row + COMMIT)';
+  const costVs = (name: string, base: string, kind: CostKind): number[] => ratios(costs(loads[`${name}.first`], kind), costs(loads[`${base}.first`], kind));
+  const out: Figure[] = [];
+  for (const [id, label, name, base] of [
+    ['floor_express_pg_tx_vs_unguarded_express_pg', `${floor} ÷ unguarded Express on PostgreSQL`, 'floor-express-pg-tx', 'unguarded-express-pg'],
+    ['oncely_express_pg_tx_vs_floor', `oncely/express (PostgreSQL, transaction: true) ÷ ${floor}`, 'oncely-express-pg-tx', 'floor-express-pg-tx'],
+  ] as const) {
+    out.push(
+      figure(`peers.${id}.first`, `${label}: first execution req/s`, '×', ratios(rpsOf(`${name}.first`), rpsOf(`${base}.first`))),
+      figure(`peers.${id}.cpu`, `${label}: server + PostgreSQL CPU per first execution`, '×', costVs(name, base, 'totalCpu')),
+      figure(`peers.${id}.wal`, `${label}: WAL bytes per first execution`, '×', costVs(name, base, 'wal')),
+    );
+  }
+  return out;
 }
 
 /** pgbench's rates of the store's statements against the single INSERT's, and the middleware against that bound. */

@@ -66,7 +66,7 @@ const ORDER: readonly string[] = [
     ] satisfies PeerName[]
   ).map((n) => `${n}.first`),
   ...(['oncely-express', 'unguarded-express', 'oncely-express-tx'] satisfies PeerName[]).map((n) => `${n}.first`),
-  ...(['oncely-express-pg', 'unguarded-express-pg', 'oncely-express-pg-tx'] satisfies PeerName[]).map((n) => `${n}.first`),
+  ...(['oncely-express-pg', 'unguarded-express-pg', 'oncely-express-pg-tx', 'floor-express-pg-tx'] satisfies PeerName[]).map((n) => `${n}.first`),
   'sql.tx.plain',
   'sql.insert',
   'sql.tx',

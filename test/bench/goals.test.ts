@@ -44,6 +44,24 @@ describe("the peer suite's goals", () => {
     expect(goals['peers.oncely_express_pg_vs_unguarded_express_pg.first']!.goal).toEqual({ op: '>=', value: 0.5 });
   });
 
+  it('shows the hand-written floor against the unguarded app and oncely against the floor, and never counts the floor as a layer', () => {
+    const withFloor = { ...loads, 'floor-express-pg-tx.first': [run(500, 1250, 500, 400), run(400, 1500, 500, 450)] };
+    const figures = Object.fromEntries(throughputGoals(withFloor, false).map((f) => [f.id, f]));
+    const spread = (id: string) => [figures[id]!.min, figures[id]!.max];
+    expect(spread('peers.floor_express_pg_tx_vs_unguarded_express_pg.first')).toEqual([0.5, 0.5]);
+    expect(spread('peers.oncely_express_pg_tx_vs_floor.first')).toEqual([1, 1.4]);
+    expect(spread('peers.oncely_express_pg_tx_vs_floor.cpu')).toEqual([1.143, 1.3]);
+    expect(spread('peers.oncely_express_pg_tx_vs_floor.wal')).toEqual([1, 1.25]);
+    expect(figures['peers.oncely_express_pg_tx_vs_floor.cpu']!.goal).toBeUndefined();
+    // A floor ten times faster than every layer changes no layer's ratio.
+    const fastFloor = { ...loads, 'floor-express-pg-tx.first': [run(10_000), run(10_000)] };
+    const versus = (all: typeof loads) => {
+      const fastest = throughputGoals(all, false).find((f) => f.id === 'peers.oncely_vs_fastest_peer.first')!;
+      return [fastest.min, fastest.max];
+    };
+    expect(versus(fastFloor)).toEqual(versus(loads));
+  });
+
   it('keeps the SQLite goals and shows oncely/express ÷ the fastest other Express layer without a goal', () => {
     expect(goals['peers.oncely_express_vs_unguarded_express.first']!.goal).toEqual({ op: '>=', value: 0.85 });
     expect(goals['peers.oncely_express_tx_vs_unguarded_express.first']!.goal).toEqual({ op: '>=', value: 0.85 });
