@@ -73,14 +73,15 @@ describe.skipIf(!withPostgres).each(CASES)('%s through %s with transaction: true
     orders: (await admin.query<{ attempt: number }>(`SELECT attempt FROM ${schema}.orders WHERE key = $1 ORDER BY attempt`, [key])).rows.map((r) => r.attempt),
     keys: (await admin.query(`SELECT state, response_status AS status FROM ${schema}.oncely_keys WHERE key = $1`, [key])).rows,
   });
-  /** Counts the key's orders, then INSERTs one, both through the ORM in the guard's transaction. */
+  /** Counts the key's orders, INSERTs one and UPDATEs it, all through the ORM in the guard's transaction. */
   const order = async (oncely: GuardContext): Promise<readonly [number, unknown]> => {
     const attempt = (runs += 1);
     const before = await recipe.count(oncely.tx!, oncely.key);
     const row = await recipe.insert(oncely.tx!, { id: `ord_${oncely.key}_${attempt}`, key: oncely.key, attempt });
-    return [201, { id: row.id, attempt: row.attempt, before, dated: row.createdAt instanceof Date }];
+    const touched = await recipe.touch(oncely.tx!, oncely.key);
+    return [201, { id: row.id, attempt: row.attempt, before, touched, dated: row.createdAt instanceof Date }];
   };
-  const first = (attempt: number) => ({ id: `ord_k_${attempt}`, attempt, before: 0, dated: true });
+  const first = (attempt: number) => ({ id: `ord_k_${attempt}`, attempt, before: 0, touched: 1, dated: true });
 
   it('commits the order written through the ORM with the key and the stored response: none is visible before the 201', async () => {
     const inserted = gate();

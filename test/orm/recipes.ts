@@ -28,6 +28,8 @@ export interface OrmRecipe {
   insert(tx: Tx, order: Omit<Order, 'createdAt'>): Promise<Order>;
   /** How many orders of `key` the ORM sees inside `tx`. */
   count(tx: Tx, key: string): Promise<number>;
+  /** UPDATEs the orders of `key` (to the same values) and returns how many rows the ORM says changed. */
+  touch(tx: Tx, key: string): Promise<number>;
 }
 
 const drizzleOrders = pgTable('orders', {
@@ -60,6 +62,10 @@ export const RECIPES = {
       const [row] = await drizzleOver(tx).select({ n: count() }).from(drizzleOrders).where(eq(drizzleOrders.key, key));
       return row!.n;
     },
+    async touch(tx, key) {
+      // pg-proxy answers a write without RETURNING with no count: read the rows back to count them.
+      return (await drizzleOver(tx).update(drizzleOrders).set({ key }).where(eq(drizzleOrders.key, key)).returning({ id: drizzleOrders.id })).length;
+    },
   },
   kysely: {
     async insert(tx, order) {
@@ -74,6 +80,11 @@ export const RECIPES = {
         .executeTakeFirstOrThrow();
       return Number(row.n);
     },
+    async touch(tx, key) {
+      // No RETURNING: the recipe runs it as tx.run, and Kysely reports tx's count.
+      const result = await kyselyOver<KyselyDb>(tx).updateTable('orders').set({ key }).where('key', '=', key).executeTakeFirstOrThrow();
+      return Number(result.numUpdatedRows);
+    },
   },
   knex: {
     async insert(tx, order) {
@@ -84,6 +95,7 @@ export const RECIPES = {
       const row = await knexOver(tx).get<{ n: string }>(qb('orders').where({ key }).count({ n: '*' }));
       return Number(row!.n);
     },
+    touch: (tx, key) => knexOver(tx).run(qb('orders').where({ key }).update({ key })),
   },
 } satisfies Record<string, OrmRecipe>;
 
