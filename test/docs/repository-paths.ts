@@ -43,7 +43,8 @@ const pathsIn = (text: string): string[] => [...text.matchAll(PATH)].map((match)
  * path under `examples/`, `test/`, `bench/` or `scripts/` (or a `src/` path of the repository)
  * that the package does not hold and that the page never links at the repository (a command in
  * the text may name a file the page links once); in a code block, a path of the repository the
- * package does not hold, in a block that does not name the repository's address.
+ * package does not hold and the page does not link, in a block that does not name the
+ * repository's address.
  */
 export function unreachablePaths(text: string, world: PathWorld): string[] {
   const found: string[] = [];
@@ -53,7 +54,7 @@ export function unreachablePaths(text: string, world: PathWorld): string[] {
     if (index % 2 === 1) {
       if (block.includes(world.web)) return;
       for (const path of pathsIn(block)) {
-        if (world.inRepository(path) && !world.shipped(path)) found.push(`${path} (in a code block that does not name ${world.web})`);
+        if (world.inRepository(path) && !world.shipped(path) && !linked.has(path)) found.push(`${path} (in a code block that does not name ${world.web})`);
       }
       return;
     }
