@@ -78,24 +78,18 @@ const pageHref = (): string | undefined => globalThis.location?.href;
  */
 export function resolveTarget(baseUrl: string, scope: string | undefined): TargetOf {
   const page = pageHref();
-  if (page !== undefined || URL.canParse(baseUrl)) {
-    const target = targetOf(baseUrl, page, scope);
-    return () => target;
-  }
-  targetOf(baseUrl, NO_ORIGIN, scope);
-  let resolved: ClientTarget | undefined;
+  const now = page !== undefined || URL.canParse(baseUrl);
+  let resolved = targetOf(baseUrl, now ? page : NO_ORIGIN, scope);
+  let found = now;
   return (doing) => {
-    if (resolved !== undefined) return resolved;
+    if (found) return resolved;
     const later = pageHref();
     if (later === undefined) {
-      throw new OncelyError(
-        ErrorCode.Config,
-        `${doing}: this client's baseUrl ${JSON.stringify(baseUrl)} is relative, and there is no page here to resolve it against ` +
-          '(no location: Node, or a server-side render of a client component). Use the client in the browser only ' +
-          "(in an effect or an event handler, as oncely/react's hooks do), or give it an absolute baseUrl. Nothing was journaled or sent",
-      );
+      const why = 'is relative, and there is no page here to resolve it against (a server render?): use the client in the browser, or give it an absolute URL';
+      throw new OncelyError(ErrorCode.Config, `${doing}: baseUrl ${JSON.stringify(baseUrl)} ${why}. Nothing was sent`);
     }
     resolved = targetOf(baseUrl, later, scope);
+    found = true;
     return resolved;
   };
 }
