@@ -81,7 +81,11 @@ export function assertPeers(user: string, names: readonly PeerName[], resolve: (
  */
 export function requirePeer<T>(name: PeerName): T {
   try {
-    return require(name) as T;
+    // The comments keep bundlers (Turbopack, webpack) from resolving the peer at build time: a
+    // Next.js app that bundles oncely (as it must, for oncely/react to share the app's React
+    // when a client component renders on the server) would otherwise fail to build with "Cannot
+    // find module as expression is too dynamic". Node loads the peer at run time, as it would.
+    return require(/* webpackIgnore: true */ /* turbopackIgnore: true */ name) as T;
   } catch (error) {
     throw isMissing(error, name) ? missingPeer(name, error) : error;
   }
@@ -97,7 +101,7 @@ export function requirePeer<T>(name: PeerName): T {
  */
 export async function importPeer<T>(name: PeerName): Promise<T> {
   try {
-    return (await import(name)) as T;
+    return (await import(/* webpackIgnore: true */ /* turbopackIgnore: true */ name)) as T;
   } catch (error) {
     throw isMissing(error, name) ? missingPeer(name, error) : error;
   }

@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { readFileSync } from 'node:fs';
 import { KEYS_COLUMN, keysOf } from '../peers/labels.js';
 import type { Figure, ResultTable, SuiteResult } from './figures.js';
 import { verdict } from './verdict.js';
@@ -80,6 +81,14 @@ function goals(figures: readonly Figure[]): string {
   return table(['figure', 'median', 'rounds’ spread (min – max)', 'goal', 'verdict'], rows);
 }
 
+/**
+ * The repository's web address (package.json's `repository`): the page ships in the package,
+ * which holds no bench/ sources, so it links each one there.
+ */
+const REPOSITORY = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { repository: { url: string } }).repository.url
+  .replace(/^git\+/, '')
+  .replace(/\.git$/, '');
+
 function external(report: BenchReport): string {
   const parts: string[] = [];
   for (const [name, value] of Object.entries(report.external)) {
@@ -87,7 +96,7 @@ function external(report: BenchReport): string {
     const output = typeof value === 'object' && value !== null && 'output' in value ? (value as { output: unknown }).output : undefined;
     const [lang, text] = typeof output === 'string' ? ['text', output] : ['json', JSON.stringify(value, null, 1) ?? 'null'];
     parts.push(
-      `<details><summary><code>bench/${name}.ts</code></summary>\n\n\`\`\`${lang}\n${text.length > 4000 ? `${text.slice(0, 4000)}\n…` : text}\n\`\`\`\n</details>`,
+      `<details><summary><code>bench/${name}.ts</code></summary>\n\n[\`bench/${name}.ts\`](${REPOSITORY}/blob/main/bench/${name}.ts)\n\n\`\`\`${lang}\n${text.length > 4000 ? `${text.slice(0, 4000)}\n…` : text}\n\`\`\`\n</details>`,
     );
   }
   return parts.join('\n\n');

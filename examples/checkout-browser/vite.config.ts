@@ -45,13 +45,15 @@ export function checkoutConfig(options: CheckoutConfigOptions = {}): InlineConfi
     base: './',
     logLevel: 'warn',
     plugins: [react()],
+    // `oncely/…` as tsconfig.json maps it: the repository's sources, in place of the package.
+    resolve: { tsconfigPaths: true },
     // Outside the repository: the shared node_modules is not this example's to write into.
     cacheDir: join(tmpdir(), 'oncely-checkout-vite'),
     // Found up front: a dependency discovered on the first page load makes the dev server reload the page.
     optimizeDeps: { include: ['react', 'react/jsx-dev-runtime', 'react-dom/client', 'idb-keyval', 'ky', 'p-retry', 'uuid'] },
     server: {
       proxy: { '/v1': { target: options.api ?? 'http://127.0.0.1:8787', changeOrigin: false } },
-      // The page imports oncely from the repository's sources, and node_modules may be a link.
+      // `oncely/…` resolves to the repository's sources, and node_modules may be a link.
       fs: { allow: [repository, realpathSync(join(repository, 'node_modules'))] },
     },
     build: {

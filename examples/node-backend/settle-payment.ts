@@ -8,17 +8,17 @@
  * replays instead of paying twice. The SQLite journal keeps the calls that were in flight when
  * the process died; `resume()` at start-up finishes them.
  *
- * Run it:
+ * Run it (README.md beside it says how, from an installed package or a clone of the repository):
  *
  * ```sh
- * npx tsx src/cli/main.ts serve --port 8787 &
- * ONCELY_URL=http://127.0.0.1:8787 ONCELY_TOKEN=test_acme npx tsx examples/node-backend/settle-payment.ts pay_1001 pay_1002
+ * npx oncely serve --port 8787 &
+ * ONCELY_URL=http://127.0.0.1:8787 ONCELY_TOKEN=test_acme npx tsx settle-payment.ts pay_1001 pay_1002
  * ```
  *
  * @module
  */
 import { pathToFileURL } from 'node:url';
-import { createClient, sqliteJournal, type Client, type OperationResult } from '../../src/node.js';
+import { createClient, sqliteJournal, type Client, type OperationResult } from 'oncely/node';
 
 /**
  * This service's own key namespace: two services deriving keys from the same payment ids

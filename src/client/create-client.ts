@@ -34,7 +34,11 @@ export type { ResumeOptions } from './resume-options.js';
 export interface Client {
   /** The journal operations are kept in. */
   readonly journal: Journal;
-  /** This client's scope (origin of `baseUrl`, plus `#scope`): the only operations it sees and sends. */
+  /**
+   * This client's scope (origin of `baseUrl`, plus `#scope`): the only operations it sees and
+   * sends. Like every call, reading it throws a `config` error where a relative `baseUrl` has no
+   * page to be resolved against (a server-side render).
+   */
   readonly scope: string;
   /** `prepare('POST', path, options)` then `send()`, journaled as submitted in one write. */
   post<T = unknown>(path: string, options?: RequestOptions): Promise<OperationResult<T>>;
@@ -159,7 +163,8 @@ export function buildClient(options: ClientOptions, defaultJournal: (() => Journ
 
   const resumeOne = async (key: string, signal: AbortSignal | undefined, follow: boolean): Promise<ResumeOutcome> => {
     try {
-      const record = await journal.get(resolved.scope, key);
+      const { scope } = resolved.target('resume()');
+      const record = await journal.get(scope, key);
       if (record === undefined || record.state !== OperationState.Pending) return { key, state: 'skipped' };
       const ref: OperationRef = { method: record.method, url: record.url, key };
       if (isExpired(record, resolved.keyTtlMs)) {
@@ -168,7 +173,7 @@ export function buildClient(options: ClientOptions, defaultJournal: (() => Journ
       // Claimed here, not only inside send(), so that an operation another process is sending
       // is skipped rather than waited for, unless the caller asked to follow it: send() then
       // waits for the claim like any other.
-      if (!follow && !engine.inflight.has(key) && !(await journal.claim(resolved.scope, key, resolved.ownerId, resolved.claimTtlMs))) {
+      if (!follow && !engine.inflight.has(key) && !(await journal.claim(scope, key, resolved.ownerId, resolved.claimTtlMs))) {
         return { key, state: 'skipped' };
       }
       const result = await createOperation(engine, ref, {}, signal, snapshotOf(ref, record, resolved.keyTtlMs)).send(signal ? { signal } : {});
@@ -187,8 +192,9 @@ export function buildClient(options: ClientOptions, defaultJournal: (() => Journ
 
   // The scope's pending records, those that fail the journal check (../journal/integrity.ts)
   // moved to the damaged rows the journal itself could not read.
-  const readPending = async (): Promise<{ records: OperationRecord[]; damaged: DamagedRecord[] }> => {
-    const listed = await journal.list({ scope: resolved.scope, state: OperationState.Pending });
+  const readPending = async (doing: string): Promise<{ records: OperationRecord[]; damaged: DamagedRecord[] }> => {
+    const { scope } = resolved.target(doing);
+    const listed = await journal.list({ scope, state: OperationState.Pending });
     const reasons = await Promise.all(listed.map((record) => recordDamage(record, resolved.digest)));
     const records: OperationRecord[] = [];
     const damaged: DamagedRecord[] = [];
@@ -197,13 +203,15 @@ export function buildClient(options: ClientOptions, defaultJournal: (() => Journ
       if (reason === undefined) records.push(record);
       else damaged.push({ scope: record.scope, key: record.key, reason });
     });
-    damaged.push(...(await journal.damaged({ scope: resolved.scope })));
+    damaged.push(...(await journal.damaged({ scope })));
     return { records, damaged };
   };
 
   return {
     journal,
-    scope: resolved.scope,
+    get scope() {
+      return resolved.target('client.scope').scope;
+    },
     post: call('POST'),
     put: call('PUT'),
     patch: call('PATCH'),
@@ -212,7 +220,7 @@ export function buildClient(options: ClientOptions, defaultJournal: (() => Journ
     async pending() {
       engine.assertOpen();
       const now = Date.now();
-      const { records, damaged } = await readPending();
+      const { records, damaged } = await readPending('pending()');
       const unsettled: PendingOperation[] = records.map((record) => ({
         method: record.method,
         url: record.url,
@@ -234,7 +242,7 @@ export function buildClient(options: ClientOptions, defaultJournal: (() => Journ
     },
     async resume(resumeOptions = {}) {
       engine.assertOpen();
-      const { records: pendingRecords, damaged } = await readPending();
+      const { records: pendingRecords, damaged } = await readPending('resume()');
       const keys = pendingRecords.filter((record) => record.submittedAt !== null).map((record) => record.key);
       const outcomes: ResumeOutcome[] = new Array<ResumeOutcome>(keys.length);
       let next = 0;

@@ -148,7 +148,7 @@ export function createOperation(
   // or that it was submitted. A pending row says nothing a send here has not said better.
   const poll = async (): Promise<OperationSnapshot | undefined> => {
     if (engine.inflight.has(ref.key)) return undefined;
-    const record = await engine.options.journal.get(engine.options.scope, ref.key);
+    const record = await engine.options.journal.get(engine.options.target('settled()').scope, ref.key);
     if (record === undefined) return undefined;
     const read = snapshotOf(ref, record, engine.options.keyTtlMs);
     return isFinal(read) || (tracker.snapshot.state === 'prepared' && read.state !== 'prepared') ? read : undefined;

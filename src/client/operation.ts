@@ -86,7 +86,7 @@ export function snapshotOf(ref: OperationRef, record: OperationRecord, keyTtlMs:
 }
 
 async function loadRecord(options: ResolvedOptions, ref: OperationRef): Promise<OperationRecord> {
-  const record = await options.journal.get(options.scope, ref.key);
+  const record = await options.journal.get(options.target('send()').scope, ref.key);
   if (record === undefined) {
     throw new JournalError(`${ref.method} ${ref.url} (Idempotency-Key ${ref.key}) is not in the journal`, {
       hint: 'it was pruned or the journal was replaced; prepare the operation again',
@@ -101,7 +101,7 @@ async function loadRecord(options: ResolvedOptions, ref: OperationRef): Promise<
  */
 async function assertIntact(options: ResolvedOptions, ref: OperationRef, record: OperationRecord): Promise<void> {
   // Checked against the client's own scope: a journal handing back another scope's row gets it refused.
-  const reason = await recordDamage(record, options.digest, options.scope);
+  const reason = await recordDamage(record, options.digest, options.target('send()').scope);
   if (reason === undefined) return;
   throw new JournalError(`${ref.method} ${ref.url} (Idempotency-Key ${ref.key}) was not sent: its journal row is damaged: ${reason}`, {
     hint: 'it is left as it is; client.pending() lists it',
@@ -135,7 +135,8 @@ export async function runChain(
   behind: WriteBehinds | undefined,
   fresh?: FreshRecord,
 ): Promise<OperationResult> {
-  const { journal, retry, ownerId, claimTtlMs, hooks, scope } = options;
+  const { journal, retry, ownerId, claimTtlMs, hooks } = options;
+  const { scope } = options.target('send()');
   // A record this call has just created needs no read back: nothing else knows its key yet.
   const record = fresh?.record ?? (await loadRecord(options, ref));
   if (record.state !== OperationState.Pending) return fromSettled(ref, record);

@@ -6,6 +6,7 @@
  */
 import type { Journal } from '../journal/types.js';
 import type { FingerprintDigest } from '../fingerprint.js';
+import type { TargetOf } from './base-url.js';
 import type { AttemptEvent, RetryEvent, SettledEvent, UnansweredEvent } from './results.js';
 import type { ResolvedRetryOptions, RetryOptions } from './retry-options.js';
 import type { AttemptTracer, TelemetryOptions } from './telemetry.js';
@@ -54,7 +55,10 @@ export interface ClientOptions extends ClientHooks {
    * Base URL of the API. A relative path (`'v1/payments'`) is joined to it, keeping its path as
    * ky's `prefixUrl` does (`'http://host/api'` + `'v1/payments'` → `http://host/api/v1/payments`);
    * a path starting with `/` is taken from the origin (`'/v1/payments'` → `http://host/v1/payments`).
-   * In a page, a relative base URL (`'/api'`) is relative to the page. Its origin is the client's
+   * In a page, a relative base URL (`'/api'`) is relative to the page. Where there is no page (a
+   * server-side render: Next.js renders client components on the server too) creating the
+   * client does not throw; the base is resolved at the first call, and a call made where there
+   * is still no page throws a `config` error. Its origin is the client's
    * scope (see `scope`): requests may only go to this origin, and the client's headers are never
    * sent anywhere else.
    * @example
@@ -177,11 +181,8 @@ export interface ClientOptions extends ClientHooks {
  * @internal
  */
 export interface ResolvedOptions {
-  readonly baseUrl: string;
-  /** The origin of `baseUrl`: the only place requests go. */
-  readonly origin: string;
-  /** See `scopeOf` (../journal/scope.ts). */
-  readonly scope: string;
+  /** `baseUrl` resolved, its origin and the scope: at once, or at first use where a relative one has no page yet (./base-url.ts). */
+  readonly target: TargetOf;
   /** The client's headers, lower-case names, evaluated for each attempt. */
   readonly headers: () => Promise<Record<string, string>>;
   /** Header names that may be journaled: `JOURNALED_HEADERS` and `journalHeaders`. */

@@ -94,9 +94,10 @@ function chooseKey(options: RequestOptions, namespace: string, method: string, u
  */
 export async function prepareRequest(resolved: ResolvedOptions, method: string, path: string, options: RequestOptions): Promise<PreparedRequest> {
   const verb = method.toUpperCase();
+  const target = resolved.target(`${verb} ${JSON.stringify(path)}`);
   let url: URL;
   try {
-    url = new URL(path, resolved.baseUrl);
+    url = new URL(path, target.baseUrl);
   } catch (cause) {
     throw new OncelyError(ErrorCode.Config, `${verb} ${JSON.stringify(path)}: not a URL path; nothing was journaled or sent`, { cause });
   }
@@ -107,8 +108,8 @@ export async function prepareRequest(resolved: ResolvedOptions, method: string, 
     );
   }
   // The client's headers (its credentials) are for its own origin only.
-  if (url.origin !== resolved.origin) {
-    throw new OncelyError(ErrorCode.Config, `${verb} ${url.href}: outside this client's origin ${resolved.origin}; nothing was journaled or sent`);
+  if (url.origin !== target.origin) {
+    throw new OncelyError(ErrorCode.Config, `${verb} ${url.href}: outside this client's origin ${target.origin}; nothing was journaled or sent`);
   }
   // A query string is journaled: a parameter named like a credential, or holding a JWT, is
   // refused unless opted in (see credentials.ts for the rule).
@@ -167,7 +168,7 @@ export async function prepareRequest(resolved: ResolvedOptions, method: string, 
   // The journal check (recordDamage) recomputes it from the journaled record alone.
   const fp = await resolved.digest(journaledFingerprintInput(verb, url, journaled, body));
   return {
-    operation: { scope: resolved.scope, key, method: verb, url: url.href, headers: journaled, body, fingerprint: fp },
+    operation: { scope: target.scope, key, method: verb, url: url.href, headers: journaled, body, fingerprint: fp },
     unjournaled,
   };
 }

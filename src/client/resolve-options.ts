@@ -7,9 +7,10 @@
  */
 import { isCredentialName } from '../credentials.js';
 import { OncelyError, ErrorCode } from '../errors.js';
-import { JOURNALED_HEADERS, NEVER_JOURNALED_HEADERS, SCOPE_NAME, scopeOf, type Journal } from '../journal/types.js';
+import { JOURNALED_HEADERS, NEVER_JOURNALED_HEADERS, SCOPE_NAME, type Journal } from '../journal/types.js';
 import { DEFAULT_NAMESPACE } from '../keys.js';
 import { defaultDigest, type FingerprintDigest } from '../fingerprint.js';
+import { resolveTarget } from './base-url.js';
 import type { ClientHooks, ClientOptions, ResolvedOptions } from './options.js';
 import { nonNegative, normalizeRetryOptions } from './retry-options.js';
 import { attemptTracer } from './telemetry.js';
@@ -37,26 +38,7 @@ export function normalizeOptions(
   mintOwnerId: () => string,
   digest: FingerprintDigest = defaultDigest(),
 ): ResolvedOptions {
-  let base: URL;
-  try {
-    // In a page, a relative base URL ('/api') is relative to the page, as fetch would take it.
-    base = new URL(options.baseUrl, globalThis.location?.href);
-  } catch (cause) {
-    throw new OncelyError(ErrorCode.Config, `createClient: baseUrl ${JSON.stringify(options.baseUrl)} is not an absolute URL`, { cause });
-  }
-  // A base path is kept: 'v1/payments' under 'http://host/api' is 'http://host/api/v1/payments'.
-  if (!base.pathname.endsWith('/')) base.pathname = `${base.pathname}/`;
-  base.search = '';
-  base.hash = '';
-  if (base.protocol !== 'http:' && base.protocol !== 'https:') {
-    throw new OncelyError(ErrorCode.Config, `createClient: baseUrl ${JSON.stringify(options.baseUrl)} is not an http(s) URL`);
-  }
-  if (base.username !== '' || base.password !== '') {
-    throw new OncelyError(
-      ErrorCode.Config,
-      'createClient: baseUrl holds a user name or password; fetch refuses such URLs and the journal would keep them. Send credentials as a header',
-    );
-  }
+  const target = resolveTarget(options.baseUrl, options.scope);
   if (options.scope !== undefined && !SCOPE_NAME.test(options.scope)) {
     throw new OncelyError(ErrorCode.Config, `createClient: scope ${JSON.stringify(options.scope)} must be 1–64 characters from A-Z a-z 0-9 . _ ~ -`);
   }
@@ -86,9 +68,7 @@ export function normalizeOptions(
     ...(options.onSettled ? { onSettled: options.onSettled } : {}),
   };
   return {
-    baseUrl: base.href,
-    origin: base.origin,
-    scope: scopeOf(base, options.scope),
+    target,
     headers,
     journalHeaders: new Set([...JOURNALED_HEADERS, ...(options.journalHeaders ?? []).map((name) => name.toLowerCase())]),
     allowCredentialsInQuery: allowedInQuery(options.allowCredentialsInQuery),

@@ -3,7 +3,8 @@
  * its first attempt until it is settled.
  *
  * Every backend (memory, SQLite, IndexedDB) implements {@link Journal} and passes the one
- * contract suite in `test/contract/journal.contract.ts`.
+ * contract suite in the repository's
+ * [`test/contract/journal.contract.ts`](https://github.com/oncely/oncely/blob/main/test/contract/journal.contract.ts).
  *
  * Lifecycle of a record (`expired` is derived from `createdAt`, never stored):
  *

@@ -26,7 +26,7 @@ const TYPES: Readonly<Record<string, string>> = {
  *
  * @example
  * ```ts
- * const assets = createStaticFiles('examples/checkout-browser/dist');
+ * const assets = createStaticFiles('public');
  * const app = createReferenceApp({ store, assets });
  * ```
  */

@@ -58,6 +58,15 @@ function recordKeys(tab: Page): string[] {
 }
 
 describe('a Next.js app: a client component on oncely/react paying through its own withIdempotency route handler', () => {
+  it('renders the checkout on the server, where its module creates the client with a relative baseUrl, without an error', async () => {
+    // Before any script runs: the HTML Next.js rendered, client component included.
+    const response = await fetch(`${server.origin}/?order=ord-ssr&amount=4900`);
+    const html = await response.text();
+    expect(response.status, html).toBe(200);
+    expect(html).toMatch(/<main data-state="loading" data-key=""><h1>Order <!-- -->ord-ssr<\/h1><\/main>/);
+    expect(server.output()).not.toMatch(/error/i);
+  });
+
   it('pays once when Pay is double-clicked', async () => {
     const { tab } = await newTab();
     const keys = recordKeys(tab);

@@ -65,6 +65,8 @@ async function freePort(): Promise<number> {
 /** A running `next start` of the built app, on its own key store. */
 export interface NextServer {
   readonly origin: string;
+  /** What the server printed on stderr, and on stdout before it was ready. */
+  output(): string;
   /** The keys of the payments the app committed for an order (its `GET /api/payments`). */
   payments(reference: string): Promise<string[]>;
   stop(): Promise<void>;
@@ -94,6 +96,7 @@ export async function startNextApp(dir: string): Promise<NextServer> {
   const origin = `http://127.0.0.1:${port}`;
   return {
     origin,
+    output: () => output,
     async payments(reference) {
       const response = await fetch(`${origin}/api/payments?reference=${encodeURIComponent(reference)}`);
       if (!response.ok) throw new Error(`GET /api/payments: ${response.status}\n${output}`);

@@ -13,8 +13,11 @@ import { bundleBrowserEntry, type BrowserBundle } from './bundle-browser-entry.j
  * +318 B; close() waiting for the outcomes written behind +309 B; the attempt's whole-time timer
  * and the client's following()/subscribe() for usePendingOperations +353 B; the row seal checked
  * on every read +318 B (plus the split of the IndexedDB insertion, +20 B).
+ * Raised again on 2026-12-08 for issue 50's server-side rendering, 18 372 → 18 644 B: a relative
+ * baseUrl where there is no page is resolved at the first call instead of throwing in
+ * createClient (src/client/base-url.ts, and the call named in its error) +272 B.
  */
-const CLIENT_GZIP_BUDGET = 18 * 1024;
+const CLIENT_GZIP_BUDGET = 18.5 * 1024;
 
 describe('the browser entry bundled with esbuild for the browser platform', () => {
   let whole: BrowserBundle;
@@ -40,7 +43,7 @@ describe('the browser entry bundled with esbuild for the browser platform', () =
     expect(nodeOnly).toEqual([]);
   });
 
-  it('keeps the client without ky under 18 KB minified and gzipped', () => {
+  it('keeps the client without ky under 18.5 KB minified and gzipped', () => {
     expect(withoutKy.inputs.some((input) => input.includes('node_modules/ky/'))).toBe(false);
     expect(withoutKy.gzipBytes).toBeLessThan(CLIENT_GZIP_BUDGET);
   });

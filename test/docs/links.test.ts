@@ -1,12 +1,14 @@
 /**
  * No broken link in the published README or in the guides: every relative link names a file
- * of this repository (or one the package ships), and every `#anchor` names a heading of its
- * page, slugged as GitHub slugs them. Links to other sites are not fetched.
+ * of this repository (or one the package ships), every `#anchor` names a heading of its page,
+ * slugged as GitHub slugs them, and every link to the repository (package.json's `repository`)
+ * names a file or folder of it. Links to other sites are not fetched.
  */
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { dirname, join, normalize, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { repositoryLinks, repositoryWeb } from './repository-paths.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const PAGES = [
@@ -54,5 +56,13 @@ describe('links in the README and the guides', () => {
       if (anchor !== undefined && target.endsWith('.md') && !anchorsOf(target).has(anchor)) broken.push(`${link} (no heading #${anchor} in ${target})`);
     }
     expect(broken).toEqual([]);
+  });
+
+  it('to the repository name a file or folder of it, in the guides and in the READMEs of the examples the package ships', () => {
+    const web = repositoryWeb(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { repository?: { url?: string } });
+    const pages = [...PAGES, 'examples/batch-upload/README.md', 'examples/node-backend/README.md'];
+    const links = pages.flatMap((page) => repositoryLinks(readFileSync(join(ROOT, page), 'utf8'), web).map((path) => ({ page, path })));
+    expect(links.length).toBeGreaterThanOrEqual(40);
+    expect(links.filter(({ path }) => !existsSync(join(ROOT, path))).map(({ page, path }) => `${page}: ${path}`)).toEqual([]);
   });
 });

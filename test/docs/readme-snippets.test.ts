@@ -59,6 +59,14 @@ describe('the snippets of the README and the guides', () => {
     expect(snippets.length).toBeGreaterThanOrEqual(20);
   });
 
+  it("are there to check in each framework's guide: Next.js (route handlers, the client component, its page, Bun and Deno), NestJS", () => {
+    const of = (page: string): Snippet[] => snippets.filter((s) => s.page === page);
+    expect(of('docs/nextjs.md').map((s) => s.name)).toEqual(expect.arrayContaining(['store.ts', 'instrumentation.ts', 'checkout.tsx', 'page.tsx']));
+    expect(of('docs/nextjs.md').filter((s) => s.code.includes("from 'oncely/web'")).length).toBeGreaterThanOrEqual(4);
+    expect(of('docs/nextjs.md').some((s) => s.code.includes('export const fetch = withIdempotency('))).toBe(true);
+    expect(of('docs/nestjs.md').map((s) => s.name)).toEqual(expect.arrayContaining(['app.module.ts', 'orders.controller.ts', 'main.ts']));
+  });
+
   it('create every client with the credential its requests need: a headers option, or a comment naming the session cookie', () => {
     // Copied as written, a client without one is refused 401 at every request (the reference
     // server's demo callers are tokens), and each payment sits pending.

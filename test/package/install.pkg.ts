@@ -10,12 +10,14 @@
  * Vite comes from the npm registry. Run with `npm run test:package` (CI does).
  */
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { repositoryWeb, unreachablePaths } from '../docs/repository-paths.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const TSC = join(ROOT, 'node_modules/typescript/bin/tsc');
@@ -89,6 +91,10 @@ describe('the packed tarball', () => {
       'package/docs/nestjs.md',
       'package/dist/server/middleware/nestjs.js',
       'package/dist/server/middleware/nestjs.d.ts',
+      'package/examples/node-backend/settle-payment.ts',
+      'package/examples/node-backend/README.md',
+      'package/examples/batch-upload/payroll.csv',
+      'package/examples/batch-upload/README.md',
       'package/LICENSE',
       'package/README.md',
     ]) {
@@ -122,6 +128,22 @@ describe('the packed tarball', () => {
         if (!illustrative.has(path!)) found.push(`${file.slice(unpacked.length)}: ${path}`);
       }
     }
+    expect(found).toEqual([]);
+  });
+
+  it('names no path of the repository a reader of the package cannot reach: each is in the tarball or linked at the repository', () => {
+    const listing = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' })
+      .split('\n')
+      .filter((file) => file.startsWith('package/'))
+      .map((file) => file.slice('package/'.length));
+    const shipped = (path: string): boolean => listing.some((file) => file === path || file.startsWith(`${path.replace(/\/$/, '')}/`));
+    const packed = JSON.parse(execFileSync('tar', ['-xzOf', tarball, 'package/package.json'], { encoding: 'utf8' })) as { repository?: { url?: string } };
+    const world = { web: repositoryWeb(packed), shipped, inRepository: (path: string) => existsSync(join(ROOT, path)) };
+    const pages = listing.filter((file) => file.endsWith('.md'));
+    expect(pages).toEqual(expect.arrayContaining(['README.md', 'docs/browser.md', 'docs/PROTOCOL.md', 'examples/node-backend/README.md']));
+    const found = pages.flatMap((page) =>
+      unreachablePaths(execFileSync('tar', ['-xzOf', tarball, `package/${page}`], { encoding: 'utf8' }), world).map((why) => `${page}: ${why}`),
+    );
     expect(found).toEqual([]);
   });
 
@@ -215,6 +237,38 @@ try {
     expect(right.status).toBe(0);
     const rightReport = JSON.parse(readFileSync(join(dir, 'right.json'), 'utf8')) as { complete: boolean; executed: number; invalid: number };
     expect([rightReport.complete, rightReport.executed, rightReport.invalid]).toEqual([true, 1, 2]);
+  }, 120_000);
+
+  it('runs the examples it ships as their READMEs say: the settlement worker where it is installed, the sample payroll through npx oncely upload', async () => {
+    server ??= await startServe(dir);
+    const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+    const settle = (journal: string): Array<{ step: string; status: number; replayed: boolean }> => {
+      const worker = ['--import', tsx, 'node_modules/oncely/examples/node-backend/settle-payment.ts', 'pay_2001', 'pay_2002'];
+      const env = { ...process.env, ONCELY_URL: server!.url, ONCELY_TOKEN: 'test_acme', ONCELY_JOURNAL: join(dir, journal) };
+      const out = execFileSync(process.execPath, worker, { cwd: dir, encoding: 'utf8', env });
+      return out
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { step: string; status: number; replayed: boolean });
+    };
+    expect(settle('settle-a.db').map((step) => [step.step, step.status, step.replayed])).toEqual([
+      ['principal', 201, false],
+      ['fee', 201, false],
+      ['principal', 201, false],
+      ['fee', 201, false],
+    ]);
+    // Run again on a fresh journal: the derived keys make the server replay every step.
+    expect(settle('settle-b.db').map((step) => step.replayed)).toEqual([true, true, true, true]);
+
+    copyFileSync(join(dir, 'node_modules/oncely/examples/batch-upload/payroll.csv'), join(dir, 'payroll.csv'));
+    const oncely = join(dir, 'node_modules/.bin/oncely');
+    const dry = spawnSync(oncely, ['upload', 'payroll.csv', '--dry-run'], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
+    expect(dry.stdout).toMatch(/dry run of payroll\.csv: nothing was sent\n\s+rows\s+24\n\s+valid\s+23\n\s+invalid\s+1/);
+    const args = ['upload', 'payroll.csv', '--url', `${server.url}/v1/payments`, '--token', 'test_acme', '--journal', 'payroll-journal.db'];
+    const upload = spawnSync(oncely, [...args, '--report', 'payroll-report.json'], { cwd: dir, encoding: 'utf8', timeout: 60_000 });
+    expect(upload.status, upload.stderr).toBe(0);
+    const report = JSON.parse(readFileSync(join(dir, 'payroll-report.json'), 'utf8')) as { executed: number; declined: number; invalid: number };
+    expect([report.executed, report.declined, report.invalid]).toEqual([22, 1, 1]);
   }, 120_000);
 
   it('names the package to install when an optional driver is missing', () => {

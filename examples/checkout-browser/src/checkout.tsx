@@ -9,7 +9,7 @@
  * here from the shared journal.
  */
 import { useEffect, useState } from 'react';
-import { useOperation } from '../../../src/react/index.js';
+import { useOperation } from 'oncely/react';
 import { EarlierPayments } from './earlier-payments.js';
 import { formatAmount, paymentBody, type Order } from './order.js';
 import { CheckoutStatus, describeStatus } from './status.js';

@@ -8,8 +8,8 @@
  * never charged.
  */
 import { useEffect, useState } from 'react';
-import { type OperationRecord } from '../../../src/journal.js';
-import { useOncelyClient, useOperation, usePendingOperations } from '../../../src/react/index.js';
+import { type OperationRecord } from 'oncely/journal';
+import { useOncelyClient, useOperation, usePendingOperations } from 'oncely/react';
 import { formatAmount } from './order.js';
 import { describeStatus } from './status.js';
 

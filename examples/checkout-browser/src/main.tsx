@@ -4,15 +4,15 @@
  * payment after its tab is closed. StrictMode stays on: `useOperation` journals the payment
  * once however often React runs its effects.
  *
- * In an application this module imports `oncely/browser`, `oncely/react` and
- * `oncely/service-worker`; the example imports the same files from the repository's sources so
- * it always runs against the code under test.
+ * It imports `oncely/browser`, `oncely/react` and `oncely/service-worker`, as an application
+ * does; inside the oncely repository those names map to the sources (tsconfig.json `paths`), so
+ * the example always runs against the code under test.
  */
 import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
-import { createClient } from '../../../src/browser.js';
-import { OncelyProvider } from '../../../src/react/index.js';
-import { requestBackgroundSync } from '../../../src/service-worker/index.js';
+import { createClient } from 'oncely/browser';
+import { OncelyProvider } from 'oncely/react';
+import { requestBackgroundSync } from 'oncely/service-worker';
 import { Checkout } from './checkout.js';
 import { demoHeaders } from './config.js';
 import { orderFromUrl, urlForOrder } from './order.js';

@@ -9,7 +9,7 @@
  * notifications allowed, the customer gets a notification instead (the page never asks for the
  * permission itself: that is the shop's call).
  */
-import { createServiceWorkerResumer, type ServiceWorkerSettled } from '../../../src/service-worker/index.js';
+import { createServiceWorkerResumer, type ServiceWorkerSettled } from 'oncely/service-worker';
 import { CHANNEL_NAME, demoHeaders } from './config.js';
 
 /** The parts of the Service Worker's global scope this file uses (not in TypeScript's DOM types). */

@@ -3,8 +3,8 @@
  * the end-to-end tests), a badge and a sentence. One pure function, so the words the customer
  * reads are decided in one place.
  */
-import { ErrorCode, isOncelyError } from '../../../src/browser.js';
-import type { OperationView } from '../../../src/react/index.js';
+import { ErrorCode, isOncelyError } from 'oncely/browser';
+import type { OperationView } from 'oncely/react';
 
 /**
  * The page's states, as `<main data-status>`.

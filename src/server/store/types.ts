@@ -16,7 +16,9 @@
  * The primitives a storage backend implements so that the neutral handler
  * (`../handler.ts`) and phase runner (`../phases.ts`) can run PROTOCOL.md's state machine. Each
  * primitive is one transaction. A store that implements them, and nothing else, is correct:
- * the contract suite in `test/contract/` and the crash matrix run against such a store.
+ * the contract suite in the repository's
+ * [`test/contract/`](https://github.com/oncely/oncely/tree/main/test/contract) and the crash
+ * matrix run against such a store.
  *
  * Glossary:
  * - **key row**: one `(client_id, key)`: the request's fingerprint and body, its state, its

@@ -7,8 +7,9 @@
 import { createClient } from 'oncely/browser';
 import { OncelyProvider, useOperation } from 'oncely/react';
 
-// Module level: created once per page load. This module is loaded in the browser only
-// (checkout-loader.tsx): '/api' is resolved against the page.
+// Module level: created once per page load, and once per server process, where the page is
+// rendered first. There it is never used (the hooks touch it in effects only): '/api' is resolved
+// against the page at the first call, in the browser.
 const client = createClient({ baseUrl: '/api', scope: 'next-checkout', headers: () => ({ 'x-account-id': 'acme' }) });
 
 interface Order {
