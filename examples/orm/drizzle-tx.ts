@@ -9,7 +9,7 @@
  */
 import type { DrizzleConfig } from 'drizzle-orm';
 import { drizzle, type PgRemoteDatabase } from 'drizzle-orm/pg-proxy';
-import type { Tx } from '../../src/server/index.js';
+import type { Tx } from 'oncely/server';
 
 /** A Drizzle database whose statements run in `tx`: make one per request, from its `tx`. */
 export function drizzleOver<TSchema extends Record<string, unknown> = Record<string, never>>(

@@ -5,7 +5,7 @@
  * connection of someone else's, so it compiles and `tx` runs.
  */
 import knex, { type Knex } from 'knex';
-import type { Tx } from '../../src/server/index.js';
+import type { Tx } from 'oncely/server';
 
 /** Knex's query builder, compiling only: no connection, no pool. */
 export const qb: Knex = knex({ client: 'pg' });

@@ -19,7 +19,7 @@ import {
   type Driver,
   type QueryResult,
 } from 'kysely';
-import type { Tx } from '../../src/server/index.js';
+import type { Tx } from 'oncely/server';
 
 /** An INSERT, UPDATE or DELETE without `RETURNING`: what it returns is a count, not rows. */
 function countsRows(query: CompiledQuery): boolean {

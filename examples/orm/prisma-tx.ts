@@ -17,7 +17,7 @@ import {
   type SqlQuery,
   type SqlResultSet,
 } from '@prisma/driver-adapter-utils';
-import type { Tx } from '../../src/server/index.js';
+import type { Tx } from 'oncely/server';
 
 /** A column's type, read off its first non-null value. */
 function typeOf(values: readonly unknown[]): ColumnType {
