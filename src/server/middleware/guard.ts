@@ -2,8 +2,9 @@
  * The neutral core of the framework middleware (`oncely/hono`, `oncely/express`,
  * `oncely/fastify`): PROTOCOL.md's response matrix around an application's existing route
  * handler, over a {@link KeyStore}. Each framework edge only translates its request and response
- * to the shapes of `types.ts`. Which branch a request takes is decided by `../admission.ts`, the
- * same code as the reference handler's.
+ * to the shapes of `types.ts`. The checks before admission (401, 400, 413, the replay cache, 503)
+ * are `../pre-admission.ts`'s and which branch a request takes is decided by `../admission.ts`:
+ * the same code as the reference handler's.
  *
  * This folder (`src/server/middleware/`), the server library's framework front end:
  * - `express.ts`, `hono.ts`, `fastify.ts`: the public entries (`oncely/express`, …), each a thin edge;
@@ -30,14 +31,13 @@
  * @module
  * @internal
  */
-import { parseKeyHeader } from '../../keys.js';
-import { admitRequest, fromCache, type AdmissionPolicy, type AdmitAttempt } from '../admission.js';
-import { problemAnswer, storeUnavailable, type Answer } from '../answers.js';
+import { admitRequest, type AdmissionPolicy, type AdmitAttempt } from '../admission.js';
+import type { Answer } from '../answers.js';
 import { InvalidOptionError } from '../errors/invalid-option-error.js';
 import { createInFlight } from '../in-flight.js';
 import { createLetGo } from '../let-go.js';
 import { integerOption, resolveServerOptions } from '../options.js';
-import { ProblemType } from '../problems.js';
+import { checkThenAdmit, type KeyedFrontEnd } from '../pre-admission.js';
 import { createReplayCache } from '../replay-cache.js';
 import { fingerprintOf } from './body-fingerprint.js';
 import { LeasedRun } from './leased-run.js';
@@ -46,13 +46,14 @@ import { TransactionExecution } from './transaction-execution.js';
 import { traceGuard } from './telemetry-guard.js';
 import { tracingOf } from '../../telemetry/spans.js';
 import type { AdmitInput, Lease } from '../store/types.js';
-import type { Decision, Guard, GuardOptions, GuardedRequest } from './types.js';
+import type { Decision, Guard, GuardOptions, GuardedBody, GuardedRequest } from './types.js';
 
 export { isFinalStatus } from './wire.js';
 export type { WireResponse } from '../answers.js';
 export type { Decision, Execution, Guard, GuardContext, GuardOptions, GuardedBody, GuardedRequest } from './types.js';
 
 const answer = (response: Answer): Decision => ({ kind: 'answer', response });
+const PASS: Decision = { kind: 'pass' };
 
 /**
  * Builds the guard one framework edge wraps.
@@ -142,32 +143,28 @@ export function createGuard(options: GuardOptions): Guard {
     }
   }
 
+  /** The guard as the pre-admission checks (`../pre-admission.ts`) see it. */
+  const front: KeyedFrontEnd<GuardedRequest, GuardedBody, undefined, Decision> = {
+    maxBodyBytes,
+    cache,
+    digest,
+    noCaller: 'this request has no caller',
+    caller: (request) => (request.clientId === '' ? null : request.clientId),
+    keyHeader: (request) => request.keyHeader,
+    body: (request) => (typeof request.body === 'function' ? request.body() : request.body),
+    fingerprint: fingerprintOf,
+    admit: (request, keyed, requestHash) => admitted(request, keyed.clientId, keyed.key, requestHash, keyed.echo),
+    answer,
+    report,
+  };
+
   const guard: Guard = {
     guards: (method) => methods.has(method.toUpperCase()),
     maxBodyBytes,
-    async decide(request) {
-      if (!methods.has(request.method.toUpperCase())) return { kind: 'pass' };
-      if (request.keyHeader === null && options.keyMissing === 'pass') return { kind: 'pass' };
-      const parsedKey = parseKeyHeader(request.keyHeader);
-      const echo: Record<string, string> = parsedKey.ok ? { 'idempotency-key': parsedKey.key } : {};
-      const clientId = request.clientId;
-      if (clientId === null || clientId === '')
-        return answer(problemAnswer('invalid', ProblemType.Unauthorized, 'this request has no caller', { ...echo, 'www-authenticate': 'Bearer' }));
-      if (!parsedKey.ok) return answer(problemAnswer('invalid', ProblemType.InvalidKey, parsedKey.reason));
-      const body = typeof request.body === 'function' ? await request.body() : request.body;
-      if (body === 'too-large') return answer(problemAnswer('invalid', ProblemType.TooLarge, `the body is larger than ${maxBodyBytes} bytes`, echo));
-      const fingerprint = fingerprintOf(request, body);
-      if (!fingerprint.ok) return answer(problemAnswer('invalid', ProblemType.InvalidRequest, fingerprint.detail, echo));
-      const requestHash = await digest(fingerprint.bytes);
-      // A finished key answers from the cache exactly as from its row: fingerprint first.
-      const known = cache?.get(clientId, parsedKey.key, Date.now());
-      if (known) return answer(fromCache(known, requestHash, echo));
-      try {
-        return await admitted(request, clientId, parsedKey.key, requestHash, echo);
-      } catch (error) {
-        report(error, { clientId, key: parsedKey.key });
-        return answer(storeUnavailable(echo));
-      }
+    decide(request) {
+      if (!methods.has(request.method.toUpperCase())) return Promise.resolve(PASS);
+      if (request.keyHeader === null && options.keyMissing === 'pass') return Promise.resolve(PASS);
+      return checkThenAdmit(front, request);
     },
   };
   return traceGuard(guard, tracingOf(options.telemetry));
