@@ -36,7 +36,7 @@ import type { Answer } from '../answers.js';
 import { InvalidOptionError } from '../errors/invalid-option-error.js';
 import { createInFlight } from '../in-flight.js';
 import { createLetGo } from '../let-go.js';
-import { integerOption, resolveServerOptions } from '../options.js';
+import { resolveResponseCap, resolveServerOptions } from '../options.js';
 import { checkThenAdmit, type KeyedFrontEnd } from '../pre-admission.js';
 import { createReplayCache } from '../replay-cache.js';
 import { fingerprintOf } from './body-fingerprint.js';
@@ -68,7 +68,7 @@ export function createGuard(options: GuardOptions): Guard {
   const where = 'idempotent';
   const { leaseMs, ttlMs, inFlightWaitMs: waitMs, maxBodyBytes, digest, replayCache } = resolveServerOptions(where, options);
   const store = options.store;
-  const maxResponseBytes = integerOption(where, 'maxResponseBytes', options.maxResponseBytes, 65_536, 0);
+  const maxResponseBytes = resolveResponseCap(where, options.maxResponseBytes, store.maxResponseBytes);
   if (options.keyMissing !== undefined && options.keyMissing !== 'reject' && options.keyMissing !== 'pass') {
     throw new InvalidOptionError(where, 'keyMissing', `must be 'reject' or 'pass', got ${JSON.stringify(options.keyMissing)}`);
   }

@@ -24,8 +24,9 @@ export interface GuardOptions extends ServerOptions {
   readonly transaction?: boolean | undefined;
   /**
    * Largest response body stored for replay, in bytes; a larger one is delivered once and its replay
-   * says so (see the README). At most the store's own `maxResponseBytes` (64 KiB by default). An integer ≥ 0.
-   * @default 65536
+   * says so (see the README). At most the store's own `maxResponseBytes`: a larger value is an
+   * `InvalidOptionError` when the middleware is built. An integer ≥ 0.
+   * @default the store's `maxResponseBytes` (65536 for a built-in store left at its default)
    */
   readonly maxResponseBytes?: number | undefined;
   /** HTTP methods guarded; others pass through untouched. @default ['POST', 'PUT', 'PATCH', 'DELETE'] */
