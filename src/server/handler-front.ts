@@ -72,7 +72,7 @@ function fingerprint(cached: boolean, { request, url, operation }: HandlerReques
  *
  * @example
  * ```ts
- * const answer = await checkThenAdmit(handlerFrontEnd(run), { request, url, operation, clientId, trace });
+ * const answer = await checkThenAdmit(handlerFrontEnd(run), { request, url: new URL(request.url), operation, clientId, trace });
  * ```
  */
 export function handlerFrontEnd(run: HandlerRun): KeyedFrontEnd<HandlerRequest, Uint8Array, Parsed, Answer> {

@@ -11,7 +11,7 @@ import type { LeaseExpiredError } from '../errors/lease-expired-error.js';
 import type { ServerOptions } from '../options.js';
 import type { KeyStore, Tx } from '../store/types.js';
 
-/** Options shared by every framework's `idempotent()`; the lease, TTL, wait, body cap, cache and digest are {@link ServerOptions}, with the same defaults as the reference handler's. */
+/** Options shared by every framework's `idempotent()`; the lease, TTL, wait, body cap, cache and digest are the server options every front end shares (`ServerOptions`), with the same defaults as the reference handler's. */
 export interface GuardOptions extends ServerOptions {
   /** Where keys, leases and stored responses live: `sqliteKeyStore` or `postgresKeyStore` (migrated). */
   readonly store: KeyStore;
