@@ -14,6 +14,9 @@ import { createServerMetrics } from './metrics.js';
 import { integerOption, resolveServerOptions } from './options.js';
 import type { IdempotentOperation } from './types.js';
 
+/** The handler's options, resolved: what {@link resolveHandlerConfig} gives as `config`. */
+export type HandlerConfig = ReturnType<typeof resolveHandlerConfig>['config'];
+
 /**
  * Resolves and checks `options`; throws an `InvalidOptionError` naming a bad one.
  *

@@ -10,7 +10,7 @@ import type { PhaseHooks } from './phases.js';
 import type { KeyRow, KeyStore } from './store/types.js';
 import type { IdempotentOperation } from './types.js';
 
-/** Options of {@link createIdempotencyHandler}; the lease, TTL, wait, body cap, cache and digest are {@link ServerOptions}. */
+/** Options of {@link createIdempotencyHandler}; the lease, TTL, wait, body cap, cache and digest are the server options every front end shares (`ServerOptions`). */
 export interface IdempotencyHandlerOptions extends ServerOptions {
   /** Where keys, leases and recovery points live (and the app's own tables). */
   readonly store: KeyStore;

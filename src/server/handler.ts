@@ -12,30 +12,28 @@
  * any store error ──► 503 + Retry-After (fail closed: nothing runs that was not recorded)
  * ```
  *
+ * The steps, each a function of its own file: the checks before admission (401, 400, 413, the
+ * replay cache, 503), shared with the framework middleware, in `pre-admission.ts`; this handler's
+ * body, parse and fingerprint in `handler-front.ts`; admission and the run of the steps in
+ * `handler-run.ts`. This file builds what they share once, and answers.
+ *
  * @module
  */
-import { fingerprintInputParsed } from '../fingerprint.js';
-import { parseKeyHeader } from '../keys.js';
+import type { AdmissionPolicy } from './admission.js';
 import { createInFlight } from './in-flight.js';
 import { resolveHandlerConfig } from './handler-config.js';
+import { handlerFrontEnd, type HandlerRequest } from './handler-front.js';
+import { executeSteps, type HandlerRun } from './handler-run.js';
 import { createLetGo } from './let-go.js';
-import { parseInput, type Admission } from './parse-input.js';
-import { admitRequest, fromCache, rememberFinished, type AdmissionPolicy } from './admission.js';
-import { problemAnswer, replay, respond, storeUnavailable, toResponse, type Answer } from './answers.js';
-import { firstLocalPhase, wholeLocalRequest } from './phase-plan.js';
-import { runWholeRequest } from './store/request-transaction.js';
-import { reportError, runSteps, type StepsOutcome } from './phases.js';
+import { parseInput } from './parse-input.js';
+import { problemAnswer, toResponse, type Answer } from './answers.js';
+import { checkThenAdmit } from './pre-admission.js';
 import { ProblemType } from './problems.js';
-import { readCappedBody } from './read-body.js';
-import { createReplayCache, type ReplayCache } from './replay-cache.js';
-import type { AdmitInput, AdmitResult, KeyRow, KeyStore, Lease } from './store/types.js';
-import type { IdempotentOperation } from './types.js';
+import { createReplayCache } from './replay-cache.js';
 import type { IdempotencyHandler, IdempotencyHandlerOptions } from './handler-types.js';
-import { serverTelemetry, tracedPhase, type RequestTrace, type StepsTrace } from './telemetry.js';
+import { serverTelemetry } from './telemetry.js';
 
 export type { IdempotencyHandler, IdempotencyHandlerOptions, RecoveryOutcome } from './handler-types.js';
-
-const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
  * Creates the idempotency handler for a set of operations.
@@ -60,7 +58,8 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
   const telemetry = serverTelemetry(options.telemetry);
   const keys = createInFlight(store, config.leaseMs);
   const letGo = createLetGo({ store, leaseMs: config.leaseMs });
-  const cache: ReplayCache | undefined = config.replayCache === false ? undefined : createReplayCache(config.replayCache);
+  const cache = config.replayCache === false ? undefined : createReplayCache(config.replayCache);
+  // The owner commits at each phase: a lease not refreshed lately says it stopped working.
   const policy: AdmissionPolicy = {
     store,
     keys,
@@ -68,174 +67,19 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     cache,
     leaseMs: config.leaseMs,
     inFlightWaitMs: config.inFlightWaitMs,
-    // The owner commits at each phase: a lease not refreshed lately says it stopped working.
     retryAfterMs: (row) => keys.retryAfterMs(row),
   };
+  const run: HandlerRun = { config, keys, letGo, cache, policy };
+  const front = handlerFrontEnd(run);
 
-  /** Runs the operation's steps under `lease` from `row`'s recovery point (see `phases.ts`). */
-  const execute = (
-    operation: IdempotentOperation<unknown>,
-    lease: Lease,
-    row: KeyRow,
-    input: unknown,
-    how: { readonly onTransient: 'release' | 'park'; readonly admitted?: readonly string[] | undefined },
-    trace?: StepsTrace,
-  ): Promise<StepsOutcome> => {
-    const end = keys.begin(lease.clientId, lease.key);
-    // Spelled out, not spread from `config`: this literal is built for every executed request.
-    return runSteps({
-      store,
-      operation,
-      lease,
-      input,
-      recoveryPoint: row.recoveryPoint,
-      data: row.data,
-      attempts: row.attempts,
-      namespace: config.namespace,
-      leaseMs: config.leaseMs,
-      hooks: config.hooks,
-      metrics,
-      onTransient: how.onTransient,
-      letGo,
-      backoff: config.backoff,
-      admitted: how.admitted,
-      trace,
-    }).finally(end);
-  };
-
-  /** The store's admission of `admission`, with the operation's first local step when it has one. */
-  async function admitWithFirstStep(
-    operation: IdempotentOperation<unknown>,
-    input: unknown,
-    admission: Admission,
-    echo: Record<string, string>,
-    waitMs: number,
-    trace?: RequestTrace,
-  ) {
-    // With no external call the whole operation commits with the admission (one transaction);
-    // else a first local step does: one transaction fewer per first execution.
-    const at = { clientId: admission.clientId, key: admission.key, input, namespace: config.namespace, handOver: config.hooks.afterCommit === undefined };
-    const whole = wholeLocalRequest(operation, at);
-    const phase = whole ? undefined : firstLocalPhase(operation, { ...at, leaseMs: config.leaseMs });
-    const first = whole ?? phase;
+  /** The answer to a request for `operation`: `authenticate` first, then the pre-admission checks and admission. */
+  async function answer(request: Request, url: URL, operation: HandlerRequest['operation'], trace: HandlerRequest['trace']): Promise<Answer> {
     try {
-      const { clientId, key, requestHash, endpoint, requestBody } = admission;
-      // A whole request holds its key until its steps end: a duplicate's INSERT waits for it no
-      // longer than this request may wait, then answers 409. (A first step's admission is short:
-      // bounding it costs PostgreSQL two statements per request, measured −10 % req/s.)
-      const input: AdmitInput = {
-        clientId,
-        key,
-        requestHash,
-        endpoint,
-        requestBody,
-        leaseMs: config.leaseMs,
-        ttlMs: config.ttlMs,
-        waitMs: whole ? waitMs : undefined,
-      };
-      const result = await tracedPhase(trace, 'admit', (): Promise<AdmitResult<unknown>> =>
-        whole ? runWholeRequest(store, input, whole) : store.admit(input, phase),
-      );
-      return { result, first };
-    } catch (error) {
-      if (!first?.threw(error)) throw error;
-      // The step failed, so nothing was stored, not even the key: as when a step fails after its
-      // own admission (the row is forgotten), a retry with the same key starts afresh.
-      reportError(config.hooks, error, { clientId: admission.clientId, key: admission.key });
-      return { result: respond({ kind: 'transient', retryAfterMs: 1000, cause: error }, echo), first };
-    }
-  }
-
-  async function admitted(
-    operation: IdempotentOperation<unknown>,
-    input: unknown,
-    admission: Admission,
-    echo: Record<string, string>,
-    prefer: string | null,
-    trace?: RequestTrace,
-  ): Promise<Answer> {
-    let first: ReturnType<typeof firstLocalPhase> | ReturnType<typeof wholeLocalRequest>;
-    const request = {
-      clientId: admission.clientId,
-      key: admission.key,
-      requestHash: admission.requestHash,
-      identity: admission.identity,
-      prefer,
-      echo,
-      waited: trace ? () => trace.waited() : undefined,
-    };
-    const decided = await admitRequest<Extract<AdmitResult, { owned: true }>>(policy, request, async (waitMs) => {
-      const attempt = await admitWithFirstStep(operation, input, admission, echo, waitMs, trace);
-      first = attempt.first;
-      return attempt.result;
-    });
-    switch (decided.kind) {
-      case 'answer':
-        return decided.answer;
-      case 'owned': {
-        const { row, lease, first: ran } = decided.admitted;
-        // The whole operation ran and finished in the admission's transaction.
-        if (row.state === 'finished' && row.response) return executed({ kind: 'finished', response: row.response }, row, admission, echo);
-        const admitted = ran && first && 'points' in first ? first.points : undefined;
-        return executed(await execute(operation, lease, row, input, { onTransient: 'release', admitted }, trace), row, admission, echo);
-      }
-      case 'taken-over': {
-        metrics.add('lease_takeovers');
-        trace?.tookOver();
-        // Reload under our lease: the previous owner may have committed more phases since `admit` read it.
-        const current = await letGo.reload(decided.lease);
-        if (!current) return problemAnswer('transient', ProblemType.UpstreamUnavailable, 'the key vanished during takeover', { ...echo, 'retry-after': '1' });
-        return executed(await execute(operation, decided.lease, current, input, { onTransient: 'release' }, trace), current, admission, echo);
-      }
-    }
-  }
-
-  function executed(outcome: StepsOutcome, row: KeyRow, admission: Admission, echo: Record<string, string>): Answer {
-    if (outcome.kind === 'finished' && cache) rememberFinished(cache, row, admission, outcome.response);
-    return respond(outcome, echo);
-  }
-
-  async function handleKeyed(request: Request, url: URL, operation: IdempotentOperation<unknown>, trace?: RequestTrace): Promise<Answer> {
-    const parsedKey = parseKeyHeader(request.headers.get('idempotency-key'));
-    const echo: Record<string, string> = parsedKey.ok ? { 'idempotency-key': parsedKey.key } : {};
-    const clientId = await config.authenticate(request);
-    if (clientId === null) {
-      return problemAnswer('invalid', ProblemType.Unauthorized, 'send Authorization: Bearer <token>', { ...echo, 'www-authenticate': 'Bearer' });
-    }
-    if (!parsedKey.ok) return problemAnswer('invalid', ProblemType.InvalidKey, parsedKey.reason);
-    const body = await readCappedBody(request, config.maxBodyBytes);
-    if (!body.ok) return problemAnswer('invalid', ProblemType.TooLarge, `the body is larger than ${config.maxBodyBytes} bytes`, echo);
-    let text: string;
-    try {
-      text = utf8.decode(body.bytes);
+      const clientId = await config.authenticate(request);
+      return await checkThenAdmit(front, { request, url, operation, clientId, trace });
     } catch {
-      return problemAnswer('invalid', ProblemType.InvalidRequest, 'the body is not UTF-8', echo);
-    }
-    const method = request.method.toUpperCase();
-    const path = url.pathname + url.search;
-    const contentType = request.headers.get('content-type');
-    // Everything the fingerprint is computed from, as one string (content type first: it decides
-    // whether the body is canonicalised, and a missing one differs from an empty one).
-    const identity = cache ? `${method}\n${path}\n${contentType === null ? '-' : `+${contentType}`}\n${text}` : '';
-    const known = cache?.get(clientId, parsedKey.key, Date.now());
-    // A request identical to one known to match a finished key is its replay: no parsing (it
-    // parsed before) and no hashing (it hashes the same).
-    if (known && known.request === identity) return replay(known);
-    const parsed = parseInput(operation, text, contentType);
-    if (!parsed.ok) return problemAnswer('invalid', ProblemType.InvalidRequest, parsed.detail, echo);
-    // The decoded text, not the bytes: with no Content-Type the fingerprint then still
-    // canonicalises a JSON body, exactly as the client's fingerprint() does.
-    const requestHash = await config.digest(fingerprintInputParsed(method, path, text, contentType, parsed.canonical));
-    const admission: Admission = { clientId, key: parsedKey.key, requestHash, endpoint: `${method} ${url.pathname}`, requestBody: text, identity };
-    // Exactly what admission answers for a finished row, fingerprint first.
-    if (known) return fromCache(known, requestHash, echo);
-    try {
-      return await admitted(operation, parsed.input, admission, echo, request.headers.get('prefer'), trace);
-    } catch (error) {
-      // Fail closed: without the store there is no record, so nothing may run. The cause is
-      // reported: a 503 says "the same request may succeed later", and someone should know why.
-      reportError(config.hooks, error, { clientId, key: parsedKey.key });
-      return storeUnavailable(echo);
+      // `authenticate` threw or the body stream broke: nothing was admitted, a retry is safe.
+      return problemAnswer('transient', ProblemType.UpstreamUnavailable, 'the request could not be processed; retry with the same key', { 'retry-after': '1' });
     }
   }
 
@@ -243,21 +87,14 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
     metrics,
     async handle(request) {
       const url = new URL(request.url);
-      const operation = operations.get(`${request.method.toUpperCase()} ${url.pathname}`);
+      const endpoint = `${request.method.toUpperCase()} ${url.pathname}`;
+      const operation = operations.get(endpoint);
       if (!operation) return undefined;
-      const trace = telemetry?.request(`${request.method.toUpperCase()} ${url.pathname}`);
-      let answer: Answer;
-      try {
-        answer = await handleKeyed(request, url, operation, trace);
-      } catch {
-        // `authenticate` threw or the body stream broke: nothing was admitted, a retry is safe.
-        answer = problemAnswer('transient', ProblemType.UpstreamUnavailable, 'the request could not be processed; retry with the same key', {
-          'retry-after': '1',
-        });
-      }
-      metrics.request(answer.outcome);
-      trace?.end(answer.outcome, answer.status);
-      return toResponse(answer);
+      const trace = telemetry?.request(endpoint);
+      const answered = await answer(request, url, operation, trace);
+      metrics.request(answered.outcome);
+      trace?.end(answered.outcome, answered.status);
+      return toResponse(answered);
     },
     async resume(row) {
       const operation = operations.get(row.endpoint);
@@ -274,7 +111,7 @@ export function createIdempotencyHandler(options: IdempotencyHandlerOptions): Id
       const current = await letGo.reload(lease);
       if (!current) return 'lost';
       const recovery = telemetry?.recovery(row.endpoint);
-      const outcome = await execute(operation, lease, current, parsed.input, { onTransient: 'park' }, recovery);
+      const outcome = await executeSteps(run, operation, lease, current, parsed.input, { onTransient: 'park' }, recovery);
       recovery?.end(outcome.kind);
       return outcome.kind;
     },

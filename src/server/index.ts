@@ -15,18 +15,25 @@
  *   the recovery worker and reaper.
  *
  * This entry exports what a server author calls: the handler, the steps (and `Tx`, which local
- * steps run statements on), the recovery worker and reaper, the counters. The KeyStore contract,
- * for a store of your own, is `oncely/server/store`; the middleware's errors are on the
- * middleware entries. Other names stay importable from their module inside the repository only.
+ * steps run statements on), the recovery worker and reaper, the counters, and the errors a server
+ * author catches by type: `InvalidOptionError` (thrown by `createIdempotencyHandler`) and
+ * `ResponseTooLargeError` (a final response the store refuses, reported to `hooks.onError`). Two
+ * names are not here, to keep this entry within 25: the options' shared base (`ServerOptions`:
+ * `IdempotencyHandlerOptions` carries its members) and the step union (`Step`: write
+ * `LocalStep<I> | ExternalStep<I>`, as `IdempotentOperation.steps` does). The
+ * KeyStore contract, for a store of your own, is `oncely/server/store`; each middleware entry
+ * exports the errors its `idempotent()` throws or reports. Other names stay importable from their
+ * module inside the repository only.
  *
  * @module
  */
 export { createIdempotencyHandler, type IdempotencyHandler, type IdempotencyHandlerOptions, type RecoveryOutcome } from './handler.js';
-export type { ServerOptions } from './options.js';
 export type { ReplayCacheOptions } from './replay-cache.js';
 export type { PhaseHooks } from './phases.js';
-export type { ExternalOutcome, ExternalStep, FinalStep, IdempotentOperation, LocalStep, ParseResult, ProbeOutcome, Step, StepContext } from './types.js';
+export type { ExternalOutcome, ExternalStep, FinalStep, IdempotentOperation, LocalStep, ParseResult, ProbeOutcome, StepContext } from './types.js';
 export type { Tx } from './store/types.js';
 export { numberLiteral } from './json-text.js';
 export { createReaper, createRecoveryWorker, type BackgroundLoop, type ReaperOptions, type RecoveryWorkerOptions } from './worker.js';
 export { createServerMetrics, type ServerMetrics } from './metrics.js';
+export { InvalidOptionError } from './errors/invalid-option-error.js';
+export { ResponseTooLargeError } from './errors/response-too-large-error.js';

@@ -95,6 +95,8 @@ export const SERVER_DEFAULTS = Object.freeze({
   ttlMs: 86_400_000,
   inFlightWaitMs: 5000,
   maxBodyBytes: 65_536,
+  /** The largest response body a built-in store keeps, and so the middleware stores (see {@link resolveResponseCap}). */
+  maxResponseBytes: 65_536,
 });
 
 /** The value of a numeric option, or its default; an {@link InvalidOptionError} unless an integer of at least `min`. */
@@ -104,6 +106,27 @@ export function integerOption(where: string, option: string, value: number | und
     throw new InvalidOptionError(where, option, `must be an integer ≥ ${min}, got ${typeof value === 'number' ? value : JSON.stringify(value)}`);
   }
   return value;
+}
+
+/**
+ * The middleware's `maxResponseBytes`: the one asked for, else the store's own cap (else the
+ * default). Above the store's cap it is refused here, at construction, with an
+ * {@link InvalidOptionError} naming both numbers: every response between the two would be
+ * delivered once and then lost to the store's refusal, where a cap within the store's stores the
+ * "response not stored" notice its replay promises.
+ *
+ * @example
+ * ```ts
+ * resolveResponseCap('idempotent', undefined, 1000); // 1000
+ * resolveResponseCap('idempotent', 2000, 1000); // throws InvalidOptionError: maxResponseBytes must be at most the store's maxResponseBytes (1000), got 2000
+ * ```
+ */
+export function resolveResponseCap(where: string, requested: number | undefined, storeCap: number | undefined): number {
+  const cap = integerOption(where, 'maxResponseBytes', requested, storeCap ?? SERVER_DEFAULTS.maxResponseBytes, 0);
+  if (storeCap !== undefined && cap > storeCap) {
+    throw new InvalidOptionError(where, 'maxResponseBytes', `must be at most the store's maxResponseBytes (${storeCap}), got ${cap}`);
+  }
+  return cap;
 }
 
 /**

@@ -15,3 +15,5 @@ export {
   type ReplicationSource,
 } from './store/postgres-replication.node.js';
 export { DatabaseSetupError } from './errors/database-setup-error.js';
+export { InvalidOptionError } from './errors/invalid-option-error.js';
+export { ResponseTooLargeError } from './errors/response-too-large-error.js';

@@ -6,3 +6,5 @@
  * @module
  */
 export { sqliteKeyStore, type SqliteKeyStoreOptions } from './store/sqlite.node.js';
+export { InvalidOptionError } from './errors/invalid-option-error.js';
+export { ResponseTooLargeError } from './errors/response-too-large-error.js';

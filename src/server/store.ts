@@ -1,7 +1,9 @@
 /**
  * `oncely/server/store`: for the people who extend the server library rather than call it: the
  * {@link KeyStore} contract a key store of your own implements (docs/key-store.md), the rows,
- * leases and phase commits it reads and writes, and the fingerprint digest a server may swap in.
+ * leases and phase commits it reads and writes, the fingerprint digest a server may swap in, and
+ * `ResponseTooLargeError`, which a store throws for a response over its cap (the middleware
+ * catches exactly this class).
  * A server author never needs this entry: `oncely/server`, `oncely/server/sqlite`,
  * `oncely/server/postgres` and the middleware entries hold what they call. `Tx` is on both this
  * entry and `oncely/server` (the same declaration): steps and stores both run statements on it.
@@ -30,3 +32,4 @@ export type {
   WholeRequest,
 } from './store/types.js';
 export { defaultDigest, webCryptoDigest, type FingerprintDigest } from '../fingerprint.js';
+export { ResponseTooLargeError } from './errors/response-too-large-error.js';

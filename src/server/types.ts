@@ -93,6 +93,6 @@ export interface IdempotentOperation<Input> {
    * an unpaired surrogate, are refused before `parse` is called.
    */
   parse(body: unknown, text: string): ParseResult<Input>;
-  readonly steps: ReadonlyArray<Step<Input>>;
+  readonly steps: ReadonlyArray<LocalStep<Input> | ExternalStep<Input>>;
   readonly final: FinalStep<Input>;
 }

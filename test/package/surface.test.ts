@@ -6,7 +6,7 @@
  * caller or a server author imports.
  * Counted from the sources with the TypeScript checker, as `tsc` sees each entry's exports.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
@@ -57,6 +57,22 @@ const KEY_STORE_CONTRACT = [
   'StoredResponse',
   'WatchEvent',
 ];
+
+/**
+ * The server's errors a user catches by type, on every entry whose functions throw them (or report
+ * them to an `onError`): a user imports the class from the entry they already import.
+ */
+const ERRORS_BY_ENTRY: Record<string, readonly string[]> = {
+  'oncely/server': ['InvalidOptionError', 'ResponseTooLargeError'],
+  'oncely/server/store': ['ResponseTooLargeError'],
+  'oncely/server/sqlite': ['InvalidOptionError', 'ResponseTooLargeError'],
+  'oncely/server/postgres': ['InvalidOptionError', 'ResponseTooLargeError', 'DatabaseSetupError'],
+  'oncely/express': ['InvalidOptionError', 'ResponseTooLargeError', 'LeaseExpiredError'],
+  'oncely/fastify': ['InvalidOptionError', 'ResponseTooLargeError', 'LeaseExpiredError'],
+  'oncely/hono': ['InvalidOptionError', 'ResponseTooLargeError', 'LeaseExpiredError', 'MiddlewareOrderError'],
+  'oncely/nestjs': ['InvalidOptionError', 'ResponseTooLargeError', 'LeaseExpiredError', 'MiddlewareOrderError'],
+  'oncely/web': ['InvalidOptionError', 'ResponseTooLargeError', 'LeaseExpiredError', 'MiddlewareOrderError'],
+};
 
 const files = [...new Set([...Object.values(ENTRIES), ...Object.values(SERVER_ENTRIES)])].map((file) => join(ROOT, file));
 const program = ts.createProgram(files, {
@@ -138,6 +154,24 @@ describe('the server entries', () => {
       }
     }
     expect(clashes).toEqual([]);
+  });
+
+  it.each(Object.entries(ERRORS_BY_ENTRY))('%s exports the server errors it throws, as classes (type and value)', (entry, errors) => {
+    const names = exportsOf(SERVER_ENTRIES[entry] as string);
+    for (const name of errors) {
+      const symbol = names.get(name);
+      expect(symbol, `${entry} does not export ${name}`).toBeDefined();
+      expect((symbol as ts.Symbol).flags & ts.SymbolFlags.Class, `${entry}'s ${name} is not a class`).toBeTruthy();
+    }
+  });
+
+  it('export every error class of src/server/errors on some entry', () => {
+    const classes = readdirSync(join(ROOT, 'src/server/errors'))
+      .filter((file) => file.endsWith('.ts'))
+      .flatMap((file) => [...readFileSync(join(ROOT, 'src/server/errors', file), 'utf8').matchAll(/^export class (\w+)/gm)].map((match) => match[1] as string));
+    expect(classes.length).toBeGreaterThanOrEqual(5);
+    const listed = new Set(Object.values(ERRORS_BY_ENTRY).flat());
+    expect(classes.filter((name) => !listed.has(name))).toEqual([]);
   });
 
   it("keep the key store implementer's interface off the server author's entries, on oncely/server/store", () => {

@@ -95,7 +95,7 @@ describe('options of one front end', () => {
 });
 
 describe('a response larger than the store keeps', () => {
-  it('is refused by the store with a ResponseTooLargeError, and the middleware stores the notice instead (no error as a signal by type alone)', async () => {
+  it('is refused by the store with a ResponseTooLargeError, and the middleware over a store that does not declare its cap stores the notice instead (no error as a signal by type alone)', async () => {
     const small = sqliteKeyStore({ path: ':memory:', maxResponseBytes: 1000 });
     await small.migrate();
     try {
@@ -113,8 +113,11 @@ describe('a response larger than the store keeps', () => {
       await expect(refused).rejects.toBeInstanceOf(ResponseTooLargeError);
       await expect(refused).rejects.toMatchObject({ code: 'RESPONSE_TOO_LARGE', bytes: 5000, maxBytes: 1000 });
 
-      // The guard's own cap (64 KiB) is above the store's: the response is delivered, its replay says it was not stored.
-      const guard = createGuard({ store: small });
+      // A store that does not declare its cap: the guard's (64 KiB) is above it, so the store's
+      // refusal is what the guard meets; the response is delivered, its replay says it was not stored.
+      const { maxResponseBytes: declared, ...undeclared } = small;
+      expect(declared).toBe(1000);
+      const guard = createGuard({ store: undeclared });
       const request = {
         clientId: 'acme',
         keyHeader: 'k-big',

@@ -13,6 +13,8 @@ import { ErrorCode, OncelyError } from '../../errors/oncely-error.js';
  *
  * @example
  * ```ts
+ * import { DatabaseSetupError, postgresKeyStore } from 'oncely/server/postgres';
+ * const store = postgresKeyStore({ connectionString: 'postgres://127.0.0.1:5432/payments' });
  * try {
  *   await store.migrate();
  * } catch (error) {

@@ -6,13 +6,20 @@
 import { ErrorCode, OncelyError } from '../../errors/oncely-error.js';
 
 /**
- * The final response given to a key store's `finish` is larger than its `maxResponseBytes`:
- * nothing was written. The middleware, whose own cap may be above the store's, catches exactly
- * this class and stores the "response not stored" notice instead.
+ * The final response given to a key store is larger than its `maxResponseBytes`: nothing was
+ * written. A store of one's own throws exactly this class (from `oncely/server/store`): the
+ * middleware over a store that does not declare its cap catches it and stores the "response not
+ * stored" notice instead. The handler reports it to `hooks.onError` and answers `503`.
  *
  * @example
  * ```ts
- * if (error instanceof ResponseTooLargeError) console.error(error.bytes, error.maxBytes);
+ * import { createIdempotencyHandler, ResponseTooLargeError } from 'oncely/server';
+ * import { sqliteKeyStore } from 'oncely/server/sqlite';
+ * const store = sqliteKeyStore({ path: 'oncely.db', maxResponseBytes: 16_384 });
+ * const onError = (error: unknown) => {
+ *   if (error instanceof ResponseTooLargeError) console.error(`a ${error.bytes}-byte response is over the store's ${error.maxBytes}`);
+ * };
+ * const handler = createIdempotencyHandler({ store, operations: [], authenticate: () => 'acme', hooks: { onError } });
  * ```
  */
 export class ResponseTooLargeError extends OncelyError {

@@ -7,6 +7,7 @@
  */
 import { canonicalJson, canonicalisesJson, fingerprintInput, fingerprintInputParsed } from '../../fingerprint.js';
 import { MAX_JSON_DEPTH } from '../json-text.js';
+import type { Fingerprinted } from '../pre-admission.js';
 import type { GuardedBody, GuardedRequest } from './types.js';
 
 /** Deeper than `max` levels of arrays and objects (checked without recursion, before any recursive walk). */
@@ -24,16 +25,16 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 const DEEP = `the body is nested deeper than ${MAX_JSON_DEPTH} levels`;
 
 /**
- * The fingerprint's bytes. A JSON body is fingerprinted as its canonical JSON whether it arrives
+ * The fingerprint's bytes (nothing else kept), or why the body is refused. A JSON body is fingerprinted as its canonical JSON whether it arrives
  * as text or already parsed, so a body parser mounted before the guard changes nothing.
  */
-export function fingerprintOf(request: GuardedRequest, body: GuardedBody): { ok: true; bytes: Uint8Array<ArrayBuffer> } | { ok: false; detail: string } {
+export function fingerprintOf(request: GuardedRequest, body: GuardedBody): Fingerprinted<undefined> {
   const { method, path, contentType } = request;
-  if ('none' in body || ('parsed' in body && body.parsed === undefined)) return { ok: true, bytes: fingerprintInput(method, path, undefined) };
+  if ('none' in body || ('parsed' in body && body.parsed === undefined)) return { bytes: fingerprintInput(method, path, undefined), kept: undefined };
   let value = 'parsed' in body ? body.parsed : body.raw;
   if (value instanceof Uint8Array) {
     const bytes = value;
-    const raw = () => ({ ok: true as const, bytes: fingerprintInput(method, path, bytes, { contentType }) });
+    const raw = () => ({ bytes: fingerprintInput(method, path, bytes, { contentType }), kept: undefined });
     if (!canonicalisesJson(contentType)) return raw();
     try {
       value = utf8.decode(bytes);
@@ -49,14 +50,14 @@ export function fingerprintOf(request: GuardedRequest, body: GuardedBody): { ok:
         parsed = JSON.parse(value);
       } catch {
         // Not JSON after all: its text is fingerprinted as it is, as the protocol says.
-        return { ok: true, bytes: fingerprintInputParsed(method, path, value, contentType, undefined) };
+        return { bytes: fingerprintInputParsed(method, path, value, contentType, undefined), kept: undefined };
       }
-      if (parsed !== null && typeof parsed === 'object' && tooDeep(parsed, MAX_JSON_DEPTH)) return { ok: false, detail: DEEP };
+      if (parsed !== null && typeof parsed === 'object' && tooDeep(parsed, MAX_JSON_DEPTH)) return { refused: DEEP };
       canonical = canonicalJson(parsed);
     }
-    return { ok: true, bytes: fingerprintInputParsed(method, path, value, contentType, canonical) };
+    return { bytes: fingerprintInputParsed(method, path, value, contentType, canonical), kept: undefined };
   }
-  if (value !== null && typeof value === 'object' && tooDeep(value, MAX_JSON_DEPTH)) return { ok: false, detail: DEEP };
+  if (value !== null && typeof value === 'object' && tooDeep(value, MAX_JSON_DEPTH)) return { refused: DEEP };
   const canonical = canonicalJson(value);
-  return { ok: true, bytes: fingerprintInputParsed(method, path, canonical, 'application/json', canonical) };
+  return { bytes: fingerprintInputParsed(method, path, canonical, 'application/json', canonical), kept: undefined };
 }

@@ -21,7 +21,9 @@ import { capture, readyForOwnProperties, send } from './node-response.js';
 import type { HeaderValues } from './wire.js';
 
 export type { GuardContext, GuardOptions } from './guard.js';
+export { InvalidOptionError } from '../errors/invalid-option-error.js';
 export { LeaseExpiredError } from '../errors/lease-expired-error.js';
+export { ResponseTooLargeError } from '../errors/response-too-large-error.js';
 
 // The global namespace every Express `Request` extends (as passport's `req.user`): it needs no
 // module resolution from this package to @types/express-serve-static-core.

@@ -20,7 +20,9 @@ import { createGuard, type Execution, type GuardContext, type GuardOptions, type
 import { handlerHeaders, type HeaderValues } from './wire.js';
 
 export type { GuardContext, GuardOptions } from './guard.js';
+export { InvalidOptionError } from '../errors/invalid-option-error.js';
 export { LeaseExpiredError } from '../errors/lease-expired-error.js';
+export { ResponseTooLargeError } from '../errors/response-too-large-error.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

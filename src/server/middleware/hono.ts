@@ -20,7 +20,10 @@ import { MiddlewareOrderError } from '../errors/middleware-order-error.js';
 import { headersOf, toResponse } from './web-response.js';
 
 export type { GuardContext, GuardOptions } from './guard.js';
+export { InvalidOptionError } from '../errors/invalid-option-error.js';
 export { LeaseExpiredError } from '../errors/lease-expired-error.js';
+export { MiddlewareOrderError } from '../errors/middleware-order-error.js';
+export { ResponseTooLargeError } from '../errors/response-too-large-error.js';
 
 /** The variable the middleware sets: `c.get('oncely')`. */
 export interface OncelyVariables {

@@ -27,7 +27,10 @@ import { IdempotencyInterceptor, ONCELY_OPTIONS, ROUTE_OPTIONS, type IdempotentO
 export type { GuardContext, GuardOptions } from './guard.js';
 export type { IdempotentOverrides } from './nestjs-interceptor.js';
 export type { Tx } from '../store/types.js';
+export { InvalidOptionError } from '../errors/invalid-option-error.js';
 export { LeaseExpiredError } from '../errors/lease-expired-error.js';
+export { MiddlewareOrderError } from '../errors/middleware-order-error.js';
+export { ResponseTooLargeError } from '../errors/response-too-large-error.js';
 
 /** The request as `clientId` sees it by default: what Express's and Fastify's requests both have. */
 export interface NestRequestLike {

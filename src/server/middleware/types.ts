@@ -11,7 +11,7 @@ import type { LeaseExpiredError } from '../errors/lease-expired-error.js';
 import type { ServerOptions } from '../options.js';
 import type { KeyStore, Tx } from '../store/types.js';
 
-/** Options shared by every framework's `idempotent()`; the lease, TTL, wait, body cap, cache and digest are {@link ServerOptions}, with the same defaults as the reference handler's. */
+/** Options shared by every framework's `idempotent()`; the lease, TTL, wait, body cap, cache and digest are the server options every front end shares (`ServerOptions`), with the same defaults as the reference handler's. */
 export interface GuardOptions extends ServerOptions {
   /** Where keys, leases and stored responses live: `sqliteKeyStore` or `postgresKeyStore` (migrated). */
   readonly store: KeyStore;
@@ -24,8 +24,9 @@ export interface GuardOptions extends ServerOptions {
   readonly transaction?: boolean | undefined;
   /**
    * Largest response body stored for replay, in bytes; a larger one is delivered once and its replay
-   * says so (see the README). At most the store's own `maxResponseBytes` (64 KiB by default). An integer ≥ 0.
-   * @default 65536
+   * says so (see the README). At most the store's own `maxResponseBytes`: a larger value is an
+   * `InvalidOptionError` when the middleware is built. An integer ≥ 0.
+   * @default the store's `maxResponseBytes` (65536 for a built-in store left at its default)
    */
   readonly maxResponseBytes?: number | undefined;
   /** HTTP methods guarded; others pass through untouched. @default ['POST', 'PUT', 'PATCH', 'DELETE'] */

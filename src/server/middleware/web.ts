@@ -29,7 +29,10 @@ import { createGuard, type GuardContext, type GuardOptions, type GuardedBody, ty
 import { headersOf, toResponse } from './web-response.js';
 
 export type { GuardContext, GuardOptions } from './guard.js';
+export { InvalidOptionError } from '../errors/invalid-option-error.js';
 export { LeaseExpiredError } from '../errors/lease-expired-error.js';
+export { MiddlewareOrderError } from '../errors/middleware-order-error.js';
+export { ResponseTooLargeError } from '../errors/response-too-large-error.js';
 
 /**
  * The handler {@link withIdempotency} wraps: the framework's request, the guard's context, then the

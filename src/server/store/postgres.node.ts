@@ -34,6 +34,7 @@ import { toRow, type RawRow } from './postgres-rows.node.js';
 import { postgresSql } from './postgres-sql.node.js';
 import type { AppSchema, Fenced, KeyStore, Lease, Tx } from './types.js';
 import { InvalidOptionError } from '../errors/invalid-option-error.js';
+import { integerOption, SERVER_DEFAULTS } from '../options.js';
 
 export type { PgliteLike, PgliteQueryable, PgliteResults } from './postgres-pglite.node.js';
 
@@ -132,7 +133,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
   if (!SCHEMA_NAME.test(schema)) throw new InvalidOptionError('postgresKeyStore', 'schema', `is not a valid schema name: ${JSON.stringify(schema)}`);
   const sources = [options.connectionString, options.pool, options.pglite].filter((source) => source !== undefined);
   if (sources.length !== 1) throw new InvalidOptionError('postgresKeyStore', 'connectionString', 'or pool or pglite: pass exactly one of them');
-  const maxResponseBytes = options.maxResponseBytes ?? 65_536;
+  const maxResponseBytes = integerOption('postgresKeyStore', 'maxResponseBytes', options.maxResponseBytes, SERVER_DEFAULTS.maxResponseBytes, 0);
   const runner: Runner = options.pglite
     ? createPgliteRunner(options.pglite, schema)
     : createPgRunner({
@@ -184,6 +185,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
 
   const store: KeyStore = {
     dialect: 'postgres',
+    maxResponseBytes,
 
     migrate: (app?: AppSchema) =>
       migrate(runner, schema, app?.postgres).catch((error: unknown) => {

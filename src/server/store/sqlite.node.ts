@@ -26,6 +26,7 @@ import { startCheckpointer } from './sqlite-checkpointer.node.js';
 import { assertInTransaction, openSqlite } from './sqlite-connection.node.js';
 import { resolveDriver } from '../../sqlite/driver.node.js';
 import type { SqliteKeyStoreOptions } from './sqlite-options.node.js';
+import { integerOption, SERVER_DEFAULTS } from '../options.js';
 import { admittedRow, fencedWrite, finalOf, finishedInAdmission, firstPhase, hasData, isWholeRequest, pointOf, type FoldedPoint, type TxOp } from './core.js';
 import { LOST, LeaseLostError } from './lease-lost.js';
 import { beginOverAdmit } from './request-transaction.js';
@@ -47,7 +48,7 @@ export type { SqliteKeyStoreOptions } from './sqlite-options.node.js';
  */
 export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
   const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
-  const maxResponseBytes = options.maxResponseBytes ?? 65_536;
+  const maxResponseBytes = integerOption('sqliteKeyStore', 'maxResponseBytes', options.maxResponseBytes, SERVER_DEFAULTS.maxResponseBytes, 0);
   const now = options.now ?? Date.now;
   const { db, prepare, locked, immediate, write: groupWrite, tx } = openSqlite(options.path, busyTimeoutMs, options.driver);
   const checkpointIntervalMs = options.checkpointIntervalMs ?? 50;
@@ -187,6 +188,7 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
 
   const store: KeyStore = {
     dialect: 'sqlite',
+    maxResponseBytes,
 
     migrate: (app?: AppSchema) =>
       locked(() =>

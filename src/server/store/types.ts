@@ -79,6 +79,8 @@ import type {
 /** The primitives a backend implements. */
 export interface KeyStore {
   readonly dialect: 'sqlite' | 'postgres';
+  /** Optional: the largest response body this store keeps (a larger one is a `ResponseTooLargeError`); the middleware's cap is checked against it at construction. */
+  readonly maxResponseBytes?: number;
   /** Creates or upgrades the key table and the app's tables; safe when several processes start at once. */
   migrate(app?: AppSchema): Promise<void>;
   /**
