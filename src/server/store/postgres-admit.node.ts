@@ -14,6 +14,7 @@ import type { PostgresSql } from './postgres-sql.node.js';
 import type { Opened, Runner } from './postgres-transport.node.js';
 import { toAdmitResult, toRow, type Admitted, type RawRow } from './postgres-rows.node.js';
 import type { AdmitInput, AdmitResult, FirstPhase, StoredResponse } from './types.js';
+import { isCommitUnconfirmed } from './unconfirmed-commit.js';
 
 /** Whether `error` is PostgreSQL's `lock_not_available` (55P03): a lock wait ran past `lock_timeout`. */
 const lockNotAvailable = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === '55P03';
@@ -75,7 +76,7 @@ export function admitOn(runner: Runner, SQL: PostgresSql) {
             .commit({ sql: SQL.firstPoint, params: [...fenceArgs(admitted.lease), point.recoveryPoint, JSON.stringify(point.data), point.leaseMs] })
             // The answer was lost (connection reset): the row says whether the COMMIT ran.
             .catch(async (error: unknown) => {
-              if (!(await landed(runner, SQL, admitted.lease, point.recoveryPoint))) throw error;
+              if (isCommitUnconfirmed(error) || !(await landed(runner, SQL, admitted.lease, point.recoveryPoint))) throw error;
             }),
         );
       } catch (error) {
@@ -139,8 +140,9 @@ export function beginRequestOn(runner: Runner, SQL: PostgresSql, maxResponseByte
         }
         const row = [input.clientId, input.key, input.requestHash, input.endpoint, stored.status, JSON.stringify(stored.headers), stored.body, input.ttlMs];
         await tx.commit({ sql: SQL.wholeFinish, params: row }).catch(async (error: unknown) => {
-          // The answer was lost (connection reset): the row says whether the response is stored.
-          if (!(await landedFinish(runner, SQL, lease, input.requestHash, stored))) throw error;
+          // The answer was lost (connection reset): the row says whether the response is stored —
+          // unless the commit is unconfirmed (`unconfirmed-commit.ts`): on this primary it may be.
+          if (isCommitUnconfirmed(error) || !(await landedFinish(runner, SQL, lease, input.requestHash, stored))) throw error;
         });
       },
       rollback: () => tx.rollback(),
