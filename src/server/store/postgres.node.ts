@@ -76,7 +76,8 @@ export interface PostgresKeyStoreOptions {
   readonly connectTimeoutMs?: number;
   /**
    * `statement_timeout` of the store's own pool: a hung statement rejects instead of holding a
-   * request forever.
+   * request forever. PostgreSQL does not apply it to a COMMIT (one waiting for a synchronous
+   * standby, say): the pool's client timeout, `statementTimeoutMs + connectTimeoutMs`, bounds that.
    * @default 15000
    */
   readonly statementTimeoutMs?: number;
