@@ -120,6 +120,24 @@ describe.skipIf(!runnable)('a request whose commit waits for a standby and the w
       await retriedOnce('k-phase');
     });
 
+    it('does not replay a key whose commit was cancelled while no standby has it: 503 until one confirms, then the replay', async () => {
+      app = await createTestApp({ store: storeOn(kind), leaseMs: 1000 });
+      const open = hold(app.rail);
+      const pending = app.post({ amount: 5 }, { key: 'k-replay' });
+      expect(await eventually(() => app.rail.calls === 1)).toBe(true);
+      await primary.waitForStandby(true);
+      open();
+      expect(await unknownOutcome(await cancelling(pending))).toEqual({ status: 503, retryAfter: true });
+      // Finished on this primary, which no standby confirms yet: replaying it would acknowledge
+      // what a failover loses. The retry's own wait for the standby is cancelled in turn.
+      const retry = await cancelling(app.post({ amount: 5 }, { key: 'k-replay' }));
+      expect(await unknownOutcome(retry)).toEqual({ status: 503, retryAfter: true });
+      await primary.waitForStandby(false);
+      const replay = await app.post({ amount: 5 }, { key: 'k-replay' });
+      expect([replay.status, replay.headers.get('idempotency-replay')]).toEqual([201, 'true']);
+      expect(app.rail.applied.size).toBe(1);
+    });
+
     it('answers 503 + Retry-After when the final response’s commit (finish) is cancelled', async () => {
       app = await createTestApp({ store: storeOn(kind), leaseMs: 1000 });
       const open = hold(app.rail);
