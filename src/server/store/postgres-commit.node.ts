@@ -44,7 +44,7 @@ type Corked = pg.ClientBase & Pick<pg.Client, 'connection'>;
  *
  * @example
  * ```ts
- * const [a, b] = together(client, () => [client.query('SELECT 1'), client.query('SELECT 2')]);
+ * const [a, b] = together(pgClient, () => [pgClient.query('SELECT 1'), pgClient.query('SELECT 2')]);
  * ```
  */
 export function together<T>(client: Corked, send: () => T): T {
@@ -63,7 +63,7 @@ export function together<T>(client: Corked, send: () => T): T {
  *
  * @example
  * ```ts
- * committed(await client.query('COMMIT'));
+ * committed(await pgClient.query('COMMIT'));
  * ```
  */
 export const committed = (result: pg.QueryResult | pg.QueryResult[]): void => {
@@ -93,8 +93,8 @@ export type CommitWatch = () => CommitUnconfirmedError | undefined;
  *
  * @example
  * ```ts
- * const heard = watchCommit(client);
- * const result = await client.query('COMMIT');
+ * const heard = watchCommit(pgClient);
+ * const result = await pgClient.query('COMMIT');
  * const unconfirmed = heard();
  * if (unconfirmed) throw unconfirmed;
  * ```
@@ -129,7 +129,7 @@ export function watchCommit(client: pg.ClientBase): CommitWatch {
  *
  * @example
  * ```ts
- * await watched(client, () => client.query('COMMIT'));
+ * await watched(pgClient, () => pgClient.query('COMMIT'));
  * ```
  */
 export async function watched<T>(client: pg.ClientBase, run: () => Promise<T>): Promise<T> {
@@ -151,7 +151,7 @@ export async function watched<T>(client: pg.ClientBase, run: () => Promise<T>): 
  *
  * @example
  * ```ts
- * await commitPipelined(client, () => client.query('SELECT 1'), end);
+ * await commitPipelined(pgClient, () => pgClient.query('SELECT 1'), end);
  * ```
  */
 export async function commitPipelined(client: Corked, last: () => Promise<unknown>, end: End): Promise<void> {
@@ -170,7 +170,7 @@ export async function commitPipelined(client: Corked, last: () => Promise<unknow
  *
  * @example
  * ```ts
- * await commitBatchWatched(client, pgModule as BatchDriver, { sql: 'SELECT 1', params: [] }, end);
+ * await commitBatchWatched(pgClient, pgModule as BatchDriver, { sql: 'SELECT 1', params: [] }, end);
  * ```
  */
 export async function commitBatchWatched(client: pg.ClientBase, driver: BatchDriver, last: BatchStatement, end: End): Promise<void> {

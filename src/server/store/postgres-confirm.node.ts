@@ -25,7 +25,7 @@ import type { Runner } from './postgres-transport.node.js';
  *
  * @example
  * ```ts
- * const row = await confirmedRow(runner, SQL, toRow(raw));
+ * const row = await confirmedRow(runner, postgresSql('oncely'), await store.load('acme', 'k1'));
  * ```
  */
 export async function confirmedRow<R extends { readonly state: string } | null | undefined>(runner: Runner, SQL: PostgresSql, row: R): Promise<R> {

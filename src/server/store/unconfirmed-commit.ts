@@ -28,7 +28,7 @@ export class CommitUnconfirmedError extends Error {
  *
  * @example
  * ```ts
- * if (!isCommitUnconfirmed(error) && (await landed())) return { ok: true };
+ * if (isCommitUnconfirmed(error)) throw error; // never read back as landed
  * ```
  */
 export function isCommitUnconfirmed(error: unknown): boolean {
