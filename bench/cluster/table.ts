@@ -27,7 +27,7 @@ export function formatRow(r: TrialResult): string {
 
 const range = (values: readonly number[]): string => {
   const [low, high] = [Math.min(...values), Math.max(...values)];
-  return low.toFixed(1) === high.toFixed(1) ? `${s(low)}` : `${(low / 1000).toFixed(1)}–${s(high)}`;
+  return s(low) === s(high) ? s(low) : `${(low / 1000).toFixed(1)}–${s(high)}`;
 };
 
 /** One row per replication mode and fault, its trials summed (counts) or spanned (times). */

@@ -16,6 +16,7 @@
  */
 import { ResponseTooLargeError } from '../errors/response-too-large-error.js';
 import { LOST, isLeaseLost } from './lease-lost.js';
+import { isCommitUnconfirmed } from './unconfirmed-commit.js';
 import type { AdmitInput, AdmitResult, Fenced, FinalResponse, FirstPhase, KeyRow, PhaseCommit, PointWrite, StoredResponse, Tx, WholeRequest } from './types.js';
 
 /** The one point a commit writes: where it leaves the row, the lease it asks for, the data it merges. */
@@ -285,7 +286,8 @@ async function withWork<T, S>(session: FencedSession<S>, write: FencedWrite<T, S
 
 /** After the write's own statement failed: one whose answer was lost (not refused) may have committed, and the row says so. */
 async function unlessLanded<T, S>(session: FencedSession<S>, write: FencedWrite<T, S>, error: unknown, value: T | undefined): Promise<Fenced<T | undefined>> {
-  if (!isLeaseLost(error) && write.landed && (await write.landed())) return { ok: true, value };
+  // An unconfirmed commit may be on this primary alone: reading it back there proves nothing.
+  if (!isLeaseLost(error) && !isCommitUnconfirmed(error) && write.landed && (await write.landed())) return { ok: true, value };
   return failed(session, error);
 }
 

@@ -14,6 +14,8 @@ import type { PostgresSql } from './postgres-sql.node.js';
 import type { Opened, Runner } from './postgres-transport.node.js';
 import { toAdmitResult, toRow, type Admitted, type RawRow } from './postgres-rows.node.js';
 import type { AdmitInput, AdmitResult, FirstPhase, StoredResponse } from './types.js';
+import { isCommitUnconfirmed } from './unconfirmed-commit.js';
+import { confirmedRow } from './postgres-confirm.node.js';
 
 /** Whether `error` is PostgreSQL's `lock_not_available` (55P03): a lock wait ran past `lock_timeout`. */
 const lockNotAvailable = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === '55P03';
@@ -28,6 +30,11 @@ const lockNotAvailable = (error: unknown): boolean => (error as { code?: unknown
  * ```
  */
 export function admitOn(runner: Runner, SQL: PostgresSql) {
+  /** A key found finished is answered once the standby has it (`postgres-confirm.node.ts`). */
+  const replayable = async <T>(result: AdmitResult<T>): Promise<AdmitResult<T>> => {
+    if (!result.owned) await confirmedRow(runner, SQL, result.row);
+    return result;
+  };
   return async function admit<T>(input: AdmitInput, first?: FirstPhase<T>): Promise<AdmitResult<T>> {
     const args = [input.clientId, input.key, input.requestHash, input.endpoint, input.requestBody, input.leaseMs, input.ttlMs];
     // An admission that opens a transaction may meet another one's still open (a whole request
@@ -41,7 +48,7 @@ export function admitOn(runner: Runner, SQL: PostgresSql) {
     for (let attempt = 1; attempt <= 3; attempt += 1) {
       if (!first) {
         const { rows } = await runner.prepared<Admitted>(SQL.admit, args);
-        if (rows[0]) return toAdmitResult(input, rows[0]);
+        if (rows[0]) return replayable(toAdmitResult(input, rows[0]));
         continue;
       }
       // The INSERT, the first phase's work and its recovery point in one transaction. The new
@@ -65,7 +72,7 @@ export function admitOn(runner: Runner, SQL: PostgresSql) {
         const admitted = toAdmitResult(input, found);
         if (!admitted.owned) {
           await tx.rollback();
-          return admitted;
+          return await replayable(admitted);
         }
         const ownTx = txOver('postgres', async (op, sql, params) => shaped(op, await tx.query(sql, params)));
         // The point after the first phase (EXTn_SENT) is written by the phase's own UPDATE: the
@@ -75,7 +82,7 @@ export function admitOn(runner: Runner, SQL: PostgresSql) {
             .commit({ sql: SQL.firstPoint, params: [...fenceArgs(admitted.lease), point.recoveryPoint, JSON.stringify(point.data), point.leaseMs] })
             // The answer was lost (connection reset): the row says whether the COMMIT ran.
             .catch(async (error: unknown) => {
-              if (!(await landed(runner, SQL, admitted.lease, point.recoveryPoint))) throw error;
+              if (isCommitUnconfirmed(error) || !(await landed(runner, SQL, admitted.lease, point.recoveryPoint))) throw error;
             }),
         );
       } catch (error) {
@@ -118,7 +125,7 @@ export function beginRequestOn(runner: Runner, SQL: PostgresSql, maxResponseByte
       const found = (then?.value.rows as RawRow[] | undefined)?.[0];
       if (found) {
         await tx.rollback();
-        return { owned: false, row: toRow(found) };
+        return { owned: false, row: await confirmedRow(runner, SQL, toRow(found)) };
       }
     } catch (error) {
       await tx.rollback();
@@ -139,8 +146,9 @@ export function beginRequestOn(runner: Runner, SQL: PostgresSql, maxResponseByte
         }
         const row = [input.clientId, input.key, input.requestHash, input.endpoint, stored.status, JSON.stringify(stored.headers), stored.body, input.ttlMs];
         await tx.commit({ sql: SQL.wholeFinish, params: row }).catch(async (error: unknown) => {
-          // The answer was lost (connection reset): the row says whether the response is stored.
-          if (!(await landedFinish(runner, SQL, lease, input.requestHash, stored))) throw error;
+          // The answer was lost (connection reset): the row says whether the response is stored —
+          // unless the commit is unconfirmed (`unconfirmed-commit.ts`): on this primary it may be.
+          if (isCommitUnconfirmed(error) || !(await landedFinish(runner, SQL, lease, input.requestHash, stored))) throw error;
         });
       },
       rollback: () => tx.rollback(),

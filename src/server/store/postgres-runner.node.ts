@@ -14,8 +14,10 @@ import { createPool } from './postgres-hosts.node.js';
 import { urlOptions, withoutOptions } from './postgres-url.node.js';
 import { beginSql, sessionProbe } from './postgres-session.node.js';
 import type { OpenOptions, OpenTransaction, Opened, Query, QueryResult, Runner, Statement } from './postgres-transport.node.js';
-import { commitBatch, runBatch, type BatchDriver, type BatchStatement } from './postgres-batch.node.js';
+import { runBatch, type BatchDriver, type BatchStatement } from './postgres-batch.node.js';
 import { LOCK_TIMEOUT_DEFAULT, opening, type Opening } from './postgres-opening.node.js';
+import { commitBatchWatched, commitPipelined, committed, together, valueOf, watched } from './postgres-commit.node.js';
+import { isCommitUnconfirmed } from './unconfirmed-commit.js';
 
 /** Options of {@link createPgRunner}. */
 export interface PgRunnerOptions {
@@ -38,36 +40,6 @@ type Pipelined = { readonly pipeline?: boolean };
 
 /** A pooled connection as `pg` makes it: a `Client`, with its wire connection. */
 type Pooled = pg.PoolClient & Pick<pg.Client, 'connection'> & Pipelined;
-
-/** A settled answer's value, or its failure thrown. */
-const valueOf = <T>(settled: PromiseSettledResult<T>): T => {
-  if (settled.status === 'rejected') throw settled.reason;
-  return settled.value;
-};
-
-/**
- * Statements `send` issues on a pipelined `client`, written to the socket at once: `pg` writes
- * each query of a pipeline on its own, and a round trip of three statements would otherwise
- * cost three writes and as many packets.
- */
-function together<T>(client: Pooled, send: () => T): T {
-  const { stream } = client.connection;
-  stream.cork();
-  try {
-    return send();
-  } finally {
-    stream.uncork();
-  }
-}
-
-/**
- * Throws unless COMMIT committed: PostgreSQL answers the COMMIT of a failed transaction with
- * ROLLBACK and no error (a work that caught the failure of one of its statements).
- */
-const committed = (result: pg.QueryResult | pg.QueryResult[]): void => {
-  const command = (Array.isArray(result) ? result.at(-1) : result)?.command;
-  if (command !== 'COMMIT') throw new Error(`pgRunner: the transaction was rolled back (${command ?? 'no answer'} to COMMIT)`);
-};
 
 /**
  * A runner over a `pg` pool: its own (from a connection string) or one the caller passes in.
@@ -184,6 +156,28 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
     };
   }
 
+  /**
+   * `run` on a connection of the pool, as `pool.query` would (a failed connection is destroyed),
+   * watched: a statement outside a transaction commits on its own, and that commit may be abandoned
+   * by its wait for a standby (`postgres-commit-watch.node.ts`).
+   */
+  async function alone<T>(run: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    const client = await pool.connect();
+    // An error between two messages goes to the query in flight; unheard, Node would crash the process.
+    const onError = (): void => undefined;
+    client.on('error', onError);
+    let broken: Error | undefined;
+    try {
+      return await watched(client, () => run(client));
+    } catch (error) {
+      if (!isCommitUnconfirmed(error)) broken = error as Error;
+      throw error;
+    } finally {
+      client.off('error', onError);
+      client.release(broken);
+    }
+  }
+
   const batchDriver = driver as unknown as BatchDriver;
   /** A store statement in a batch: named as {@link send} names it. */
   const inBatch = (statement: BatchStatement): BatchStatement => (probe.prepared() ? { ...statement, name: named(statement.sql) } : statement);
@@ -211,8 +205,8 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
   }
 
   return {
-    query: over(pool),
-    prepared: async <T>(sql: string, params?: readonly unknown[]) => resultOf<T>(await send(pool, { sql, params: params ?? [] })),
+    query: (sql, params) => alone((client) => over(client)(sql, params)),
+    prepared: <T>(sql: string, params?: readonly unknown[]) => alone(async (client) => resultOf<T>(await send(client, { sql, params: params ?? [] }))),
     async open<T>(first: Statement, then?: Statement, openOptions?: OpenOptions): Promise<Opened<T>> {
       const begins = opening(begin, options.schema, statementTimeoutMs, openOptions);
       const { client, pipelined, ended, end } = await checkout();
@@ -225,12 +219,8 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
         query: (sql, params) => (ended() ? Promise.reject(new Error('pgRunner: this transaction has ended')) : onClient(sql, params)),
         async commit(last) {
           if (ended()) throw new Error('pgRunner: this transaction has ended');
-          if (!pipelined) return commitBatch(client, batchDriver, inBatch(last), (sql, failure) => end(sql, failure ?? poisoned));
-          // A failed `last` leaves the transaction aborted, and the COMMIT behind it ends it.
-          const [wrote, ending] = await Promise.allSettled(together(client, () => [send(client, last), client.query('COMMIT')]));
-          await end(undefined, ending.status === 'rejected' ? ending.reason : undefined);
-          valueOf(wrote);
-          committed(valueOf(ending));
+          if (!pipelined) return commitBatchWatched(client, batchDriver, inBatch(last), (sql, failure) => end(sql, failure ?? poisoned));
+          return commitPipelined(client, () => send(client, last), end);
         },
         rollback,
       };
@@ -268,7 +258,7 @@ export function createPgRunner(options: PgRunnerOptions): Runner {
         if (!pipelined) await (began = client.query(begin));
         const result = await (pipelined ? together(client, start) : work(inTransaction(client)));
         await began;
-        committed(await client.query('COMMIT'));
+        committed(await watched(client, () => client.query('COMMIT')));
         await end();
         return result;
       } catch (error) {

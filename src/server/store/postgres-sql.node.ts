@@ -87,6 +87,9 @@ export function postgresSql(schema: string) {
     // response (the finish clears the lease token; the headers are compared as the text stored).
     landedFinish: `SELECT 1 AS one FROM ${t} WHERE client_id = $1 AND key = $2 AND state = 'finished' AND request_hash = $3
                      AND response_status = $4 AND response_headers::text = $5 AND response_body = $6`,
+    // A commit that waits for the synchronous standby, if one is named (`postgres-confirm.node.ts`):
+    // a transactional WAL message, the smallest write a transaction can make; nothing otherwise.
+    confirm: `SELECT CASE WHEN current_setting('synchronous_standby_names') <> '' THEN pg_logical_emit_message(true, 'oncely', '')::text END AS lsn`,
     takeOver: `UPDATE ${t} SET lease_token = gen_random_uuid()::text, lease_until = now() + $3 * interval '1 millisecond'
           WHERE client_id = $1 AND key = $2 AND state = 'started' AND (lease_token IS NULL OR lease_until <= now())
           RETURNING lease_token`,

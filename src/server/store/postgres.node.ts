@@ -32,6 +32,7 @@ import { migrate } from './postgres-schema.node.js';
 import { poolerRefusal } from './postgres-session.node.js';
 import { toRow, type RawRow } from './postgres-rows.node.js';
 import { postgresSql } from './postgres-sql.node.js';
+import { confirmedRow } from './postgres-confirm.node.js';
 import type { AppSchema, Fenced, KeyStore, Lease, Tx } from './types.js';
 import { InvalidOptionError } from '../errors/invalid-option-error.js';
 import { integerOption, SERVER_DEFAULTS } from '../options.js';
@@ -77,7 +78,8 @@ export interface PostgresKeyStoreOptions {
   readonly connectTimeoutMs?: number;
   /**
    * `statement_timeout` of the store's own pool: a hung statement rejects instead of holding a
-   * request forever.
+   * request forever. PostgreSQL does not apply it to a COMMIT (one waiting for a synchronous
+   * standby, say): the pool's client timeout, `statementTimeoutMs + connectTimeoutMs`, bounds that.
    * @default 15000
    */
   readonly statementTimeoutMs?: number;
@@ -201,7 +203,7 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
 
     async load(clientId, key) {
       const { rows } = await runner.prepared<RawRow>(SQL.load, [clientId, key]);
-      return rows[0] ? toRow(rows[0]) : undefined;
+      return rows[0] ? confirmedRow(runner, SQL, toRow(rows[0])) : undefined;
     },
 
     async takeOver(clientId, key, leaseMs) {
