@@ -32,7 +32,7 @@ export function contractHarness(
   let store: KeyStore | undefined;
   let clientId = '';
   afterEach(async () => {
-    await store?.close();
+    await store?.close?.();
     store = undefined;
   });
   const { clientSuffix = '', ...admission } = defaults;
@@ -46,7 +46,7 @@ export function contractHarness(
     },
     async open() {
       store = await factory();
-      await store.migrate({ sqlite: table, postgres: table });
+      await store.migrate?.({ sqlite: table, postgres: table });
       clientId = `c${randomUUID().slice(0, 8)}${clientSuffix}`;
     },
     input: (key, over = {}) => ({

@@ -50,19 +50,19 @@ export function runKeyStoreValuesContract(name: string, factory: () => Promise<K
       });
       if (!admitted.owned) throw new Error('not owned');
       expect(admitted.row.data).toEqual({ given: HOSTILE, changed: 1, also: HOSTILE });
-      const phase = await h.store.commitPhase(
+      const phase = await h.store.write(
         admitted.lease,
-        { recoveryPoint: 'H2_DONE', data: { h2: HOSTILE }, dataFrom: () => ({ h2b: HOSTILE }), leaseMs: 10_000 },
+        { kind: 'phase', recoveryPoint: 'H2_DONE', data: { h2: HOSTILE }, dataFrom: () => ({ h2b: HOSTILE }), leaseMs: 10_000 },
         note(key),
       );
       expect(phase.ok).toBe(true);
-      expect((await h.store.commitPhase(admitted.lease, { recoveryPoint: 'EXT1_DONE', data: { ext: HOSTILE }, leaseMs: 10_000 })).ok).toBe(true);
+      expect((await h.store.write(admitted.lease, { kind: 'phase', recoveryPoint: 'EXT1_DONE', data: { ext: HOSTILE }, leaseMs: 10_000 })).ok).toBe(true);
       const response = {
         status: 201,
         headers: { 'x-note': HOSTILE.replace(/[\r\n]/g, ' '), 'content-type': 'application/json' },
         body: JSON.stringify({ note: HOSTILE }),
       };
-      expect((await h.store.finish(admitted.lease, () => response, note(key))).ok).toBe(true);
+      expect((await h.store.write(admitted.lease, { kind: 'finish', response: () => response }, note(key))).ok).toBe(true);
 
       const row = await h.store.load(h.clientId, key);
       expect(row).toMatchObject({
@@ -95,9 +95,9 @@ export function runKeyStoreValuesContract(name: string, factory: () => Promise<K
         }
         return 'carried on';
       };
-      expect(await h.store.commitPhase(admitted.lease, { recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, swallowing)).toEqual({ ok: false });
+      expect(await h.store.write(admitted.lease, { kind: 'phase', recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, swallowing)).toEqual({ ok: false });
       expect(caught).toBeDefined();
-      expect(await h.store.finish(admitted.lease, { status: 201, headers: {}, body: '' }, swallowing)).toEqual({ ok: false });
+      expect(await h.store.write(admitted.lease, { kind: 'finish', response: { status: 201, headers: {}, body: '' } }, swallowing)).toEqual({ ok: false });
       const row = await h.store.load(h.clientId, 'swallow');
       expect(row).toMatchObject({ state: 'started', recoveryPoint: null, response: null });
       expect(await notes('swallow')).toEqual([]);
@@ -107,7 +107,7 @@ export function runKeyStoreValuesContract(name: string, factory: () => Promise<K
       await h.open();
       const admitted = await h.store.admit(h.input('racing', { leaseMs: 100 }));
       if (!admitted.owned) throw new Error('not owned');
-      const failing = h.store.commitPhase(admitted.lease, { recoveryPoint: 'H1_DONE', leaseMs: 100 }, async (tx) => {
+      const failing = h.store.write(admitted.lease, { kind: 'phase', recoveryPoint: 'H1_DONE', leaseMs: 100 }, async (tx) => {
         await Promise.all([note('racing')(tx), Promise.reject(new Error('validation failed'))]);
       });
       await expect(failing).rejects.toThrow('validation failed');

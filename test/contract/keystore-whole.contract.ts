@@ -35,12 +35,12 @@ export function runWholeRequestContract(name: string, factory: () => Promise<Key
     let store: KeyStore;
     let clientId: string;
     afterEach(async () => {
-      await store?.close();
+      await store?.close?.();
     });
 
     async function open(): Promise<void> {
       store = await factory();
-      await store.migrate(SCHEMA);
+      await store.migrate?.(SCHEMA);
       clientId = `w${randomUUID().slice(0, 8)}`;
     }
     const input = (key: string, over: Partial<AdmitInput> = {}): AdmitInput => ({

@@ -29,12 +29,12 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
     let store: KeyStore;
     let clientId: string;
     afterEach(async () => {
-      await store?.close();
+      await store?.close?.();
     });
 
     async function open(): Promise<KeyStore> {
       store = await factory();
-      await store.migrate(SCHEMA);
+      await store.migrate?.(SCHEMA);
       clientId = `c${randomUUID().slice(0, 8)}`;
       return store;
     }
@@ -119,7 +119,7 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
         expect(stored?.leaseRemainingMs).toBeGreaterThan(5_000);
         expect(await effects('f1')).toBe(1);
         // The lease is the admission's: it fences the next phase.
-        expect(await store.commitPhase(result.lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 })).toEqual({ ok: true, value: undefined });
+        expect(await store.write(result.lease, { kind: 'phase', recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 })).toEqual({ ok: true, value: undefined });
       });
 
       it('stores nothing, not even the key, when the work throws, and rejects with its error', async () => {
@@ -159,9 +159,9 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       await open();
       const admitted = await store.admit(input('k1'));
       if (!admitted.owned) throw new Error('not owned');
-      const result = await store.commitPhase(
+      const result = await store.write(
         admitted.lease,
-        { recoveryPoint: 'H1_DONE', data: { a: 1 }, dataFrom: (changed) => ({ changed }), leaseMs: 10_000 },
+        { kind: 'phase', recoveryPoint: 'H1_DONE', data: { a: 1 }, dataFrom: (changed) => ({ changed }), leaseMs: 10_000 },
         effect('k1'),
       );
       expect(result).toEqual({ ok: true, value: 1 });
@@ -175,7 +175,7 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       await open();
       const admitted = await store.admit(input('k1'));
       if (!admitted.owned) throw new Error('not owned');
-      const failing = store.commitPhase(admitted.lease, { recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, async (tx) => {
+      const failing = store.write(admitted.lease, { kind: 'phase', recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, async (tx) => {
         await effect('k1')(tx);
         throw new Error('step failed');
       });
@@ -189,7 +189,7 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       const admitted = await store.admit(input('k1'));
       if (!admitted.owned) throw new Error('not owned');
       expect(await store.takeOver(clientId, 'k1', 10_000)).toBeNull();
-      await store.finish(admitted.lease, RESPONSE);
+      await store.write(admitted.lease, { kind: 'finish', response: RESPONSE });
       expect(await store.takeOver(clientId, 'k1', 10_000)).toBeNull();
     });
 
@@ -201,15 +201,15 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       expect(fresh?.token).not.toBe(old.token);
       expect(await store.takeOver(clientId, 'k1', 10_000)).toBeNull();
 
-      expect(await store.commitPhase(old, { recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, effect('k1'))).toEqual({ ok: false });
-      expect(await store.finish(old, RESPONSE, effect('k1'))).toEqual({ ok: false });
-      expect(await store.release(old, { forget: true })).toBe(false);
-      expect(await store.park(old, { retryAfterMs: 1000 })).toBe(false);
+      expect(await store.write(old, { kind: 'phase', recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, effect('k1'))).toEqual({ ok: false });
+      expect(await store.write(old, { kind: 'finish', response: RESPONSE }, effect('k1'))).toEqual({ ok: false });
+      expect((await store.write(old, { kind: 'release', forget: true })).ok).toBe(false);
+      expect((await store.write(old, { kind: 'park', retryAfterMs: 1000 })).ok).toBe(false);
       const row = await store.load(clientId, 'k1');
       expect(row).toMatchObject({ state: 'started', recoveryPoint: null, response: null, attempts: 0 });
       expect(await effects('k1')).toBe(0);
 
-      expect((await store.commitPhase(fresh!, { recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, effect('k1'))).ok).toBe(true);
+      expect((await store.write(fresh!, { kind: 'phase', recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, effect('k1'))).ok).toBe(true);
       expect(await effects('k1')).toBe(1);
     });
 
@@ -217,8 +217,8 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       await open();
       const old = await expireLease('k1');
       expect(await store.takeOver(clientId, 'k1', 10_000)).not.toBeNull();
-      expect(await store.commitPhase(old, { recoveryPoint: 'EXT1_SENT', data: { risk: 1 }, leaseMs: 10_000 })).toEqual({ ok: false });
-      expect(await store.finish(old, RESPONSE)).toEqual({ ok: false });
+      expect(await store.write(old, { kind: 'phase', recoveryPoint: 'EXT1_SENT', data: { risk: 1 }, leaseMs: 10_000 })).toEqual({ ok: false });
+      expect(await store.write(old, { kind: 'finish', response: RESPONSE })).toEqual({ ok: false });
       expect(await store.load(clientId, 'k1')).toMatchObject({ state: 'started', recoveryPoint: null, data: {}, response: null });
     });
 
@@ -227,11 +227,11 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       const admitted = await store.admit(input('k1'));
       if (!admitted.owned) throw new Error('not owned');
       const { lease } = admitted;
-      await store.commitPhase(lease, { recoveryPoint: 'H1_DONE', data: { a: { x: 1, y: 2 }, b: 'keep', c: 1 }, leaseMs: 10_000 });
-      await store.commitPhase(lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
-      await store.commitPhase<{ z: number }>(
+      await store.write(lease, { kind: 'phase', recoveryPoint: 'H1_DONE', data: { a: { x: 1, y: 2 }, b: 'keep', c: 1 }, leaseMs: 10_000 });
+      await store.write(lease, { kind: 'phase', recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
+      await store.write<{ z: number }>(
         lease,
-        { recoveryPoint: 'EXT1_DONE', data: { a: { x: 3 }, c: 2 }, dataFrom: (result) => ({ c: null, d: result?.z }), leaseMs: 10_000 },
+        { kind: 'phase', recoveryPoint: 'EXT1_DONE', data: { a: { x: 3 }, c: 2 }, dataFrom: (result) => ({ c: null, d: result?.z }), leaseMs: 10_000 },
         async () => ({ z: 9 }),
       );
       const row = await store.load(clientId, 'k1');
@@ -243,20 +243,24 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       await open();
       const admitted = await store.admit(input('k1'));
       if (!admitted.owned) throw new Error('not owned');
-      await store.commitPhase(admitted.lease, { recoveryPoint: 'H1_DONE', data: { charge: 'ch_1' }, leaseMs: 10_000 });
-      const done = await store.finish(admitted.lease, (changed) => ({ ...RESPONSE, body: `{"changed":${changed}}` }), effect('k1'));
+      await store.write(admitted.lease, { kind: 'phase', recoveryPoint: 'H1_DONE', data: { charge: 'ch_1' }, leaseMs: 10_000 });
+      const done = await store.write(
+        admitted.lease,
+        { kind: 'finish', response: (changed) => ({ ...RESPONSE, body: `{"changed":${changed}}` }) },
+        effect('k1'),
+      );
       expect(done).toEqual({ ok: true, value: 1 });
       const row = await store.load(clientId, 'k1');
       expect(row).toMatchObject({ state: 'finished', leaseRemainingMs: null, data: { charge: 'ch_1' } });
       expect(row?.response).toEqual({ ...RESPONSE, body: '{"changed":1}' });
-      expect(await store.commitPhase(admitted.lease, { recoveryPoint: 'H2_DONE', leaseMs: 1 })).toEqual({ ok: false });
+      expect(await store.write(admitted.lease, { kind: 'phase', recoveryPoint: 'H2_DONE', leaseMs: 1 })).toEqual({ ok: false });
     });
 
     it('forgets a released row with no recovery point, so the key executes afresh', async () => {
       await open();
       const admitted = await store.admit(input('k1'));
       if (!admitted.owned) throw new Error('not owned');
-      expect(await store.release(admitted.lease, { forget: true })).toBe(true);
+      expect((await store.write(admitted.lease, { kind: 'release', forget: true })).ok).toBe(true);
       expect(await store.load(clientId, 'k1')).toBeUndefined();
       expect((await store.admit(input('k1'))).owned).toBe(true);
     });
@@ -265,8 +269,8 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       await open();
       const admitted = await store.admit(input('k1'));
       if (!admitted.owned) throw new Error('not owned');
-      await store.commitPhase(admitted.lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
-      expect(await store.release(admitted.lease, { forget: true })).toBe(true);
+      await store.write(admitted.lease, { kind: 'phase', recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
+      expect((await store.write(admitted.lease, { kind: 'release', forget: true })).ok).toBe(true);
       const row = await store.load(clientId, 'k1');
       expect(row).toMatchObject({ state: 'started', recoveryPoint: 'EXT1_SENT', leaseRemainingMs: null });
       expect(await store.takeOver(clientId, 'k1', 10_000)).not.toBeNull();
@@ -276,10 +280,10 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       await open();
       const admitted = await store.admit(input('k1'));
       if (!admitted.owned) throw new Error('not owned');
-      expect(await store.park(admitted.lease, { retryAfterMs: 400 })).toBe(true);
+      expect((await store.write(admitted.lease, { kind: 'park', retryAfterMs: 400 })).ok).toBe(true);
       const row = await store.load(clientId, 'k1');
       expect(row).toMatchObject({ attempts: 1, leaseRemainingMs: null });
-      const mine = async () => (await store.sweep(1000)).filter((r) => r.clientId === clientId).map((r) => r.key);
+      const mine = async () => (await store.sweep!(1000)).filter((r) => r.clientId === clientId).map((r) => r.key);
       expect(await mine()).toEqual([]);
       await sleep(500);
       expect(await mine()).toEqual(['k1']);
@@ -293,11 +297,11 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       await expireLease('newer');
       await store.admit(input('live'));
       const finished = await store.admit(input('done', { leaseMs: 1 }));
-      if (finished.owned) await store.finish(finished.lease, RESPONSE);
+      if (finished.owned) await store.write(finished.lease, { kind: 'finish', response: RESPONSE });
       await sleep(5);
-      const swept = (await store.sweep(1000)).filter((r) => r.clientId === clientId).map((r) => r.key);
+      const swept = (await store.sweep!(1000)).filter((r) => r.clientId === clientId).map((r) => r.key);
       expect(swept).toEqual(['old', 'newer']);
-      expect((await store.sweep(1)).length).toBe(1);
+      expect((await store.sweep!(1)).length).toBe(1);
     });
 
     it('keeps a key that finished after its retention for a retention from its finish: a retry still gets the answer', async () => {
@@ -305,12 +309,12 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       const late = await store.admit(input('late', { ttlMs: 300 }));
       if (!late.owned) throw new Error('not owned');
       await sleep(400); // in flight past its retention (parked, resumed by the worker)
-      expect(await store.reap(100)).toBe(0);
-      expect((await store.finish(late.lease, RESPONSE)).ok).toBe(true);
-      expect(await store.reap(100)).toBe(0);
+      expect(await store.reap!(100)).toBe(0);
+      expect((await store.write(late.lease, { kind: 'finish', response: RESPONSE })).ok).toBe(true);
+      expect(await store.reap!(100)).toBe(0);
       expect(await store.admit(input('late', { ttlMs: 300 }))).toMatchObject({ owned: false, row: { state: 'finished', response: RESPONSE } });
       await sleep(400);
-      while ((await store.reap(100)) > 0);
+      while ((await store.reap!(100)) > 0);
       expect(await store.load(clientId, 'late')).toBeUndefined();
     });
 
@@ -318,14 +322,14 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       await open();
       for (const key of ['f1', 'f2', 'f3']) {
         const admitted = await store.admit(input(key, { ttlMs: 1 }));
-        if (admitted.owned) await store.finish(admitted.lease, RESPONSE);
+        if (admitted.owned) await store.write(admitted.lease, { kind: 'finish', response: RESPONSE });
       }
       await store.admit(input('started-expired', { ttlMs: 1 }));
       const kept = await store.admit(input('fresh'));
-      if (kept.owned) await store.finish(kept.lease, RESPONSE);
+      if (kept.owned) await store.write(kept.lease, { kind: 'finish', response: RESPONSE });
       await sleep(10);
-      expect(await store.reap(2)).toBe(2);
-      while ((await store.reap(100)) > 0);
+      expect(await store.reap!(2)).toBe(2);
+      while ((await store.reap!(100)) > 0);
       for (const key of ['f1', 'f2', 'f3']) expect(await store.load(clientId, key)).toBeUndefined();
       expect((await store.load(clientId, 'started-expired'))?.state).toBe('started');
       expect((await store.load(clientId, 'fresh'))?.state).toBe('finished');
