@@ -24,7 +24,7 @@ const lockNotAvailable = (error: unknown): boolean => (error as { code?: unknown
  *
  * @example
  * ```ts
- * const admit = admitOn(runner, postgresSql('oncely'));
+ * const admit = admitOn(runner, postgresSql('oncely'), 65_536);
  * const result = await admit(input);
  * ```
  */

@@ -5,10 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { sqliteKeyStore } from '../../../src/server/store/sqlite.node.js';
 import type { Tx } from '../../../src/server/store/types.js';
 import { availableDrivers } from '../../../src/sqlite/driver.node.js';
-import { runKeyStoreChainedContract } from '../../contract/keystore-chained.contract.js';
-import { runKeyStoreValuesContract } from '../../contract/keystore-values.contract.js';
-import { runKeyStoreContract } from '../../contract/keystore.contract.js';
-import { runWholeRequestContract } from '../../contract/keystore-whole.contract.js';
+import { describeKeyStore } from '../../../src/server/testing.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'oncely-sqlite-contract-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -17,11 +14,9 @@ let n = 0;
 // On every driver this Node can load (test/sqlite/driver.test.ts checks that the expected ones are here).
 for (const driver of availableDrivers()) {
   const file = () => sqliteKeyStore({ path: join(dir, `store-${(n += 1)}.db`), driver });
-  runKeyStoreContract(`sqlite on ${driver} (in memory)`, async () => sqliteKeyStore({ path: ':memory:', driver }));
-  runKeyStoreContract(`sqlite on ${driver} (file, WAL)`, async () => file());
-  runKeyStoreValuesContract(`sqlite on ${driver} (file, WAL)`, async () => file());
-  runKeyStoreChainedContract(`sqlite on ${driver} (file, WAL)`, async () => file());
-  runWholeRequestContract(`sqlite on ${driver} (file, WAL)`, async () => file());
+  // The shipped suites, from `oncely/server/testing` (its source), as a store author runs them.
+  describeKeyStore(`sqlite on ${driver} (in memory)`, async () => sqliteKeyStore({ path: ':memory:', driver }), { suites: ['core', 'lifecycle'] });
+  describeKeyStore(`sqlite on ${driver} (file, WAL)`, async () => file());
 }
 
 describe('sqliteKeyStore response cap', () => {

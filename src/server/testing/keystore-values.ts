@@ -1,16 +1,16 @@
 /**
  * The KeyStore contract, part two: what goes in comes back byte for byte, and a lost lease
  * commits nothing even when the work swallows the error that told it so. Run by every backend
- * next to `keystore.contract.ts` (PostgreSQL sends some of its own statements as literal SQL, so
+ * next to `keystore-core.ts` (PostgreSQL sends some of its own statements as literal SQL, so
  * that BEGIN and COMMIT share their round trips: hostile text is where that would break).
  *
- * Usage: `runKeyStoreValuesContract('sqlite', async () => sqliteKeyStore({ path: ':memory:' }))`.
+ * Registered by `describeKeyStore` (`./describe-key-store.ts`).
  */
 import { describe, expect, it } from 'vitest';
-import type { AdmitInput, KeyStore, Tx } from '../../src/server/store/types.js';
+import type { AdmitInput, KeyStore, Tx } from '../store/types.js';
 import { contractHarness } from './keystore-harness.js';
 
-const TABLE = 'CREATE TABLE IF NOT EXISTS contract_values (client_id TEXT NOT NULL, key TEXT NOT NULL, note TEXT NOT NULL)';
+const TABLE = 'CREATE TABLE IF NOT EXISTS contract_values (client_id TEXT NOT NULL, idem_key TEXT NOT NULL, note TEXT NOT NULL)';
 
 /** Text that breaks naive quoting: quotes, backslashes, placeholders, dollar quotes, comments, non-ASCII. */
 const HOSTILE = [
@@ -35,10 +35,12 @@ export function runKeyStoreValuesContract(name: string, factory: () => Promise<K
       requestBody: JSON.stringify({ reference: HOSTILE, pad: 'x'.repeat(60_000) }),
     });
     const note = (key: string) => async (tx: Tx) =>
-      tx.run('INSERT INTO contract_values (client_id, key, note) VALUES ($1, $2, $3)', [h.clientId, key, HOSTILE]);
+      tx.run('INSERT INTO contract_values (client_id, idem_key, note) VALUES ($1, $2, $3)', [h.clientId, key, HOSTILE]);
     const notes = async (key: string): Promise<string[]> =>
       (
-        await h.store.transaction((tx) => tx.all<{ note: string }>('SELECT note FROM contract_values WHERE client_id = $1 AND key = $2', [h.clientId, key]))
+        await h.store.transaction((tx) =>
+          tx.all<{ note: string }>('SELECT note FROM contract_values WHERE client_id = $1 AND idem_key = $2', [h.clientId, key]),
+        )
       ).map((row) => row.note);
 
     it('stores hostile text verbatim through admission, a phase, an outcome mark and the final response', async () => {

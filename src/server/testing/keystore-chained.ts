@@ -3,25 +3,27 @@
  * (`before`) and the point after it (`after`), and an admission together with a first phase. The
  * store writes them as one: all or nothing, the row left at the last point, every data patch
  * merged in order. (Keeping the mark when the phase fails is the runner's job: it commits it
- * again on its own; see test/server/handler.test.ts, 'keeps the outcome mark it carried'.) Run by every backend next to
- * `keystore.contract.ts`.
+ * again on its own; see oncely's handler tests, 'keeps the outcome mark it carried'.) Run by every backend next to
+ * `keystore-core.ts`.
  *
- * Usage: `runKeyStoreChainedContract('sqlite', async () => sqliteKeyStore({ path: ':memory:' }))`.
+ * Registered by `describeKeyStore` (`./describe-key-store.ts`).
  */
 import { describe, expect, it } from 'vitest';
-import type { AdmitInput, KeyStore, Lease, Tx } from '../../src/server/store/types.js';
+import type { AdmitInput, KeyStore, Lease, Tx } from '../store/types.js';
 import { contractHarness } from './keystore-harness.js';
 
-const TABLE = 'CREATE TABLE IF NOT EXISTS contract_chained (client_id TEXT NOT NULL, key TEXT NOT NULL, step TEXT NOT NULL)';
+const TABLE = 'CREATE TABLE IF NOT EXISTS contract_chained (client_id TEXT NOT NULL, idem_key TEXT NOT NULL, step TEXT NOT NULL)';
 
 export function runKeyStoreChainedContract(name: string, factory: () => Promise<KeyStore>): void {
   describe(`KeyStore contract (marks before and points after a phase): ${name}`, () => {
     const h = contractHarness(factory, TABLE, { requestHash: 'c'.repeat(64) });
     const record = (key: string, step: string) => async (tx: Tx) =>
-      tx.run('INSERT INTO contract_chained (client_id, key, step) VALUES ($1, $2, $3)', [h.clientId, key, step]);
+      tx.run('INSERT INTO contract_chained (client_id, idem_key, step) VALUES ($1, $2, $3)', [h.clientId, key, step]);
     const steps = async (key: string): Promise<string[]> =>
       (
-        await h.store.transaction((tx) => tx.all<{ step: string }>('SELECT step FROM contract_chained WHERE client_id = $1 AND key = $2', [h.clientId, key]))
+        await h.store.transaction((tx) =>
+          tx.all<{ step: string }>('SELECT step FROM contract_chained WHERE client_id = $1 AND idem_key = $2', [h.clientId, key]),
+        )
       ).map((row) => row.step);
     const owned = async (key: string, over: Partial<AdmitInput> = {}): Promise<Lease> => {
       const admitted = await h.store.admit(h.input(key, over));
@@ -174,7 +176,7 @@ export function runKeyStoreChainedContract(name: string, factory: () => Promise<
         async (tx) => {
           // Not awaited: it runs once the phase has committed.
           late = new Promise((resolve) => setTimeout(resolve, 20)).then(() =>
-            tx.run('INSERT INTO contract_chained (client_id, key, step) VALUES ($1, $2, $3)', [h.clientId, 'k10', 'late']),
+            tx.run('INSERT INTO contract_chained (client_id, idem_key, step) VALUES ($1, $2, $3)', [h.clientId, 'k10', 'late']),
           );
           return 'returned';
         },
