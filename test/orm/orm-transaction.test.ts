@@ -11,7 +11,6 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { GuardContext, GuardOptions } from '../../src/server/middleware/guard.js';
 import { postgresKeyStore } from '../../src/server/postgres.js';
-import type { KeyStore } from '../../src/server/store/types.js';
 import { canRunServerTests, requireServerUrl } from '../support/pg.js';
 import { APPS, answer, gate, post, type App, type Behaviour, type Framework } from './apps.js';
 import { ORDERS_DDL, RECIPES, type Orm } from './recipes.js';
@@ -43,7 +42,7 @@ describe.skipIf(!withPostgres).each(CASES)('%s through %s with transaction: true
   const recipe = RECIPES[orm];
   let schema: string;
   let pool: pg.Pool;
-  let store: KeyStore;
+  let store: ReturnType<typeof postgresKeyStore>;
   let app: App | undefined;
   /** Attempts that reached the handler, numbered from 1. */
   let runs: number;

@@ -14,11 +14,13 @@ import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { idempotent } from '../../src/server/middleware/express.js';
 import { postgresKeyStore } from '../../src/server/store/postgres.node.js';
-import type { KeyStore } from '../../src/server/store/types.js';
 import { eventually } from '../reference/serve-process.js';
 import { findPgBin } from '../support/pg.js';
 import { startSyncPrimary, type SyncPrimary } from '../support/sync-standby.js';
 import { createTestApp, type FakeExternal, type TestApp } from './fixtures.js';
+
+/** A built-in store: every optional member of the contract present. */
+type PgStore = ReturnType<typeof postgresKeyStore>;
 
 // Without initdb the test cannot make a primary of its own; CI (ONCELY_REQUIRE_PG=1) must fail then.
 const runnable = findPgBin() !== undefined || process.env.ONCELY_REQUIRE_PG === '1';
@@ -30,7 +32,7 @@ const ORDERS = 'CREATE TABLE IF NOT EXISTS orders (key text NOT NULL)';
 describe.skipIf(!runnable)('a request whose commit waits for a standby and the wait is cancelled', () => {
   let primary: SyncPrimary;
   const pools: pg.Pool[] = [];
-  const stores: KeyStore[] = [];
+  const stores: PgStore[] = [];
   let schemas = 0;
   beforeAll(async () => {
     primary = await startSyncPrimary();
@@ -43,9 +45,9 @@ describe.skipIf(!runnable)('a request whose commit waits for a standby and the w
   });
 
   /** A store in a fresh schema, on its own pool or on an app's `pg.Pool` (not pipelined: batches). */
-  const storeOn = (kind: PoolKind): KeyStore & { readonly schema: string } => {
+  const storeOn = (kind: PoolKind): PgStore & { readonly schema: string } => {
     const schema = `oncely_unconfirmed_${kind}_${(schemas += 1)}`;
-    let store: KeyStore;
+    let store: PgStore;
     if (kind === 'own') store = postgresKeyStore({ connectionString: primary.url, schema });
     else {
       const pool = new pg.Pool({ connectionString: primary.url, options: `-c search_path=${schema}`, max: 6 });

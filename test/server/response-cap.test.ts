@@ -10,12 +10,14 @@ import { createGuard } from '../../src/server/middleware/guard.js';
 import { SERVER_DEFAULTS } from '../../src/server/options.js';
 import { sqliteKeyStore } from '../../src/server/store/sqlite.node.js';
 import type { Guard, GuardedRequest } from '../../src/server/middleware/guard.js';
-import type { KeyStore } from '../../src/server/store/types.js';
 
-const stores: KeyStore[] = [];
+/** A built-in store: every optional member of the contract present. */
+type SqliteStore = ReturnType<typeof sqliteKeyStore>;
+
+const stores: SqliteStore[] = [];
 afterAll(() => Promise.all(stores.map((store) => store.close())));
 
-async function storeCapped(maxResponseBytes?: number): Promise<KeyStore> {
+async function storeCapped(maxResponseBytes?: number): Promise<SqliteStore> {
   const store = sqliteKeyStore(maxResponseBytes === undefined ? { path: ':memory:' } : { path: ':memory:', maxResponseBytes });
   await store.migrate();
   stores.push(store);

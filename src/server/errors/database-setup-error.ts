@@ -16,7 +16,7 @@ import { ErrorCode, OncelyError } from '../../errors/oncely-error.js';
  * import { DatabaseSetupError, postgresKeyStore } from 'oncely/server/postgres';
  * const store = postgresKeyStore({ connectionString: 'postgres://127.0.0.1:5432/payments' });
  * try {
- *   await store.migrate();
+ *   await store.migrate?.();
  * } catch (error) {
  *   if (error instanceof DatabaseSetupError) console.error(`change ${error.setting}: ${error.message}`);
  * }

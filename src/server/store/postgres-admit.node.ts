@@ -6,14 +6,15 @@
  *
  * @module
  */
-import { admittedRow, firstPhase, txOver } from './core.js';
+import { admittedRow, txOver } from './core.js';
+import { admitFirst, type RowChange } from './write-plan.js';
 import { checkedResponse } from './request-transaction.js';
 import type { BeganRequest, RequestTransaction } from './records.js';
 import { fenceArgs, landed, landedFinish, shaped } from './postgres-fenced.node.js';
 import type { PostgresSql } from './postgres-sql.node.js';
 import type { Opened, Runner } from './postgres-transport.node.js';
 import { toAdmitResult, toRow, type Admitted, type RawRow } from './postgres-rows.node.js';
-import type { AdmitInput, AdmitResult, FirstPhase, StoredResponse } from './types.js';
+import type { AdmitInput, AdmitResult, FirstPhase, StoredResponse, WholeRequest } from './types.js';
 import { isCommitUnconfirmed } from './unconfirmed-commit.js';
 import { confirmedRow } from './postgres-confirm.node.js';
 
@@ -25,17 +26,17 @@ const lockNotAvailable = (error: unknown): boolean => (error as { code?: unknown
  *
  * @example
  * ```ts
- * const admit = admitOn(runner, postgresSql('oncely'));
+ * const admit = admitOn(runner, postgresSql('oncely'), 65_536);
  * const result = await admit(input);
  * ```
  */
-export function admitOn(runner: Runner, SQL: PostgresSql) {
+export function admitOn(runner: Runner, SQL: PostgresSql, maxResponseBytes: number) {
   /** A key found finished is answered once the standby has it (`postgres-confirm.node.ts`). */
   const replayable = async <T>(result: AdmitResult<T>): Promise<AdmitResult<T>> => {
     if (!result.owned) await confirmedRow(runner, SQL, result.row);
     return result;
   };
-  return async function admit<T>(input: AdmitInput, first?: FirstPhase<T>): Promise<AdmitResult<T>> {
+  return async function admit<T>(input: AdmitInput, first?: FirstPhase<T> | WholeRequest<T>): Promise<AdmitResult<T>> {
     const args = [input.clientId, input.key, input.requestHash, input.endpoint, input.requestBody, input.leaseMs, input.ttlMs];
     // An admission that opens a transaction may meet another one's still open (a whole request
     // holds its key until its work ends): it waits for that COMMIT or rollback up to `waitMs`. A
@@ -75,16 +76,24 @@ export function admitOn(runner: Runner, SQL: PostgresSql) {
           return await replayable(admitted);
         }
         const ownTx = txOver('postgres', async (op, sql, params) => shaped(op, await tx.query(sql, params)));
-        // The point after the first phase (EXTn_SENT) is written by the phase's own UPDATE: the
-        // row, inserted by this transaction, cannot change hands before COMMIT.
-        return await firstPhase(admitted, first, ownTx, (point) =>
-          tx
-            .commit({ sql: SQL.firstPoint, params: [...fenceArgs(admitted.lease), point.recoveryPoint, JSON.stringify(point.data), point.leaseMs] })
-            // The answer was lost (connection reset): the row says whether the COMMIT ran.
-            .catch(async (error: unknown) => {
-              if (isCommitUnconfirmed(error) || !(await landed(runner, SQL, admitted.lease, point.recoveryPoint))) throw error;
-            }),
-        );
+        // The point after the first phase (EXTn_SENT), or a whole request's response, is written by
+        // one UPDATE sent with the COMMIT: the row, inserted by this transaction, cannot change
+        // hands before it. An answer lost (connection reset): the row says whether the COMMIT ran;
+        // a COMMIT the synchronous standby never confirmed is not read back (it stands on the primary alone).
+        const lease = admitted.lease;
+        const write = (row: RowChange) =>
+          row.response
+            ? tx
+                .commit({ sql: SQL.finish, params: [...fenceArgs(lease), row.response.status, JSON.stringify(row.response.headers), row.response.body] })
+                .catch(async (error: unknown) => {
+                  if (isCommitUnconfirmed(error) || !(await landedFinish(runner, SQL, lease, input.requestHash, row.response!))) throw error;
+                })
+            : tx
+                .commit({ sql: SQL.firstPoint, params: [...fenceArgs(lease), row.recoveryPoint, JSON.stringify(row.data), row.leaseMs] })
+                .catch(async (error: unknown) => {
+                  if (isCommitUnconfirmed(error) || !(await landed(runner, SQL, lease, row.recoveryPoint!))) throw error;
+                });
+        return await admitFirst(admitted, first, ownTx, write, { store: 'postgresKeyStore', key: input.key, maxResponseBytes });
       } catch (error) {
         await tx.rollback();
         throw error;

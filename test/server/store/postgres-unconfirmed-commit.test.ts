@@ -9,10 +9,13 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { postgresKeyStore } from '../../../src/server/store/postgres.node.js';
-import type { AdmitInput, KeyStore, Lease } from '../../../src/server/store/types.js';
+import type { AdmitInput, Lease } from '../../../src/server/store/types.js';
 import { CommitUnconfirmedError } from '../../../src/server/store/unconfirmed-commit.js';
 import { findPgBin } from '../../support/pg.js';
 import { startSyncPrimary, type Abandon, type SyncPrimary } from '../../support/sync-standby.js';
+
+/** A built-in store: every optional member of the contract present. */
+type PgStore = ReturnType<typeof postgresKeyStore>;
 
 // Without initdb the test cannot make a primary of its own; CI (ONCELY_REQUIRE_PG=1) must fail then.
 const runnable = findPgBin() !== undefined || process.env.ONCELY_REQUIRE_PG === '1';
@@ -33,7 +36,7 @@ const response = { status: 201, headers: { 'content-type': 'application/json' },
 describe.skipIf(!runnable)('a commit whose wait for the synchronous standby is abandoned', () => {
   let primary: SyncPrimary;
   let appPool: pg.Pool;
-  const stores: KeyStore[] = [];
+  const stores: PgStore[] = [];
   beforeAll(async () => {
     primary = await startSyncPrimary();
     appPool = new pg.Pool({ connectionString: primary.url, max: 4 });
@@ -46,14 +49,14 @@ describe.skipIf(!runnable)('a commit whose wait for the synchronous standby is a
     await primary?.destroy();
   });
 
-  const open = (pool: 'own' | 'app', options: { statementTimeoutMs?: number; connectTimeoutMs?: number } = {}): KeyStore => {
+  const open = (pool: 'own' | 'app', options: { statementTimeoutMs?: number; connectTimeoutMs?: number } = {}): PgStore => {
     const store = pool === 'own' ? postgresKeyStore({ connectionString: primary.url, schema, ...options }) : postgresKeyStore({ pool: appPool, schema });
     stores.push(store);
     return store;
   };
   const state = async (key: string) => (await primary.query(`SELECT state FROM ${schema}.oncely_keys WHERE key = $1`, [key]))[0]?.state;
   /** A key admitted (commits not waiting yet), then every commit made to wait. */
-  const admitted = async (store: KeyStore, key: string): Promise<Lease> => {
+  const admitted = async (store: PgStore, key: string): Promise<Lease> => {
     const result = await store.admit(input(key));
     if (!result.owned) throw new Error('not admitted');
     await primary.waitForStandby(true);
@@ -65,7 +68,7 @@ describe.skipIf(!runnable)('a commit whose wait for the synchronous standby is a
       const store = open(pool);
       const key = `finish-work-${pool}-${how}`;
       const lease = await admitted(store, key);
-      const finishing = store.finish(lease, response, (tx) => tx.get('SELECT 1 AS one'));
+      const finishing = store.write(lease, { kind: 'finish', response }, (tx) => tx.get('SELECT 1 AS one'));
       expect(await primary.abandonWaits(how, finishing)).toBeGreaterThanOrEqual(1);
       await expect(finishing).rejects.toBeInstanceOf(CommitUnconfirmedError);
       // Committed on this primary alone: what a failover to the standby loses.
@@ -76,7 +79,7 @@ describe.skipIf(!runnable)('a commit whose wait for the synchronous standby is a
       const store = open(pool);
       const key = `finish-alone-${pool}-${how}`;
       const lease = await admitted(store, key);
-      const finishing = store.finish(lease, response);
+      const finishing = store.write(lease, { kind: 'finish', response });
       expect(await primary.abandonWaits(how, finishing)).toBeGreaterThanOrEqual(1);
       await expect(finishing).rejects.toBeInstanceOf(CommitUnconfirmedError);
     });
@@ -98,7 +101,7 @@ describe.skipIf(!runnable)('a commit whose wait for the synchronous standby is a
     const key = 'client-timeout';
     const lease = await admitted(store, key);
     const started = Date.now();
-    await expect(store.finish(lease, response)).rejects.toThrow(/timeout/i);
+    await expect(store.write(lease, { kind: 'finish', response })).rejects.toThrow(/timeout/i);
     // statement_timeout would have cancelled the wait at 200 ms and made the commit visible here.
     expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
     expect(await state(key)).toBe('started');
