@@ -43,8 +43,7 @@ const answering = {
     lease: { clientId: input.clientId, key: input.key, token: 't' },
     row: { state: 'started' },
   }),
-  finish: async () => ({ ok: true, value: undefined }),
-  release: async () => true,
+  write: async () => ({ ok: true, value: undefined }),
   close: async () => {},
 };
 const store = new Proxy(answering, {

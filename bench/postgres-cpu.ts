@@ -132,7 +132,7 @@ async function firstExecution(key: string): Promise<void> {
   if (!admitted.owned || !admitted.first?.value) throw new Error(`${key}: not admitted`);
   const { payment } = admitted.first.value as { payment: PaymentResult };
   const response = { status: 201, headers: { 'content-type': 'application/json' }, body: JSON.stringify(payment) };
-  const finished = await store.finish(admitted.lease, response, undefined, { recoveryPoint: 'EXT1_DONE', data: {} });
+  const finished = await store.write(admitted.lease, { kind: 'finish', response, before: { recoveryPoint: 'EXT1_DONE', data: {} } });
   if (!finished.ok) throw new Error(`${key}: lease lost`);
 }
 

@@ -36,9 +36,9 @@ async function operation(store: KeyStore, key: string): Promise<void> {
   );
   if (!admitted.owned) throw new Error('not owned');
   for (const point of ['EXT1_SENT', 'EXT1_DONE']) {
-    if (!(await store.commitPhase(admitted.lease, { recoveryPoint: point, leaseMs: 10_000 })).ok) throw new Error('lease lost');
+    if (!(await store.write(admitted.lease, { kind: 'phase', recoveryPoint: point, leaseMs: 10_000 })).ok) throw new Error('lease lost');
   }
-  if (!(await store.finish(admitted.lease, response)).ok) throw new Error('lease lost');
+  if (!(await store.write(admitted.lease, { kind: 'finish', response })).ok) throw new Error('lease lost');
 }
 
 interface Round {

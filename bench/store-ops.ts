@@ -33,7 +33,7 @@ async function open(): Promise<KeyStore> {
 }
 
 const store = await open();
-await store.migrate({ sqlite: `${EXECUTIONS_DDL};`, postgres: `${EXECUTIONS_DDL};` });
+await store.migrate?.({ sqlite: `${EXECUTIONS_DDL};`, postgres: `${EXECUTIONS_DDL};` });
 const body = JSON.stringify({ amount: 1250, currency: 'EUR', reference: 'store-ops' });
 const prefix = `store-ops-${process.pid}-${Date.now().toString(36)}`;
 const LEASE = 10_000;
@@ -58,7 +58,7 @@ async function firstExecution(key: string): Promise<void> {
   if (!admitted.owned || !admitted.first?.value) throw new Error(`${key}: not admitted`);
   const { payment } = admitted.first.value as { payment: PaymentResult };
   const response = { status: 201, headers: { 'content-type': 'application/json' }, body: JSON.stringify(payment) };
-  const finished = await store.finish(admitted.lease, response, undefined, { recoveryPoint: 'EXT1_DONE', data: {} });
+  const finished = await store.write(admitted.lease, { kind: 'finish', response, before: { recoveryPoint: 'EXT1_DONE', data: {} } });
   if (!finished.ok) throw new Error(`${key}: lease lost`);
 }
 
@@ -82,7 +82,7 @@ try {
       `${((1000 * (performance.now() - t0)) / done).toFixed(1)} µs wall, ${done} operations`,
   );
 } finally {
-  await store.close();
+  await store.close?.();
   rmSync(dir, { recursive: true, force: true });
   if (dialect === 'postgres') {
     const { default: pg } = await import('pg');

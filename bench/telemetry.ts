@@ -155,5 +155,5 @@ for (const v of variants) {
     `${v.name.padEnd(8)} ${median(v.wall).toFixed(1).padStart(11)} ${median(v.cpu).toFixed(1).padStart(11)} ${wallRatio.toFixed(3).padStart(30)} ${cpuRatio.toFixed(3).padStart(10)}`,
   );
 }
-for (const v of variants) await v.store.close();
+for (const v of variants) await v.store.close?.();
 rmSync(dir, { recursive: true, force: true });

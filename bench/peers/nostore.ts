@@ -7,21 +7,20 @@
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import { admittedRow, isWholeRequest, pointOf } from '../../src/server/store/core.js';
-import type { WholeRequest } from '../../src/server/store/types.js';
-import type {
-  AdmitInput,
-  AdmitResult,
-  FinalResponse,
-  FirstPhase,
-  KeyRow,
-  KeyStore,
-  Lease,
-  PhaseCommit,
-  PointWrite,
-  StoredResponse,
-  Tx,
-} from '../../src/server/store/types.js';
+import { admittedRow } from '../../src/server/store/core.js';
+import {
+  admitFirst,
+  planWrite,
+  type AdmitInput,
+  type AdmitResult,
+  type FirstPhase,
+  type KeyRow,
+  type KeyStore,
+  type Lease,
+  type RowChange,
+  type Tx,
+  type WholeRequest,
+} from '../../src/server/store.js';
 
 /**
  * The Map-backed store; each call resolves on the next turn of the event loop, as a group commit
@@ -41,7 +40,15 @@ export function noStore(): KeyStore {
     const row = rows.get(id(lease.clientId, lease.key));
     return row && row.state === 'started' && row.token === lease.token ? row : undefined;
   };
-  const merge = (row: KeyRow, point: PointWrite): KeyRow => ({ ...row, recoveryPoint: point.recoveryPoint, data: { ...row.data, ...point.data } });
+  const applied = (row: KeyRow, change: RowChange, token: string): KeyRow & { token: string | null } => ({
+    ...row,
+    recoveryPoint: change.recoveryPoint ?? row.recoveryPoint,
+    data: { ...row.data, ...change.data },
+    ...(change.response ? { state: 'finished' as const, response: change.response } : {}),
+    leaseRemainingMs: change.leaseMs,
+    attempts: row.attempts + (change.retryAfterMs === undefined ? 0 : 1),
+    token: change.leaseMs === null ? null : token,
+  });
   const unsupported = (what: string) => (): never => {
     throw new Error(`noStore: ${what} is not implemented (a diagnostic store)`);
   };
@@ -60,41 +67,27 @@ export function noStore(): KeyStore {
         rows.set(id(input.clientId, input.key), { ...row, token });
         return { owned: true, lease, row };
       }
-      if (isWholeRequest(first)) return unsupported('a whole request')();
-      const value = await first.work(tx);
-      const phased = merge(row, pointOf(first.phase, value));
-      rows.set(id(input.clientId, input.key), { ...phased, token });
-      return { owned: true, lease, row: phased, first: { value } };
-    },
-    beginRequest: unsupported('a whole request'),
-    async commitPhase<T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>) {
-      await turn();
-      const row = held(lease);
-      if (!row) return { ok: false as const };
-      const value = work ? await work(tx) : undefined;
-      rows.set(id(lease.clientId, lease.key), { ...merge(row, pointOf(phase, value)), token: lease.token });
-      return { ok: true as const, value };
-    },
-    async finish<T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>, before?: PointWrite) {
-      await turn();
-      const row = held(lease);
-      if (!row) return { ok: false as const };
-      const value = work ? await work(tx) : undefined;
-      const stored: StoredResponse = typeof response === 'function' ? response(value) : response;
-      rows.set(id(lease.clientId, lease.key), {
-        ...(before ? { ...merge(row, before), token: row.token } : row),
-        state: 'finished',
-        response: stored,
-        leaseRemainingMs: null,
-        token: null,
+      if ('response' in first) return unsupported('a whole request')();
+      return admitFirst({ owned: true, lease, row }, first, tx, (change) => void rows.set(id(input.clientId, input.key), applied(row, change, token)), {
+        store: 'noStore',
+        key: input.key,
+        maxResponseBytes: 65_536,
       });
+    },
+    // Every write is the core's row change (`planWrite`), applied to the Map's row.
+    async write(lease, change, work) {
+      await turn();
+      const row = held(lease);
+      if (!row) return { ok: false as const };
+      const value = work ? await work(tx) : undefined;
+      const next = planWrite(change, value, { store: 'noStore', key: lease.key, maxResponseBytes: 65_536 });
+      if (next.deleteIfNoPoint && row.recoveryPoint === null) rows.delete(id(lease.clientId, lease.key));
+      else rows.set(id(lease.clientId, lease.key), applied(row, next, lease.token));
       return { ok: true as const, value };
     },
     load: async (clientId, key) => rows.get(id(clientId, key)),
     transaction: async (work) => work(tx),
     takeOver: unsupported('takeOver'),
-    release: async () => true,
-    park: async () => true,
     sweep: async () => [],
     reap: async () => 0,
     close: async () => undefined,

@@ -103,7 +103,7 @@ function paymentOperation(work: WorkOptions): IdempotentOperation<PaymentInput> 
  */
 export async function createOncelyPeer(options: OncelyPeerOptions): Promise<FetchApp> {
   const store = await openStore(options);
-  await store.migrate({ sqlite: `${EXECUTIONS_DDL};`, postgres: `${EXECUTIONS_DDL};` });
+  await store.migrate?.({ sqlite: `${EXECUTIONS_DDL};`, postgres: `${EXECUTIONS_DDL};` });
   const handler = createIdempotencyHandler({
     store,
     operations: [paymentOperation(options.work) as IdempotentOperation<unknown>],
@@ -121,6 +121,6 @@ export async function createOncelyPeer(options: OncelyPeerOptions): Promise<Fetc
       }
       return new Response('not found', { status: 404 });
     },
-    close: () => store.close(),
+    close: async () => store.close?.(),
   };
 }

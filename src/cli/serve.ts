@@ -272,6 +272,8 @@ export async function serve(argv: readonly string[]): Promise<number> {
   if (isPostgres(db)) await logReplication(db, log);
   if (durations['recovery-interval']! > 0) app.worker.start();
   if (durations['reaper-interval']! > 0) app.reaper.start();
+  // A store without sweep() or reap() (both optional) runs without that loop: said once, not crashed on.
+  for (const loop of [app.worker, app.reaper]) if (loop.unsupported) log.warn({ event: 'loop-unsupported', msg: loop.unsupported });
 
   const signal = await stopSignal;
   log.info({ event: 'draining', signal, inFlight: app.inFlight() });

@@ -177,7 +177,7 @@ export function createReferenceApp(options: ReferenceAppOptions): ReferenceApp {
   const routes = createRoutes({ store, rail, inbox, maxBodyBytes });
   const worker = createRecoveryWorker({ store: leases.store, handler, intervalMs: options.recoveryIntervalMs ?? 1000 });
   const reaper = createReaper({ store, metrics, intervalMs: options.reaperIntervalMs ?? 60_000 });
-  const ready = store.migrate(referenceSchema);
+  const ready = store.migrate?.(referenceSchema) ?? Promise.resolve();
   // A failed migration surfaces through `ready` and every request; never as an unhandled rejection.
   ready.catch(() => undefined);
 
@@ -250,10 +250,10 @@ export function createReferenceApp(options: ReferenceAppOptions): ReferenceApp {
       const unfinished = active;
       // Whatever is still running gives its key back now rather than blocking it for a lease:
       // the row keeps its recovery point and the old owner's remaining fenced writes are refused.
-      await Promise.all(leases.held().map((lease) => store.release(lease, { forget: false }).catch(() => false)));
+      await Promise.all(leases.held().map((lease) => store.write(lease, { kind: 'release', forget: false }).catch(() => undefined)));
       await Promise.all([worker.stop(), reaper.stop()]);
       await ready.catch(() => undefined);
-      await store.close();
+      await store.close?.();
       return unfinished;
     },
   };

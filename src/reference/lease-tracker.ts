@@ -29,7 +29,7 @@ const id = (lease: Lease): string => compositeId(lease.clientId, lease.key);
  * const tracker = trackLeases(store);
  * const handler = createIdempotencyHandler({ store: tracker.store, operations, authenticate });
  * // at shutdown
- * for (const lease of tracker.held()) await store.release(lease, { forget: false });
+ * for (const lease of tracker.held()) await store.write(lease, { kind: 'release', forget: false });
  * ```
  */
 export function trackLeases(store: KeyStore): LeaseTracker {
@@ -39,54 +39,31 @@ export function trackLeases(store: KeyStore): LeaseTracker {
     // Only the current holder's token: a stale owner's late call must not forget a newer lease.
     if (leases.get(id(lease))?.token === lease.token) leases.delete(id(lease));
   };
-  const tracked: KeyStore = {
-    get dialect() {
-      return store.dialect;
-    },
-    migrate: (app) => store.migrate(app),
+  // Only the three primitives that grant or end a lease are wrapped; every other member (the
+  // optional ones included: a member the store lacks stays absent) is the store's own, reached
+  // through the prototype, so nothing is forwarded by hand.
+  const tracked: KeyStore = Object.create(store) as KeyStore;
+  Object.assign(tracked, {
     async admit(input, first) {
       const result = await store.admit(input, first);
       // A whole request comes back finished: no lease is left to hold.
       if (result.owned && result.row.state !== 'finished') hold(result.lease);
       return result;
     },
-    // A whole request holds no lease: nobody can take over a row that is not there before its COMMIT.
-    beginRequest: (input) => store.beginRequest(input),
-    load: (clientId, key) => store.load(clientId, key),
     async takeOver(clientId, key, leaseMs) {
       const lease = await store.takeOver(clientId, key, leaseMs);
       if (lease) hold(lease);
       return lease;
     },
-    async commitPhase(lease, phase, work) {
-      const result = await store.commitPhase(lease, phase, work);
-      if (!result.ok) drop(lease);
+    // A phase keeps the lease unless it was lost. A finish, release or park drops it once the
+    // store has recorded the call (or the lease was lost): one the store refused (a full disk, a
+    // dropped connection) leaves the key held, and shutdown gives it back, as the handler's
+    // let-go would have once the store recovered.
+    async write(lease, change, work) {
+      const result = await store.write(lease, change, work);
+      if (!result.ok || change.kind !== 'phase') drop(lease);
       return result;
     },
-    // Dropped once the store has recorded the call (or the lease was lost): a finish, release or
-    // park the store refused (a full disk, a dropped connection) leaves the key held, and shutdown
-    // gives it back, as the handler's let-go would have once the store recovered.
-    async finish(lease, response, work, before) {
-      const result = await store.finish(lease, response, work, before);
-      drop(lease);
-      return result;
-    },
-    async release(lease, options) {
-      const released = await store.release(lease, options);
-      drop(lease);
-      return released;
-    },
-    async park(lease, options) {
-      const parked = await store.park(lease, options);
-      drop(lease);
-      return parked;
-    },
-    sweep: (limit) => store.sweep(limit),
-    reap: (batchSize) => store.reap(batchSize),
-    transaction: (work) => store.transaction(work),
-    // Optional: forwarded only when the store has it, so that waiters fall back to polling otherwise.
-    ...(store.watch === undefined ? {} : { watch: store.watch.bind(store) }),
-    close: () => store.close(),
-  };
+  } satisfies Pick<KeyStore, 'admit' | 'takeOver' | 'write'>);
   return { store: tracked, held: () => [...leases.values()] };
 }

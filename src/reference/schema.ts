@@ -94,7 +94,7 @@ CREATE INDEX IF NOT EXISTS inbox_effects_by_event ON inbox_effects (client_id, e
  *
  * @example
  * ```ts
- * await store.migrate(referenceSchema);
+ * await store.migrate?.(referenceSchema);
  * ```
  */
 export const referenceSchema: AppSchema = {

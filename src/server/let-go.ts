@@ -53,7 +53,7 @@ export interface LetGo {
 
 /** Options of {@link createLetGo}. */
 export interface LetGoOptions {
-  readonly store: Pick<KeyStore, 'release' | 'park' | 'load'>;
+  readonly store: Pick<KeyStore, 'write' | 'load'>;
   /** The lease the front end grants: how long a let-go stays worth retrying. */
   readonly leaseMs: number;
   /** Told the first failure of each let-go. */
@@ -61,7 +61,7 @@ export interface LetGoOptions {
 }
 
 interface Pending {
-  readonly attempt: () => Promise<boolean>;
+  readonly attempt: () => Promise<unknown>;
   /** Epoch ms past which the lease has run out on its own. */
   readonly until: number;
   /** The retry under way, shared by everyone waiting on it. */
@@ -115,7 +115,7 @@ export function createLetGo(options: LetGoOptions): LetGo {
     timer.unref?.();
   };
 
-  const letGo = async (lease: Lease, attempt: () => Promise<boolean>): Promise<void> => {
+  const letGo = async (lease: Lease, attempt: () => Promise<unknown>): Promise<void> => {
     const id = compositeId(lease.clientId, lease.key);
     try {
       await attempt();
@@ -132,11 +132,11 @@ export function createLetGo(options: LetGoOptions): LetGo {
 
   return {
     // Async, so that a store throwing instead of rejecting fails the same way.
-    release: (lease, { forget }) => letGo(lease, async () => store.release(lease, { forget })),
-    park: (lease, { retryAfterMs }) => letGo(lease, async () => store.park(lease, { retryAfterMs })),
+    release: (lease, { forget }) => letGo(lease, async () => store.write(lease, { kind: 'release', forget })),
+    park: (lease, { retryAfterMs }) => letGo(lease, async () => store.write(lease, { kind: 'park', retryAfterMs })),
     reload: (lease) =>
       store.load(lease.clientId, lease.key).catch(async (error: unknown) => {
-        await letGo(lease, async () => store.release(lease, { forget: false }));
+        await letGo(lease, async () => store.write(lease, { kind: 'release', forget: false }));
         throw error;
       }),
     before(clientId, key) {

@@ -150,12 +150,12 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
     try {
       return await commit(before);
     } catch (error) {
-      if (before) await store.commitPhase(lease, { ...before, leaseMs }).catch(() => undefined);
+      if (before) await store.write(lease, { kind: 'phase', ...before, leaseMs }).catch(() => undefined);
       throw error;
     }
   };
   const finish = async (response: StoredResponse): Promise<StepsOutcome> => {
-    const done = await tracedPhase(run.trace, 'finished', () => withMark((before) => store.finish(lease, response, undefined, before)));
+    const done = await tracedPhase(run.trace, 'finished', () => withMark((before) => store.write(lease, { kind: 'finish', response, before })));
     if (!done.ok) throw new LeaseLostError();
     await committed('finished');
     return { kind: 'finished', response };
@@ -178,9 +178,9 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
         const next = handOver ? sentOf(operation.steps[index + 1]) : undefined;
         const phase = await tracedPhase(run.trace, step.point, () =>
           withMark((before) =>
-            store.commitPhase<Readonly<Record<string, unknown>> | void>(
+            store.write<Readonly<Record<string, unknown>> | void>(
               lease,
-              { recoveryPoint: step.point, leaseMs, dataFrom: (produced) => produced ?? undefined, before, after: next },
+              { kind: 'phase', recoveryPoint: step.point, leaseMs, dataFrom: (produced) => produced ?? undefined, before, after: next },
               (tx) => step.run(ctx(), tx),
             ),
           ),
@@ -198,7 +198,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
       if (!atSent && !sentCommitted) {
         // Durable: the call follows, and a resumed attempt must find EXTn_SENT to probe before calling again.
         const sent = await tracedPhase(run.trace, step.sent, () =>
-          withMark((before) => store.commitPhase(lease, { recoveryPoint: step.sent, leaseMs, before })),
+          withMark((before) => store.write(lease, { kind: 'phase', recoveryPoint: step.sent, leaseMs, before })),
         );
         if (!sent.ok) throw new LeaseLostError();
         await committed(step.sent);
@@ -229,7 +229,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
             mark = { recoveryPoint: done, data: produced };
             break;
           }
-          if (!(await store.commitPhase(lease, { recoveryPoint: done, data: produced, leaseMs })).ok) throw new LeaseLostError();
+          if (!(await store.write(lease, { kind: 'phase', recoveryPoint: done, data: produced, leaseMs })).ok) throw new LeaseLostError();
           await committed(done);
           break;
         }
@@ -237,7 +237,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
           return await finish(outcome.response);
         case 'unknown': {
           const retryAfterMs = backoffMs(run);
-          if (!(await store.park(lease, { retryAfterMs }))) throw new LeaseLostError();
+          if (!(await store.write(lease, { kind: 'park', retryAfterMs })).ok) throw new LeaseLostError();
           return { kind: 'pending', retryAfterMs };
         }
         case 'unavailable':
@@ -246,12 +246,7 @@ export async function runSteps<Input>(run: RunStepsInput<Input>): Promise<StepsO
     }
     const final = await tracedPhase(run.trace, 'finished', () =>
       withMark((before) =>
-        store.finish<StoredResponse>(
-          lease,
-          (response) => response!,
-          (tx) => operation.final.run(ctx(), tx),
-          before,
-        ),
+        store.write<StoredResponse>(lease, { kind: 'finish', response: (response) => response!, before }, (tx) => operation.final.run(ctx(), tx)),
       ),
     );
     if (!final.ok) throw new LeaseLostError();

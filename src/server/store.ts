@@ -1,7 +1,10 @@
 /**
  * `oncely/server/store`: for the people who extend the server library rather than call it: the
  * {@link KeyStore} contract a key store of your own implements (docs/key-store.md), the rows,
- * leases and phase commits it reads and writes, and the fingerprint digest a server may swap in.
+ * leases and writes it reads and applies, the helpers that hold the contract's semantics so that a
+ * store only runs statements ({@link planWrite}: what a fenced write does to the row, as column
+ * values; {@link admitFirst}: a first phase or a whole request inside an admission), and the
+ * fingerprint digest a server may swap in. Its contract suites are on `oncely/server/testing`.
  * A server author never needs this entry: `oncely/server`, `oncely/server/sqlite`,
  * `oncely/server/postgres` and the middleware entries hold what they call. `Tx` is on both this
  * entry and `oncely/server` (the same declaration): steps and stores both run statements on it.
@@ -10,7 +13,7 @@
  * @module
  */
 export { KeyState, WatchEvent } from './store/types.js';
-export { beginOverAdmit, requestOver, runWholeRequest } from './store/request-transaction.js';
+export { admitFirst, planWrite, type RowChange } from './store/write-plan.js';
 export type {
   AdmitInput,
   AdmitResult,
@@ -28,5 +31,6 @@ export type {
   StoredResponse,
   Tx,
   WholeRequest,
+  WriteChange,
 } from './store/types.js';
 export { defaultDigest, webCryptoDigest, type FingerprintDigest } from '../fingerprint.js';

@@ -26,6 +26,12 @@ export interface BackgroundLoop<Result> {
   stop(): Promise<void>;
   /** Runs one pass now (serialised with the timer's passes). */
   runOnce(): Promise<Result>;
+  /**
+   * Why this loop cannot run: its store lacks the optional member it needs (`sweep` for the
+   * recovery worker, `reap` for the reaper). `start()` then does nothing and `runOnce()` rejects
+   * with this reason; `undefined` when the loop can run.
+   */
+  readonly unsupported: string | undefined;
 }
 
 /** Options of {@link createRecoveryWorker}. */
@@ -70,6 +76,11 @@ export interface ReaperOptions {
   readonly maxBatches?: number;
 }
 
+/** A loop that cannot run on its store: says why, and never starts. */
+function unsupportedLoop<Result>(reason: string): BackgroundLoop<Result> {
+  return { start: () => undefined, stop: async () => undefined, runOnce: () => Promise.reject(new Error(reason)), unsupported: reason };
+}
+
 function createLoop<Result>(intervalMs: number, pass: () => Promise<Result>): BackgroundLoop<Result> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   let running = false;
@@ -102,12 +113,14 @@ function createLoop<Result>(intervalMs: number, pass: () => Promise<Result>): Ba
       await current;
     },
     runOnce,
+    unsupported: undefined,
   };
 }
 
 /**
  * Creates the recovery worker: each pass sweeps started rows with no live lease that are due
  * (parked rows wait out their backoff), takes each over and resumes it from its recovery point.
+ * Over a store without `sweep` the loop cannot run: it says why in `unsupported` and never starts.
  *
  * @example
  * ```ts
@@ -120,9 +133,11 @@ function createLoop<Result>(intervalMs: number, pass: () => Promise<Result>): Ba
 export function createRecoveryWorker(options: RecoveryWorkerOptions): BackgroundLoop<RecoveryPass> {
   const { store, handler } = options;
   const batchSize = options.batchSize ?? 50;
+  const sweep = store.sweep?.bind(store);
+  if (!sweep) return unsupportedLoop('the key store has no sweep(): no recovery worker; a stuck key resumes only when its client retries');
   return createLoop(options.intervalMs ?? 1000, async () => {
     const pass: Record<RecoveryOutcome, number> = { finished: 0, pending: 0, transient: 0, lost: 0, busy: 0, unresumable: 0 };
-    for (const row of await store.sweep(batchSize)) {
+    for (const row of await sweep(batchSize)) {
       const outcome = await handler.resume(row);
       pass[outcome] += 1;
       if (outcome === 'finished') handler.metrics.add('recoveries');
@@ -133,7 +148,8 @@ export function createRecoveryWorker(options: RecoveryWorkerOptions): Background
 
 /**
  * Creates the reaper: each pass deletes finished keys past their retention window in batches
- * (short write transactions, so requests are never blocked behind one huge DELETE).
+ * (short write transactions, so requests are never blocked behind one huge DELETE). Over a store
+ * without `reap` the loop cannot run: it says why in `unsupported` and never starts.
  *
  * @example
  * ```ts
@@ -146,10 +162,12 @@ export function createReaper(options: ReaperOptions): BackgroundLoop<number> {
   const { store, metrics } = options;
   const batchSize = options.batchSize ?? 500;
   const maxBatches = options.maxBatches ?? 100;
+  const reap = store.reap?.bind(store);
+  if (!reap) return unsupportedLoop('the key store has no reap(): no reaper; finished keys stay until deleted by hand');
   return createLoop(options.intervalMs ?? 60_000, async () => {
     let removed = 0;
     for (let batch = 0; batch < maxBatches; batch += 1) {
-      const n = await store.reap(batchSize);
+      const n = await reap(batchSize);
       removed += n;
       metrics?.add('keys_reaped', n);
       if (n < batchSize) break;

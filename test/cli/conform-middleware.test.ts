@@ -17,10 +17,10 @@ let store: KeyStore;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'oncely-conform-'));
   store = sqliteKeyStore({ path: join(dir, 'keys.db') });
-  await store.migrate();
+  await store.migrate?.();
 });
 afterAll(async () => {
-  await store.close();
+  await store.close?.();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -26,12 +26,12 @@ const apps: INestApplication[] = [];
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'oncely-nestjs-'));
   store = sqliteKeyStore({ path: join(dir, 'keys.db') });
-  await store.migrate(ORDERS_TABLE);
+  await store.migrate?.(ORDERS_TABLE);
 });
 
 afterEach(async () => {
   await Promise.all(apps.splice(0).map((app) => app.close()));
-  await store.close();
+  await store.close?.();
   rmSync(dir, { recursive: true, force: true });
 });
 

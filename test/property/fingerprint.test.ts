@@ -114,7 +114,7 @@ function storeParity(name: string, openStore: () => Promise<KeyStore>): void {
         40,
       );
     } finally {
-      await store.close();
+      await store.close?.();
     }
   }, 60_000);
 }

@@ -118,11 +118,11 @@ describe('the server and Idempotency-Key', () => {
   let server: EchoServer;
   beforeAll(async () => {
     store = sqliteKeyStore({ path: ':memory:' });
-    await store.migrate();
+    await store.migrate?.();
     server = echoServer(store);
   });
   afterAll(async () => {
-    await store.close();
+    await store.close?.();
   });
   const keyRows = async (): Promise<number> => Number((await store.transaction((tx) => tx.get<{ n: number }>('SELECT COUNT(*) AS n FROM oncely_keys')))?.n);
 

@@ -151,7 +151,7 @@ describe('reference app in-process: keys and callers', () => {
   it('fails closed when the store cannot be reached: 503 with Retry-After on payments, reads, the inbox and /healthz', async () => {
     const errors: unknown[] = [];
     t = await createInProcess({ onError: (error) => errors.push(error) });
-    await t.app.store.close();
+    await t.app.store.close?.();
     for (const response of [
       await t.post('pay-1', payment()),
       await t.get('/v1/ledger'),

@@ -18,9 +18,12 @@ const admission = { clientId: 'acme', key: 'k', requestHash: 'h', endpoint: 'POS
 
 describe('trackLeases', () => {
   it.each([
-    ['release', (store: KeyStore, lease: Lease) => store.release(lease, { forget: true })],
-    ['park', (store: KeyStore, lease: Lease) => store.park(lease, { retryAfterMs: 1000 })],
-    ['finish', (store: KeyStore, lease: Lease) => store.finish(lease, { status: 201, headers: {}, body: '{}' }).then((done) => done.ok)],
+    ['release', (store: KeyStore, lease: Lease) => store.write(lease, { kind: 'release', forget: true }).then((done) => done.ok)],
+    ['park', (store: KeyStore, lease: Lease) => store.write(lease, { kind: 'park', retryAfterMs: 1000 }).then((done) => done.ok)],
+    [
+      'finish',
+      (store: KeyStore, lease: Lease) => store.write(lease, { kind: 'finish', response: { status: 201, headers: {}, body: '{}' } }).then((done) => done.ok),
+    ],
   ] as const)('keeps a lease whose %s the store refused (a full disk), so that shutdown gives it back', async (name, letGo) => {
     const store = sqliteKeyStore({ path: join(dir, `${name}.db`) });
     try {

@@ -16,7 +16,7 @@ import { referenceKeyStore } from '../support/reference-store.js';
 
 const [mode = '', path = '', point = ''] = process.argv.slice(2);
 const store: KeyStore = process.env['ONCELY_TEST_STORE'] === 'reference' ? referenceKeyStore(path) : sqliteKeyStore({ path, busyTimeoutMs: 10_000 });
-await store.migrate({
+await store.migrate?.({
   sqlite: `CREATE TABLE IF NOT EXISTS ext_applied (kn TEXT PRIMARY KEY, system INTEGER NOT NULL);
            CREATE TABLE IF NOT EXISTS ext_calls (kn TEXT NOT NULL);
            CREATE TABLE IF NOT EXISTS step_runs (step TEXT NOT NULL);
@@ -107,4 +107,4 @@ const result = {
   applied2: await count('SELECT COUNT(*) AS n FROM ext_applied WHERE system = 2'),
 };
 process.stdout.write(JSON.stringify(result));
-await store.close();
+await store.close?.();

@@ -139,7 +139,7 @@ describe('createIdempotencyHandler with the Node digest', () => {
       const row = await app.store.load('acme', 'k-hash');
       expect(row?.requestHash).toBe(await fingerprint('POST', '/v1/payments', raw, { contentType: 'application/json' }));
     } finally {
-      await app.store.close();
+      await app.store.close?.();
     }
   });
 
@@ -176,7 +176,7 @@ describe('createIdempotencyHandler with the Node digest', () => {
       expect((await app.post({ amount: 6 }, { key: 'k-count' })).status).toBe(422);
       expect(inputs).toEqual(['POST\n/v1/payments\n{"amount":5}', 'POST\n/v1/payments\n{"amount":5}', 'POST\n/v1/payments\n{"amount":6}']);
     } finally {
-      await app.store.close();
+      await app.store.close?.();
     }
   });
 });

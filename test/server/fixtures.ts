@@ -128,7 +128,7 @@ export async function createTestApp(
   options: Partial<Omit<IdempotencyHandlerOptions, 'store' | 'operations' | 'authenticate'>> & { store?: KeyStore } = {},
 ): Promise<TestApp> {
   const store = options.store ?? sqliteKeyStore({ path: ':memory:' });
-  await store.migrate(APP_SCHEMA);
+  await store.migrate?.(APP_SCHEMA);
   const risk = fakeExternal();
   const rail = fakeExternal();
   const handler = createIdempotencyHandler({

@@ -26,7 +26,7 @@ const file = (): string => join(dir, `keys-${(n += 1)}.db`);
 
 let opened: KeyStore[] = [];
 afterEach(async () => {
-  await Promise.all(opened.map((store) => store.close()));
+  await Promise.all(opened.map((store) => store.close?.()));
   opened = [];
 });
 const sqlite = (path: string): KeyStore => {

@@ -39,6 +39,6 @@ describe('two server processes sharing one SQLite file', () => {
     const check = await createTestApp({ store: sqliteKeyStore({ path }) });
     expect(await check.count('ledger')).toBe(1);
     expect(await check.count('step_runs', 'step = $1', ['H1_DONE'])).toBe(1);
-    await check.store.close();
+    await check.store.close?.();
   });
 });

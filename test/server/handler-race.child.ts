@@ -18,4 +18,4 @@ const answers = await Promise.all(
   })),
 );
 process.stdout.write(JSON.stringify({ answers, railCalls: app.rail.calls }));
-await app.store.close();
+await app.store.close?.();

@@ -6,7 +6,7 @@ import { createTestApp, paymentOperation, type TestApp } from './fixtures.js';
 
 let app: TestApp;
 afterEach(async () => {
-  await app.store.close();
+  await app.store.close?.();
 });
 
 const keyRows = async (): Promise<number> => {
@@ -376,10 +376,10 @@ describe('createIdempotencyHandler: fail closed', () => {
     const sentFails: KeyStore = {
       ...inner,
       dialect: inner.dialect,
-      commitPhase: (lease, phase, work) =>
-        phase.recoveryPoint === 'EXT1_SENT' && failures-- > 0
+      write: (lease, change, work) =>
+        change.kind === 'phase' && change.recoveryPoint === 'EXT1_SENT' && failures-- > 0
           ? Promise.reject(new Error('SQLITE_BUSY: database is locked'))
-          : inner.commitPhase(lease, phase, work),
+          : inner.write(lease, change, work),
     };
     app = await createTestApp({ store: sentFails, hooks: { afterCommit: () => undefined } });
     expect((await app.post({ amount: 5 })).status).toBe(503);
@@ -400,11 +400,11 @@ describe('createIdempotencyHandler: fail closed', () => {
     const h2Fails: KeyStore = {
       ...inner,
       dialect: inner.dialect,
-      commitPhase: (lease, phase, work) => {
-        if (phase.recoveryPoint === 'EXT1_DONE') marks += 1;
-        return phase.recoveryPoint === 'H2_DONE' && !failed++
+      write: (lease, change, work) => {
+        if (change.kind === 'phase' && change.recoveryPoint === 'EXT1_DONE') marks += 1;
+        return change.kind === 'phase' && change.recoveryPoint === 'H2_DONE' && !failed++
           ? Promise.reject(new Error('SQLITE_BUSY: database is locked'))
-          : inner.commitPhase(lease, phase, work);
+          : inner.write(lease, change, work);
       },
     };
     app = await createTestApp({ store: h2Fails });

@@ -81,7 +81,7 @@ function scripted(options: { readonly watch: boolean; readonly fails?: boolean; 
 
 let opened: Scripted | undefined;
 afterEach(async () => {
-  await opened?.store.close();
+  await opened?.store.close?.();
   opened = undefined;
 });
 
@@ -100,7 +100,7 @@ describe('createInFlight over a store that can watch', () => {
     // A poll would have loaded the row at 50, 150 and 350 ms.
     await sleep(600);
     expect(s.loads()).toBe(1);
-    await s.store.finish(lease, RESPONSE);
+    await s.store.write(lease, { kind: 'finish', response: RESPONSE });
     s.tell(WatchEvent.Ended);
     expect(await waited).toBeLessThan(4000);
     expect(s.loads()).toBe(2);
@@ -118,7 +118,7 @@ describe('createInFlight over a store that can watch', () => {
     s.tell(WatchEvent.Ended);
     await sleep(200);
     expect(woken).toBe(false);
-    await s.store.finish(lease, RESPONSE);
+    await s.store.write(lease, { kind: 'finish', response: RESPONSE });
     s.tell(WatchEvent.Ended);
     await waited;
     expect(s.loads()).toBe(3);
@@ -131,7 +131,7 @@ describe('createInFlight over a store that can watch', () => {
     const waits = Array.from({ length: 50 }, () => inFlight.wait('acme', 'k1', 5000));
     await sleep(100);
     expect([s.watches(), s.active()]).toEqual([1, 1]);
-    await s.store.finish(lease, RESPONSE);
+    await s.store.write(lease, { kind: 'finish', response: RESPONSE });
     s.tell(WatchEvent.Ended);
     await Promise.all(waits);
     expect(s.loads()).toBe(2);
@@ -141,7 +141,7 @@ describe('createInFlight over a store that can watch', () => {
     const s = (opened = scripted({ watch: true, delayMs: 300 }));
     const lease = await s.startElsewhere('k1');
     const waited = timed(createInFlight(s.store, 10_000).wait('acme', 'k1', 5000));
-    await s.store.finish(lease, RESPONSE);
+    await s.store.write(lease, { kind: 'finish', response: RESPONSE });
     // No notification: the end happened before the store listened.
     expect(await waited).toBeLessThan(4000);
     expect(s.loads()).toBe(1);
@@ -168,7 +168,7 @@ describe('createInFlight over a store that can watch', () => {
     const waited = timed(createInFlight(s.store, 10_000).wait('acme', 'k1', 5000));
     await meanwhile(s);
     expect(s.loads()).toBeGreaterThanOrEqual(loads);
-    await s.store.finish(lease, RESPONSE);
+    await s.store.write(lease, { kind: 'finish', response: RESPONSE });
     expect(await waited).toBeLessThan(4000);
   });
 

@@ -38,7 +38,7 @@ describe('createLetGo', () => {
       await letGo.before('acme', 'k');
       // The release under the old token changed nothing: the row is the new owner's, who finishes it.
       expect((await theirs.load('acme', 'k'))?.leaseRemainingMs).toBeGreaterThan(0);
-      expect((await theirs.finish(next!, { status: 201, headers: {}, body: 'ok' })).ok).toBe(true);
+      expect((await theirs.write(next!, { kind: 'finish', response: { status: 201, headers: {}, body: 'ok' } })).ok).toBe(true);
       // Forgotten once tried (here or in the background): nothing is retried for the key any more.
       expect(letGo.before('acme', 'k')).toBeUndefined();
     } finally {
@@ -48,9 +48,8 @@ describe('createLetGo', () => {
 
   it(`remembers at most ${MAX_PENDING} keys, each only until its lease would have run out, when the store never recovers`, async () => {
     let releases = 0;
-    const broken = (): Pick<KeyStore, 'release' | 'park' | 'load'> => ({
-      release: () => ((releases += 1), Promise.reject(new Error('disk full'))),
-      park: () => Promise.reject(new Error('disk full')),
+    const broken = (): Pick<KeyStore, 'write' | 'load'> => ({
+      write: (_lease, change) => ((releases += change.kind === 'release' ? 1 : 0), Promise.reject(new Error('disk full'))),
       load: () => Promise.reject(new Error('disk full')),
     });
     const lease = (key: string): Lease => ({ clientId: 'acme', key, token: `t-${key}` });

@@ -109,7 +109,7 @@ describe('a response larger than the store keeps', () => {
         ttlMs: 60_000,
       });
       if (!admitted.owned) throw new Error('not owned');
-      const refused = small.finish(admitted.lease, { status: 201, headers: {}, body: 'x'.repeat(5000) });
+      const refused = small.write(admitted.lease, { kind: 'finish', response: { status: 201, headers: {}, body: 'x'.repeat(5000) } });
       await expect(refused).rejects.toBeInstanceOf(ResponseTooLargeError);
       await expect(refused).rejects.toMatchObject({ code: 'RESPONSE_TOO_LARGE', bytes: 5000, maxBytes: 1000 });
 

@@ -9,7 +9,7 @@ import { createTestApp, paymentOperation, type TestApp } from './fixtures.js';
 
 let app: TestApp | undefined;
 afterEach(async () => {
-  await app?.store.close();
+  await app?.store.close?.();
   app = undefined;
 });
 

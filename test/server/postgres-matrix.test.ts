@@ -67,7 +67,7 @@ describe.each([
       expect(b.rail.calls + b.risk.calls).toBe(0);
       expect(await a.count('ledger')).toBe(1);
     } finally {
-      await Promise.all([a.store.close(), b.store.close()]);
+      await Promise.all([a.store.close?.(), b.store.close?.()]);
     }
   });
 

@@ -7,7 +7,7 @@ import { createTestApp as createApp, type TestApp } from './fixtures.js';
 
 let app: TestApp;
 afterEach(async () => {
-  await app.store.close();
+  await app.store.close?.();
 });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

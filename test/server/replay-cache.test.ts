@@ -77,8 +77,7 @@ function observed(inner: KeyStore): { store: KeyStore; admits: () => number; dow
     }),
     load: guard(inner.load.bind(inner)),
     takeOver: guard(inner.takeOver.bind(inner)),
-    commitPhase: guard(inner.commitPhase.bind(inner)) as KeyStore['commitPhase'],
-    finish: guard(inner.finish.bind(inner)) as KeyStore['finish'],
+    write: guard(inner.write.bind(inner)) as KeyStore['write'],
     transaction: guard(inner.transaction.bind(inner)) as KeyStore['transaction'],
   };
   return { store, admits: () => admits, down: (value) => (isDown = value) };
@@ -107,7 +106,7 @@ describe('createIdempotencyHandler: replays from the cache of finished keys', ()
       expect(await app.count('ledger')).toBe(1);
       expect(app.handler.metrics.render()).toMatch(/outcome="replayed"} 3/);
     } finally {
-      await store.close();
+      await store.close?.();
     }
   });
 
@@ -132,7 +131,7 @@ describe('createIdempotencyHandler: replays from the cache of finished keys', ()
       expect((await app.post(undefined, { raw, key: 'k-id', headers: { 'content-type': 'text/plain' } })).status).toBe(422);
       expect(await app.count('ledger')).toBe(1);
     } finally {
-      await app.store.close();
+      await app.store.close?.();
     }
   });
 
@@ -153,7 +152,7 @@ describe('createIdempotencyHandler: replays from the cache of finished keys', ()
       expect((await send({ 'content-type': '' }))?.status).toBe(422);
       expect((await send({}))?.headers.get('idempotency-replay')).toBe('true');
     } finally {
-      await app.store.close();
+      await app.store.close?.();
     }
   });
 
@@ -220,7 +219,7 @@ describe('createIdempotencyHandler: replays from the cache of finished keys', ()
       expect([unknown.status, unknown.headers.get('retry-after')]).toEqual([503, '1']);
     } finally {
       down(false);
-      await store.close();
+      await store.close?.();
     }
   });
 
@@ -236,8 +235,8 @@ describe('createIdempotencyHandler: replays from the cache of finished keys', ()
       for (let i = 0; i < 3; i += 1) expect((await shortLived.post({ amount: 1 }, { key: 'k' })).status).toBe(201);
       expect(expiring.admits()).toBe(3);
     } finally {
-      await off.store.close();
-      await expiring.store.close();
+      await off.store.close?.();
+      await expiring.store.close?.();
     }
   });
 });

@@ -110,12 +110,12 @@ async function openServer(url: string, label: string): Promise<PgBackend> {
     async store(overrides = {}) {
       const schema = newSchema();
       const store = open(schema, overrides);
-      await store.migrate();
+      await store.migrate?.();
       return Object.assign(store, { schema });
     },
     query: async <T>(sql: string, params?: unknown[]) => (await admin.query(sql, params)).rows as T[],
     async close() {
-      await Promise.all(stores.map((store) => store.close().catch(() => undefined)));
+      await Promise.all(stores.map((store) => store.close?.().catch(() => undefined)));
       for (const schema of schemas) await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
       await admin.end();
     },
@@ -143,12 +143,12 @@ export async function openPglite(label: string): Promise<PgBackend> {
     async store(overrides = {}) {
       const schema = newSchema();
       const store = open(schema, overrides);
-      await store.migrate();
+      await store.migrate?.();
       return Object.assign(store, { schema });
     },
     query: async <T>(sql: string, params?: unknown[]) => (await db.query<T>(sql, params)).rows,
     async close() {
-      await Promise.all(stores.map((store) => store.close()));
+      await Promise.all(stores.map((store) => store.close?.()));
       await db.close();
     },
   };

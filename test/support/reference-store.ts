@@ -1,33 +1,33 @@
 /**
  * A minimal KeyStore, written the way a third party would write one (docs/key-store.md): each
  * primitive is one plain transaction on one SQLite connection (`BEGIN IMMEDIATE …
- * COMMIT`, one at a time), with no group commit and no batching. A phase with the points around
- * it is one UPDATE of the last point; a first phase (or a whole request, finished) runs inside
- * the admission's transaction. It proves that the neutral handler is correct over the primitives alone: it runs the KeyStore contract suites
+ * COMMIT`, one at a time), with no group commit and no batching, and it imports nothing but the
+ * public `oncely/server/store` entry. Every write is `planWrite`'s row change applied by ONE fenced
+ * UPDATE (or a DELETE of a forgotten row); a first phase (or a whole request, finished) runs inside
+ * the admission's transaction with `admitFirst`. It has no `beginRequest`: the core's runs a whole
+ * request through `admit`. It proves that the neutral handler is correct over the primitives alone: it runs the KeyStore contract suites
  * and the crash matrix (`test/server/store/reference-store.test.ts`, `test/server/crash.test.ts`).
  *
  * Not for production: every call waits for the one before it.
  */
 import { randomUUID } from 'node:crypto';
 import { openRawDb } from './sqlite-db.js';
-import type {
-  AdmitInput,
-  AdmitResult,
-  AppSchema,
-  Fenced,
-  FinalResponse,
-  FirstPhase,
-  KeyRow,
-  KeyStore,
-  Lease,
-  PhaseCommit,
-  PointWrite,
-  StoredResponse,
-  Tx,
-  WholeRequest,
-} from '../../src/server/store/types.js';
-import { isWholeRequest } from '../../src/server/store/core.js';
-import { beginOverAdmit } from '../../src/server/store/request-transaction.js';
+import {
+  admitFirst,
+  planWrite,
+  type AdmitInput,
+  type AdmitResult,
+  type AppSchema,
+  type Fenced,
+  type FirstPhase,
+  type KeyRow,
+  type KeyStore,
+  type Lease,
+  type RowChange,
+  type StoredResponse,
+  type Tx,
+  type WholeRequest,
+} from '../../src/server/store.js';
 
 const TABLE = `CREATE TABLE IF NOT EXISTS ref_keys (
   client_id TEXT NOT NULL, key TEXT NOT NULL, request_hash TEXT NOT NULL, endpoint TEXT NOT NULL,
@@ -134,7 +134,7 @@ export function referenceKeyStore(path: string): KeyStore {
       .get(lease.clientId, lease.key, lease.token) as Raw | undefined;
 
   /**
-   * The fenced write both commitPhase and finish are: the work's statements run only while the
+   * The fenced write every `write` is: the work's statements run only while the
    * lease holds the row (checked before each: inside BEGIN IMMEDIATE no one else can write), then
    * `write`. A lost lease rolls everything back, even if the work swallowed the error.
    */
@@ -164,32 +164,43 @@ export function referenceKeyStore(path: string): KeyStore {
     });
   };
 
-  /** A phase, the mark before it and the point after it: one UPDATE of the last point, every data patch merged in order. */
-  const writePhase = <T>(lease: Lease, current: Raw, phase: PhaseCommit<T>, result: T | undefined): void => {
-    // Through JSON, as a row's data is: a key holding `undefined` is no change.
-    const patches = [phase.before?.data, phase.data, phase.dataFrom?.(result) ?? undefined, phase.after?.data];
-    const data = patches.reduce<object>(
-      (merged, patch) => ({ ...merged, ...(JSON.parse(JSON.stringify(patch ?? {})) as object) }),
-      JSON.parse(current.data) as object,
-    );
-    db.prepare('UPDATE ref_keys SET recovery_point = ?, data = ?, lease_until = ? WHERE client_id = ? AND key = ?').run(
-      (phase.after ?? phase).recoveryPoint,
-      JSON.stringify(data),
-      now() + phase.leaseMs,
-      lease.clientId,
-      lease.key,
-    );
+  /**
+   * A write's row change (`planWrite`) as ONE statement fenced by the lease: the DELETE of a
+   * forgotten row with no point yet, else the UPDATE of every column the change names. The data is
+   * merged here, from the row the fence read (`{ ...data, ...patch }`).
+   */
+  const applyRow = (lease: Lease, current: Raw, change: RowChange): number => {
+    const fence = [lease.clientId, lease.key, lease.token];
+    if (
+      change.deleteIfNoPoint &&
+      db.prepare(`DELETE FROM ref_keys WHERE client_id = ? AND key = ? AND lease_token = ? AND recovery_point IS NULL`).run(...fence).changes === 1
+    )
+      return 1;
+    const at = now();
+    const data = JSON.stringify({ ...(JSON.parse(current.data) as object), ...change.data });
+    return db
+      .prepare(
+        `UPDATE ref_keys SET recovery_point = COALESCE(?, recovery_point), data = ?, lease_until = ?, lease_token = CASE WHEN ? IS NULL THEN NULL ELSE lease_token END,
+           state = CASE WHEN ? IS NULL THEN state ELSE 'finished' END, response = COALESCE(?, response),
+           expires_at = CASE WHEN ? IS NULL THEN expires_at ELSE ? + expires_at - created_at END,
+           attempts = attempts + ?, next_attempt_at = COALESCE(?, next_attempt_at)
+         WHERE client_id = ? AND key = ? AND lease_token = ? AND state = 'started'`,
+      )
+      .run(
+        change.recoveryPoint ?? null,
+        data,
+        change.leaseMs === null ? null : at + change.leaseMs,
+        change.leaseMs,
+        ...[change.response, change.response].map((r) => (r ? JSON.stringify(r) : null)),
+        // A key that finished late keeps its retention from its finish: it is not reaped at once.
+        change.response ? 1 : null,
+        at,
+        change.retryAfterMs === undefined ? 0 : 1,
+        change.retryAfterMs === undefined ? null : at + change.retryAfterMs,
+        ...fence,
+      ).changes;
   };
-
-  /** The response stored and the lease cleared (the size checked first: nothing is written past it). */
-  const writeFinish = (lease: Lease, final: StoredResponse): void => {
-    const bytes = Buffer.byteLength(final.body, 'utf8');
-    if (bytes > MAX_RESPONSE_BYTES) throw new RangeError(`referenceKeyStore: a ${bytes}-byte response exceeds maxResponseBytes (${MAX_RESPONSE_BYTES})`);
-    // Kept its retention from now: a key that finished late is not reaped at once.
-    db.prepare(
-      `UPDATE ref_keys SET state = 'finished', response = ?, lease_token = NULL, lease_until = NULL, expires_at = ? + expires_at - created_at WHERE client_id = ? AND key = ?`,
-    ).run(JSON.stringify(final), now(), lease.clientId, lease.key);
-  };
+  const limits = (key: string) => ({ store: 'referenceKeyStore', key, maxResponseBytes: MAX_RESPONSE_BYTES });
 
   /** The admission, with a first phase or (for `beginRequest`) the whole request in its transaction. */
   const admitWith = <T>(input: AdmitInput, first?: FirstPhase<T> | WholeRequest<T>) =>
@@ -207,23 +218,21 @@ export function referenceKeyStore(path: string): KeyStore {
         return { owned: false, row: row(db.prepare('SELECT * FROM ref_keys WHERE client_id = ? AND key = ?').get(input.clientId, input.key) as Raw) };
       const lease = { clientId: input.clientId, key: input.key, token };
       if (!first) return { owned: true, lease, row: row(inserted) };
-      // The first phase in the admission's transaction: a throw rolls the key back with it.
+      // The first phase (or the whole request) in the admission's transaction: a throw rolls the
+      // key back with it. Its statements are refused once its work has returned.
       let ended = false;
-      const value = await first
-        .work(
-          txFor(() => ended),
-          row(inserted),
-        )
-        .finally(() => (ended = true));
-      // The whole request: its response stored in the same transaction.
-      if (isWholeRequest(first)) writeFinish(lease, first.response(value));
-      else writePhase(lease, inserted, first.phase, value);
-      return {
-        owned: true,
-        lease,
-        row: row(db.prepare('SELECT * FROM ref_keys WHERE client_id = ? AND key = ?').get(input.clientId, input.key) as Raw),
-        first: { value },
-      };
+      const owned = { owned: true, lease, row: row(inserted) } as const;
+      const done = await admitFirst(
+        owned,
+        first,
+        txFor(() => ended),
+        (change) => {
+          ended = true;
+          if (applyRow(lease, inserted, change) !== 1) throw new Error('referenceKeyStore: the row admitted in this transaction is gone');
+        },
+        limits(input.key),
+      ).finally(() => (ended = true));
+      return { ...done, row: row(db.prepare('SELECT * FROM ref_keys WHERE client_id = ? AND key = ?').get(input.clientId, input.key) as Raw) };
     });
 
   return {
@@ -231,10 +240,9 @@ export function referenceKeyStore(path: string): KeyStore {
     migrate: (app?: AppSchema) =>
       transaction(() => {
         db.exec(TABLE);
-        if (app) db.exec(app.sqlite);
+        if (app?.['sqlite'] !== undefined) db.exec(app['sqlite']);
       }),
-    admit: (input, first) => admitWith(input, first),
-    beginRequest: beginOverAdmit(admitWith),
+    admit: admitWith,
     load: (clientId, key) =>
       serial(() => {
         const raw = db.prepare('SELECT * FROM ref_keys WHERE client_id = ? AND key = ?').get(clientId, key) as Raw | undefined;
@@ -251,40 +259,7 @@ export function referenceKeyStore(path: string): KeyStore {
           .get(token, now() + leaseMs, clientId, key, now());
         return won ? { clientId, key, token } : null;
       }),
-    commitPhase: <T>(lease: Lease, phase: PhaseCommit<T>, work?: (tx: Tx) => Promise<T>) =>
-      fenced(lease, work, (current, result) => writePhase(lease, current, phase, result)),
-    finish: <T>(lease: Lease, response: FinalResponse<T>, work?: (tx: Tx) => Promise<T>, before?: PointWrite) =>
-      fenced(lease, work, (current, result) => {
-        const final = typeof response === 'function' ? response(result) : response;
-        // The outcome mark before the response, in the same transaction.
-        if (before) writePhase(lease, current, { ...before, leaseMs: 0 }, undefined);
-        writeFinish(lease, final);
-      }),
-    release: (lease, { forget }) =>
-      transaction(() => {
-        const fence = [lease.clientId, lease.key, lease.token];
-        if (
-          forget &&
-          db.prepare('DELETE FROM ref_keys WHERE client_id = ? AND key = ? AND lease_token = ? AND recovery_point IS NULL').run(...fence).changes === 1
-        ) {
-          return true;
-        }
-        return (
-          db
-            .prepare(`UPDATE ref_keys SET lease_token = NULL, lease_until = NULL WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`)
-            .run(...fence).changes === 1
-        );
-      }),
-    park: (lease, { retryAfterMs }) =>
-      transaction(
-        () =>
-          db
-            .prepare(
-              `UPDATE ref_keys SET lease_token = NULL, lease_until = NULL, attempts = attempts + 1, next_attempt_at = ?
-               WHERE client_id = ? AND key = ? AND state = 'started' AND lease_token = ?`,
-            )
-            .run(now() + retryAfterMs, lease.clientId, lease.key, lease.token).changes === 1,
-      ),
+    write: (lease, change, work) => fenced(lease, work, (current, result) => applyRow(lease, current, planWrite(change, result, limits(lease.key)))),
     sweep: (limit) =>
       serial(() =>
         (

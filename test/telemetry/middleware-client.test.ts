@@ -15,8 +15,8 @@ import { recorder } from './exporter.js';
 let store: KeyStore | undefined;
 let app: TestApp | undefined;
 afterEach(async () => {
-  await store?.close();
-  await app?.store.close();
+  await store?.close?.();
+  await app?.store.close?.();
   store = app = undefined;
 });
 
@@ -24,7 +24,7 @@ describe('middleware telemetry', () => {
   it('traces each guarded request with the outcome /metrics would count, and nothing the caller sent', async () => {
     const rec = recorder();
     store = sqliteKeyStore({ path: ':memory:' });
-    await store.migrate();
+    await store.migrate?.();
     const web = new Hono();
     let status = 201;
     const guard = idempotent({ store, clientId: (c) => c.req.header('x-user') ?? null, telemetry: rec.telemetry });

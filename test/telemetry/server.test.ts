@@ -12,7 +12,7 @@ import { recorder, type Recorder } from './exporter.js';
 let app: TestApp;
 let rec: Recorder;
 afterEach(async () => {
-  await app.store.close();
+  await app.store.close?.();
 });
 
 const traced = async (options: Parameters<typeof createTestApp>[0] = {}): Promise<TestApp> => {
@@ -74,7 +74,7 @@ describe('server telemetry', () => {
     await first;
     expect(request(0).attributes).toMatchObject({ 'oncely.outcome': 'in_flight', 'http.response.status_code': 409 });
     expect(request(0).attributes['oncely.waited']).toBeUndefined();
-    await app.store.close();
+    await app.store.close?.();
 
     await traced({ leaseMs: 5000 });
     app.rail.gate = new Promise((resolve) => (open = resolve));
@@ -166,7 +166,7 @@ describe('server telemetry', () => {
       expect((await app.post({ amount: 10 })).status).toBe(201);
       expect(exporter.getFinishedSpans()).toEqual([]);
       // The check can fail: the same app with the option records spans through the global provider.
-      await app.store.close();
+      await app.store.close?.();
       app = await createTestApp({ telemetry: { api } });
       await app.post({ amount: 10 });
       expect(exporter.getFinishedSpans().length).toBeGreaterThan(0);

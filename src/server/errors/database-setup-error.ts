@@ -14,7 +14,7 @@ import { ErrorCode, OncelyError } from '../../errors/oncely-error.js';
  * @example
  * ```ts
  * try {
- *   await store.migrate();
+ *   await store.migrate?.();
  * } catch (error) {
  *   if (error instanceof DatabaseSetupError) console.error(`change ${error.setting}: ${error.message}`);
  * }

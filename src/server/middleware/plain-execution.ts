@@ -52,11 +52,11 @@ export class PlainExecution implements Execution {
   private async finish(response: WireResponse): Promise<Fenced<unknown>> {
     const { store, lease } = this.run;
     try {
-      return await store.finish(lease, captureStored(response, this.maxResponseBytes));
+      return await store.write(lease, { kind: 'finish', response: captureStored(response, this.maxResponseBytes) });
     } catch (error) {
       // The store's own cap is below the guard's: the response is delivered once, as any too large.
       if (!(error instanceof ResponseTooLargeError)) throw error;
-      return store.finish(lease, captureStored(response, -1));
+      return store.write(lease, { kind: 'finish', response: captureStored(response, -1) });
     }
   }
 }

@@ -27,7 +27,7 @@
 import type { WireResponse } from '../answers.js';
 import type { NotOwned } from '../admission.js';
 import { LeaseLostError, isLeaseLost } from '../store/lease-lost.js';
-import { requestOver } from '../store/request-transaction.js';
+import { beginRequestOf, requestOver } from '../store/request-transaction.js';
 import type { RequestTransaction } from '../store/records.js';
 import type { AdmitInput, StoredResponse, Tx } from '../store/types.js';
 import type { LeasedRun } from './leased-run.js';
@@ -89,7 +89,7 @@ export class TransactionExecution implements Execution {
   static async admit(run: LeasedRun, input: AdmitInput, leaseMs: number, maxResponseBytes: number): Promise<Decision | { readonly found: NotOwned }> {
     let began;
     try {
-      began = await run.store.beginRequest(input);
+      began = await beginRequestOf(run.store)(input);
     } catch (error) {
       run.report(error);
       run.end();
@@ -104,7 +104,7 @@ export class TransactionExecution implements Execution {
     let opened;
     try {
       opened = await requestOver(
-        (work) => run.store.finish(run.lease, (stored: StoredResponse | undefined) => stored!, work),
+        (work) => run.store.write(run.lease, { kind: 'finish', response: (stored: StoredResponse | undefined) => stored! }, work),
         (done) => done.ok,
       );
     } catch (error) {

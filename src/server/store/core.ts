@@ -6,9 +6,10 @@
  *
  * - {@link pointOf}: a phase with the mark before it and the point after it, as the one point its
  *   single UPDATE writes (the contract's {@link PhaseCommit});
- * - {@link finalOf}: the response a `finish` stores, with the size check;
- * - {@link admittedRow}, {@link firstPhase}, {@link finishedInAdmission}: an owner's admission and
- *   its first phase (or its whole request, finished), run in the admission's transaction;
+ * - {@link finalOf}: the response a finish stores, with the size check;
+ * - what each `WriteChange` does to the row, as column values: `./write-plan.ts`;
+ * - {@link admittedRow}: an owner's admitted row, built without a read (its first phase, or its
+ *   whole request, run in the admission's transaction by `admitFirst`, `./write-plan.ts`);
  * - {@link fencedWrite}: lease fencing of a write and its work, the "write has ended" guard and
  *   "did my write land" after a lost answer, over a dialect's {@link FencedSession}.
  *
@@ -16,7 +17,7 @@
  */
 import { ResponseTooLargeError } from '../errors/response-too-large-error.js';
 import { LOST, isLeaseLost } from './lease-lost.js';
-import type { AdmitInput, AdmitResult, Fenced, FinalResponse, FirstPhase, KeyRow, PhaseCommit, PointWrite, StoredResponse, Tx, WholeRequest } from './types.js';
+import type { AdmitInput, Fenced, FinalResponse, FirstPhase, KeyRow, PhaseCommit, StoredResponse, Tx, WholeRequest } from './records.js';
 
 /** The one point a commit writes: where it leaves the row, the lease it asks for, the data it merges. */
 export interface FoldedPoint {
@@ -69,9 +70,24 @@ export function hasData(patch: Readonly<Record<string, unknown>> | undefined): b
  */
 export function finalOf<T>(store: string, key: string, maxBytes: number, response: FinalResponse<T>, result: T | undefined): StoredResponse {
   const final = typeof response === 'function' ? response(result) : response;
-  const bytes = Buffer.byteLength(final.body, 'utf8');
+  const bytes = utf8Bytes(final.body);
   if (bytes > maxBytes) throw new ResponseTooLargeError(store, key, bytes, maxBytes);
   return final;
+}
+
+/** The UTF-8 length of `text` (a lone surrogate counts as U+FFFD's 3 bytes), without Node's `Buffer`: this module is on a neutral entry. */
+function utf8Bytes(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i += 1) {
+    const unit = text.charCodeAt(i);
+    if (unit < 0x80) bytes += 1;
+    else if (unit < 0x800) bytes += 2;
+    else if (unit >= 0xd800 && unit < 0xdc00 && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      bytes += 4;
+      i += 1;
+    } else bytes += 3;
+  }
+  return bytes;
 }
 
 /**
@@ -101,58 +117,6 @@ export function admittedRow(input: AdmitInput, nowMs: number, expiresAt: number)
 }
 
 /**
- * The first phase of an admission, inside the admission's own transaction (the row was inserted
- * by it, so no fence is needed before the work): the work on `tx`, then its point written by the
- * dialect's `write` (the fenced UPDATE of a row nobody else can see yet). Answers the owner's
- * result with the row at that point; a throw leaves the dialect to undo the whole transaction.
- *
- * @example
- * ```ts
- * return firstPhase(admitted, first, tx, (point) => run(SQL.commitFirst, point));
- * ```
- */
-export async function firstPhase<T>(
-  admitted: Extract<AdmitResult<never>, { owned: true }>,
-  first: FirstPhase<T>,
-  tx: Tx,
-  write: (point: FoldedPoint) => Promise<void> | void,
-): Promise<AdmitResult<T>> {
-  const value = await first.work(tx);
-  const point = pointOf(first.phase, value);
-  const written = write(point);
-  if (written) await written;
-  const row = { ...admitted.row, recoveryPoint: point.recoveryPoint, data: point.data, leaseRemainingMs: point.leaseMs };
-  return { owned: true, lease: admitted.lease, row, first: { value } };
-}
-
-/**
- * A {@link WholeRequest} in the admission's own transaction: the work on `tx`, its response (with
- * the size check), then the dialect's `write` of that response (the fenced finish of a row nobody
- * else can see yet). Answers the owner's result with the row finished; a throw leaves the dialect
- * to undo the whole transaction.
- *
- * @example
- * ```ts
- * return finishedInAdmission('sqliteKeyStore', 65_536, admitted, whole, tx, (stored) => run(SQL.finish, stored));
- * ```
- */
-export async function finishedInAdmission<T>(
-  store: string,
-  maxBytes: number,
-  admitted: Extract<AdmitResult<never>, { owned: true }>,
-  whole: WholeRequest<T>,
-  tx: Tx,
-  write: (stored: StoredResponse) => Promise<void> | void,
-): Promise<AdmitResult<T>> {
-  const value = await whole.work(tx, admitted.row);
-  const stored = finalOf(store, admitted.lease.key, maxBytes, whole.response(value), undefined);
-  const written = write(stored);
-  if (written) await written;
-  const row: KeyRow = { ...admitted.row, state: 'finished', response: stored, leaseRemainingMs: null };
-  return { owned: true, lease: admitted.lease, row, first: { value } };
-}
-
-/**
  * Whether `first` is a {@link WholeRequest}.
  *
  * @example
@@ -161,9 +125,6 @@ export async function finishedInAdmission<T>(
  * ```
  */
 export const isWholeRequest = <T>(first: FirstPhase<T> | WholeRequest<T>): first is WholeRequest<T> => 'response' in first;
-
-/** A point as a {@link PhaseCommit} of its own (a mark re-committed alone). */
-export const alone = (point: PointWrite, leaseMs: number): PhaseCommit => ({ ...point, leaseMs });
 
 /** What a statement of the work asks for: rows changed (`run`), all rows, or the first row. */
 export type TxOp = 'run' | 'all' | 'get';

@@ -6,14 +6,15 @@
  *
  * @module
  */
-import { admittedRow, firstPhase, txOver } from './core.js';
+import { admittedRow, txOver } from './core.js';
+import { admitFirst, type RowChange } from './write-plan.js';
 import { checkedResponse } from './request-transaction.js';
 import type { BeganRequest, RequestTransaction } from './records.js';
 import { fenceArgs, landed, landedFinish, shaped } from './postgres-fenced.node.js';
 import type { PostgresSql } from './postgres-sql.node.js';
 import type { Opened, Runner } from './postgres-transport.node.js';
 import { toAdmitResult, toRow, type Admitted, type RawRow } from './postgres-rows.node.js';
-import type { AdmitInput, AdmitResult, FirstPhase, StoredResponse } from './types.js';
+import type { AdmitInput, AdmitResult, FirstPhase, StoredResponse, WholeRequest } from './types.js';
 
 /** Whether `error` is PostgreSQL's `lock_not_available` (55P03): a lock wait ran past `lock_timeout`. */
 const lockNotAvailable = (error: unknown): boolean => (error as { code?: unknown } | null)?.code === '55P03';
@@ -23,12 +24,12 @@ const lockNotAvailable = (error: unknown): boolean => (error as { code?: unknown
  *
  * @example
  * ```ts
- * const admit = admitOn(runner, postgresSql('oncely'));
+ * const admit = admitOn(runner, postgresSql('oncely'), 65_536);
  * const result = await admit(input);
  * ```
  */
-export function admitOn(runner: Runner, SQL: PostgresSql) {
-  return async function admit<T>(input: AdmitInput, first?: FirstPhase<T>): Promise<AdmitResult<T>> {
+export function admitOn(runner: Runner, SQL: PostgresSql, maxResponseBytes: number) {
+  return async function admit<T>(input: AdmitInput, first?: FirstPhase<T> | WholeRequest<T>): Promise<AdmitResult<T>> {
     const args = [input.clientId, input.key, input.requestHash, input.endpoint, input.requestBody, input.leaseMs, input.ttlMs];
     // An admission that opens a transaction may meet another one's still open (a whole request
     // holds its key until its work ends): it waits for that COMMIT or rollback up to `waitMs`. A
@@ -68,16 +69,23 @@ export function admitOn(runner: Runner, SQL: PostgresSql) {
           return admitted;
         }
         const ownTx = txOver('postgres', async (op, sql, params) => shaped(op, await tx.query(sql, params)));
-        // The point after the first phase (EXTn_SENT) is written by the phase's own UPDATE: the
-        // row, inserted by this transaction, cannot change hands before COMMIT.
-        return await firstPhase(admitted, first, ownTx, (point) =>
-          tx
-            .commit({ sql: SQL.firstPoint, params: [...fenceArgs(admitted.lease), point.recoveryPoint, JSON.stringify(point.data), point.leaseMs] })
-            // The answer was lost (connection reset): the row says whether the COMMIT ran.
-            .catch(async (error: unknown) => {
-              if (!(await landed(runner, SQL, admitted.lease, point.recoveryPoint))) throw error;
-            }),
-        );
+        // The point after the first phase (EXTn_SENT), or a whole request's response, is written by
+        // one UPDATE sent with the COMMIT: the row, inserted by this transaction, cannot change
+        // hands before it. An answer lost (connection reset): the row says whether the COMMIT ran.
+        const lease = admitted.lease;
+        const write = (row: RowChange) =>
+          row.response
+            ? tx
+                .commit({ sql: SQL.finish, params: [...fenceArgs(lease), row.response.status, JSON.stringify(row.response.headers), row.response.body] })
+                .catch(async (error: unknown) => {
+                  if (!(await landedFinish(runner, SQL, lease, input.requestHash, row.response!))) throw error;
+                })
+            : tx
+                .commit({ sql: SQL.firstPoint, params: [...fenceArgs(lease), row.recoveryPoint, JSON.stringify(row.data), row.leaseMs] })
+                .catch(async (error: unknown) => {
+                  if (!(await landed(runner, SQL, lease, row.recoveryPoint!))) throw error;
+                });
+        return await admitFirst(admitted, first, ownTx, write, { store: 'postgresKeyStore', key: input.key, maxResponseBytes });
       } catch (error) {
         await tx.rollback();
         throw error;

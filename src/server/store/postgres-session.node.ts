@@ -111,7 +111,7 @@ export function sessionProbe(pool: pg.Pool, forced: boolean | undefined): Sessio
  *
  * @example
  * ```ts
- * await store.migrate().catch((error: unknown) => {
+ * await store.migrate?.().catch((error: unknown) => {
  *   throw poolerRefusal(error) ?? error;
  * });
  * ```

@@ -19,7 +19,10 @@
  * @module
  */
 import type pg from 'pg';
-import { fencedWrite, finalOf, pointOf, txOver } from './core.js';
+import { fencedWrite, txOver } from './core.js';
+import { LOST } from './lease-lost.js';
+import { planWrite, refuseIdleWork, type RowChange } from './write-plan.js';
+import { schemaFor } from './app-schema.js';
 import { admitOn, beginRequestOn } from './postgres-admit.node.js';
 import { fenceArgs, landed, pgSession, shaped } from './postgres-fenced.node.js';
 import { endChannel, listenForEnds, listenConfig as listenTarget } from './postgres-listen.node.js';
@@ -32,7 +35,7 @@ import { migrate } from './postgres-schema.node.js';
 import { poolerRefusal } from './postgres-session.node.js';
 import { toRow, type RawRow } from './postgres-rows.node.js';
 import { postgresSql } from './postgres-sql.node.js';
-import type { AppSchema, Fenced, KeyStore, Lease, Tx } from './types.js';
+import type { AppSchema, Fenced, KeyStore, Lease, Tx, WriteChange } from './types.js';
 import { InvalidOptionError } from '../errors/invalid-option-error.js';
 
 export type { PgliteLike, PgliteQueryable, PgliteResults } from './postgres-pglite.node.js';
@@ -127,7 +130,9 @@ type Ended = { readonly n: number };
  * await store.migrate();
  * ```
  */
-export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
+export function postgresKeyStore(
+  options: PostgresKeyStoreOptions,
+): KeyStore & Required<Pick<KeyStore, 'migrate' | 'beginRequest' | 'sweep' | 'reap' | 'close'>> {
   const schema = options.schema ?? schemaFromUrl(options.connectionString) ?? schemaFromPool(options.pool) ?? 'public';
   if (!SCHEMA_NAME.test(schema)) throw new InvalidOptionError('postgresKeyStore', 'schema', `is not a valid schema name: ${JSON.stringify(schema)}`);
   const sources = [options.connectionString, options.pool, options.pglite].filter((source) => source !== undefined);
@@ -179,14 +184,14 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
       landed: at === undefined ? undefined : () => landed(runner, SQL, lease, at),
     });
 
-  const admit = admitOn(runner, SQL);
+  const admit = admitOn(runner, SQL, maxResponseBytes);
   const beginRequest = beginRequestOn(runner, SQL, maxResponseBytes);
 
-  const store: KeyStore = {
+  const store: KeyStore & Required<Pick<KeyStore, 'migrate' | 'beginRequest' | 'sweep' | 'reap' | 'close'>> = {
     dialect: 'postgres',
 
     migrate: (app?: AppSchema) =>
-      migrate(runner, schema, app?.postgres).catch((error: unknown) => {
+      migrate(runner, schema, app && schemaFor('postgresKeyStore', 'postgres', app)).catch((error: unknown) => {
         throw poolerRefusal(error) ?? error;
       }),
 
@@ -208,36 +213,16 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
       return rows[0] ? { clientId, key, token: rows[0].lease_token } : null;
     },
 
-    // The mark before and the point after are written by the phase's own UPDATE (`oncely_point`).
-    commitPhase: (lease, phase, work) => (
-      granted(phase.leaseMs),
-      fenced(
-        lease,
-        work,
-        (result) => {
-          const point = pointOf(phase, result);
-          return { sql: SQL.point, params: [...fenceArgs(lease), point.recoveryPoint, JSON.stringify(point.data), point.leaseMs] };
-        },
-        (phase.after ?? phase).recoveryPoint,
-      )
-    ),
-
-    finish: (lease, response, work, before) =>
-      fenced(lease, work, (result) => {
-        const final = finalOf('postgresKeyStore', lease.key, maxResponseBytes, response, result);
-        const stored = [final.status, JSON.stringify(final.headers), final.body];
-        // The outcome mark before the response is written by the same UPDATE.
-        if (before) return { sql: SQL.finishAfter, params: [...fenceArgs(lease), before.recoveryPoint, JSON.stringify(before.data ?? {}), ...stored] };
-        return { sql: SQL.finish, params: [...fenceArgs(lease), ...stored] };
-      }),
-
-    async release(lease, { forget }) {
-      // A row with a recovery point records work that happened: it is kept whatever `forget` says.
-      if (forget && (await ended(SQL.forget, lease)) === 1) return true;
-      return (await ended(SQL.release, lease)) === 1;
+    write: (lease, change, work) => {
+      refuseIdleWork('postgresKeyStore', change, work);
+      // A release or park: one statement that ends the lease (and notifies a watched row's waiters).
+      if (change.kind === 'release' || change.kind === 'park') return letGo(lease, change);
+      if (change.kind === 'phase') granted(change.leaseMs);
+      const limits = { store: 'postgresKeyStore', key: lease.key, maxResponseBytes };
+      // A phase's lost answer is resolved by its point: the row at the last point under the lease.
+      const at = change.kind === 'phase' ? (change.after ?? change).recoveryPoint : undefined;
+      return fenced(lease, work, (result) => statementOf(lease, planWrite(change, result, limits)), at);
     },
-
-    park: async (lease, { retryAfterMs }) => (await ended(SQL.park, lease, retryAfterMs)) === 1,
 
     async sweep(limit) {
       const { rows } = await runner.prepared<RawRow>(SQL.sweep, [limit]);
@@ -258,6 +243,25 @@ export function postgresKeyStore(options: PostgresKeyStoreOptions): KeyStore {
       await Promise.all([runner.close(), ends?.close()]);
     },
   };
+  /**
+   * A phase or a finish as its one fenced statement, sent with the work's COMMIT: `oncely_point`
+   * (the mark before and the point after folded into the phase's own UPDATE), or `oncely_finish`
+   * (with the outcome mark before the response, `oncely_finish_after`).
+   */
+  function statementOf(lease: Lease, row: RowChange): Statement {
+    if (!row.response) return { sql: SQL.point, params: [...fenceArgs(lease), row.recoveryPoint, JSON.stringify(row.data), row.leaseMs] };
+    const stored = [row.response.status, JSON.stringify(row.response.headers), row.response.body];
+    if (row.recoveryPoint !== undefined) return { sql: SQL.finishAfter, params: [...fenceArgs(lease), row.recoveryPoint, JSON.stringify(row.data), ...stored] };
+    return { sql: SQL.finish, params: [...fenceArgs(lease), ...stored] };
+  }
+  /** A release (forgetting a row with no point yet) or a park: the lease ended, or lost. */
+  async function letGo(lease: Lease, change: Extract<WriteChange, { kind: 'release' | 'park' }>): Promise<Fenced<undefined>> {
+    let n: number;
+    if (change.kind === 'park') n = await ended(SQL.park, lease, change.retryAfterMs);
+    // A row with a recovery point records work that happened: it is kept whatever `forget` says.
+    else n = change.forget && (await ended(SQL.forget, lease)) === 1 ? 1 : await ended(SQL.release, lease);
+    return n === 1 ? { ok: true, value: undefined } : LOST;
+  }
   /** A statement that ends a lease (and notifies a watched row's waiters): the rows it ended. */
   async function ended(sql: string, lease: Lease, ...more: unknown[]): Promise<number> {
     const { rows } = await runner.prepared<Ended>(sql, [...fenceArgs(lease), SQL.channel, ...more]);

@@ -66,7 +66,8 @@ export interface Lease {
  * `$1, $2, …` placeholders in the subset SQLite and PostgreSQL share; each store adapts it.
  */
 export interface Tx {
-  readonly dialect: 'sqlite' | 'postgres';
+  /** The store's `dialect`: which SQL its statements speak (`'sqlite'`, `'postgres'`, `'mysql'`, …). */
+  readonly dialect: string;
   /** Runs a statement; resolves to the number of rows changed. */
   run(sql: string, params?: readonly unknown[]): Promise<number>;
   /** Runs a query; resolves to its rows. */
@@ -75,11 +76,12 @@ export interface Tx {
   get<T extends object = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T | undefined>;
 }
 
-/** Application tables created next to the key table, one DDL script per dialect. */
-export interface AppSchema {
-  readonly sqlite: string;
-  readonly postgres: string;
-}
+/**
+ * Application tables created next to the key table, one DDL script per dialect, keyed by
+ * {@link KeyStore.dialect} (`{ sqlite: '…', postgres: '…', mysql: '…' }`). A store migrates the
+ * script of its own dialect, and refuses a schema that has none for it.
+ */
+export type AppSchema = Readonly<Record<string, string>>;
 
 /** Input of {@link KeyStore.admit}. */
 export interface AdmitInput {
@@ -160,10 +162,29 @@ export interface WholeRequest<T = unknown> {
 }
 
 /**
- * The final response of {@link KeyStore.finish}: given, or computed from the work's result inside
+ * The final response of a finish ({@link WriteChange}): given, or computed from the work's result inside
  * the transaction (the final step returns the response it wants stored).
  */
 export type FinalResponse<T = unknown> = StoredResponse | ((result: T | undefined) => StoredResponse);
+
+/**
+ * What one fenced {@link KeyStore.write} changes on the key row, `work` (if any) committed with it:
+ *
+ * | `kind` | the row afterwards | lease |
+ * |---|---|---|
+ * | `'phase'` | at the last point given (`before`, the phase's, `after`), every data patch merged in order | refreshed for `leaseMs` |
+ * | `'finish'` | `finished` with the response (and the `before` mark, if any) | cleared |
+ * | `'release'` | unchanged (`forget: true` deletes a row with no recovery point yet) | cleared |
+ * | `'park'` | unchanged, one more attempt, held from sweeps for `retryAfterMs` | cleared |
+ *
+ * `work` goes with `'phase'` and `'finish'`; the front ends never pass one with `'release'` or `'park'`, and a store may refuse it.
+ * A store turns a change into the row's new column values with `planWrite` (`oncely/server/store`).
+ */
+export type WriteChange<T = unknown> =
+  | ({ readonly kind: 'phase' } & PhaseCommit<T>)
+  | { readonly kind: 'finish'; readonly response: FinalResponse<T>; readonly before?: PointWrite | undefined }
+  | { readonly kind: 'release'; readonly forget: boolean }
+  | { readonly kind: 'park'; readonly retryAfterMs: number };
 
 /**
  * A fenced write's result: `ok: false` means the lease was lost and the write committed nothing.

@@ -6,7 +6,8 @@
  * operation without an external call with {@link runWholeRequest}.
  *
  * A store whose transactions are callbacks (`store.transaction(work)`, SQLite's group write)
- * hands one over with {@link requestOver}.
+ * hands one over with {@link requestOver}; a store without `beginRequest` gets {@link beginOverAdmit}
+ * over its `admit` ({@link beginRequestOf}).
  *
  * @module
  */
@@ -26,7 +27,7 @@ import type { KeyStore } from './types.js';
  * ```
  */
 export async function runWholeRequest<T>(store: KeyStore, input: AdmitInput, whole: WholeRequest<T>): Promise<AdmitResult<T>> {
-  const began = await store.beginRequest(input);
+  const began = await beginRequestOf(store)(input);
   if (!began.owned) return began;
   const { request, row } = began;
   let value: T;
@@ -64,7 +65,7 @@ class RolledBack extends Error {
  *
  * @example
  * ```ts
- * const opened = await requestOver((work) => store.finish(lease, (r) => r!, work), (done) => done.ok);
+ * const opened = await requestOver((work) => store.write(lease, { kind: 'finish', response: (r: StoredResponse | undefined) => r! }, work), (done) => done.ok);
  * if ('request' in opened) await opened.request.commit(response);
  * ```
  */
@@ -131,4 +132,18 @@ export function beginOverAdmit(
     if (opened.ended.owned) throw new Error('oncely: the key store admitted a whole request without running its work');
     return opened.ended;
   };
+}
+
+/**
+ * The store's `beginRequest`, or, for a store without one, {@link beginOverAdmit} over its
+ * `admit` (the whole request run as the admission's `first`, its transaction handed over).
+ *
+ * @example
+ * ```ts
+ * const began = await beginRequestOf(store)(input);
+ * ```
+ */
+export function beginRequestOf(store: KeyStore): (input: AdmitInput) => Promise<BeganRequest> {
+  if (store.beginRequest) return (input) => store.beginRequest!(input);
+  return beginOverAdmit((input, whole) => store.admit(input, whole));
 }

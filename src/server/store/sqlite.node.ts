@@ -26,16 +26,18 @@ import { startCheckpointer } from './sqlite-checkpointer.node.js';
 import { assertInTransaction, openSqlite } from './sqlite-connection.node.js';
 import { resolveDriver } from '../../sqlite/driver.node.js';
 import type { SqliteKeyStoreOptions } from './sqlite-options.node.js';
-import { admittedRow, fencedWrite, finalOf, finishedInAdmission, firstPhase, hasData, isWholeRequest, pointOf, type FoldedPoint, type TxOp } from './core.js';
+import { admittedRow, fencedWrite, hasData, type TxOp } from './core.js';
 import { LOST, LeaseLostError } from './lease-lost.js';
 import { beginOverAdmit } from './request-transaction.js';
 import { KEY_TABLE, SQL, rowOf, type RawRow } from './sqlite-sql.node.js';
+import { admitFirst, planWrite, refuseIdleWork, type RowChange } from './write-plan.js';
+import { schemaFor } from './app-schema.js';
 import type { AdmitInput, AdmitResult, AppSchema, Fenced, FirstPhase, KeyRow, KeyStore, Lease, Tx, WholeRequest } from './types.js';
 
 export type { SqliteKeyStoreOptions } from './sqlite-options.node.js';
 
 /**
- * Opens (creating when absent) a SQLite KeyStore. Call `migrate()` once before use; several processes
+ * Opens (creating when absent) a SQLite KeyStore, with every optional member of the contract. Call `migrate()` once before use; several processes
  * may open the same file.
  *
  * @example
@@ -45,7 +47,7 @@ export type { SqliteKeyStoreOptions } from './sqlite-options.node.js';
  * await store.migrate();
  * ```
  */
-export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
+export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore & Required<Pick<KeyStore, 'migrate' | 'beginRequest' | 'sweep' | 'reap' | 'close'>> {
   const busyTimeoutMs = options.busyTimeoutMs ?? 5000;
   const maxResponseBytes = options.maxResponseBytes ?? 65_536;
   const now = options.now ?? Date.now;
@@ -127,13 +129,31 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
     return done;
   };
 
-  /** A point, its data and a refreshed lease: one fenced UPDATE; the rows it changed (0: the lease is gone). */
-  function writePoint(lease: Lease, point: FoldedPoint): number {
-    const leaseExpiresAt = now() + point.leaseMs;
-    if (!hasData(point.data)) {
-      return prepare(SQL.commitPhase).run(point.recoveryPoint, leaseExpiresAt, lease.clientId, lease.key, lease.token).changes;
+  /**
+   * A fenced write's change to the row (`planWrite`'s {@link RowChange}) as the fewest statements:
+   * each one UPDATE (or DELETE) whose WHERE holds the lease token; the rows it changed (0: the lease is gone).
+   */
+  function applyRow(lease: Lease, row: RowChange): number {
+    const { clientId, key, token } = lease;
+    // A row with a recovery point records work that happened: it is kept whatever `forget` says.
+    if (row.deleteIfNoPoint && prepare(SQL.forget).run(clientId, key, token).changes === 1) return 1;
+    if (row.retryAfterMs !== undefined) return prepare(SQL.park).run(now() + row.retryAfterMs, clientId, key, token).changes;
+    if (row.response) {
+      const { status, headers, body } = row.response;
+      // The outcome mark before the response, in the same statement (no merge when it has no data).
+      if (row.recoveryPoint !== undefined && hasData(row.data)) {
+        return prepare(SQL.finishAfterMark).run(now(), row.recoveryPoint, JSON.stringify(row.data), status, JSON.stringify(headers), body, clientId, key, token)
+          .changes;
+      }
+      if (row.recoveryPoint !== undefined) {
+        return prepare(SQL.finishAfterPoint).run(now(), row.recoveryPoint, status, JSON.stringify(headers), body, clientId, key, token).changes;
+      }
+      return prepare(SQL.finish).run(now(), status, JSON.stringify(headers), body, clientId, key, token).changes;
     }
-    return prepare(SQL.commitPhaseData).run(point.recoveryPoint, JSON.stringify(point.data), leaseExpiresAt, lease.clientId, lease.key, lease.token).changes;
+    if (row.leaseMs === null || row.recoveryPoint === undefined) return prepare(SQL.release).run(clientId, key, token).changes;
+    const leaseExpiresAt = now() + row.leaseMs;
+    if (!hasData(row.data)) return prepare(SQL.commitPhase).run(row.recoveryPoint, leaseExpiresAt, clientId, key, token).changes;
+    return prepare(SQL.commitPhaseData).run(row.recoveryPoint, JSON.stringify(row.data), leaseExpiresAt, clientId, key, token).changes;
   }
 
   const admit = <T>(input: AdmitInput, first?: FirstPhase<T> | WholeRequest<T>): Promise<AdmitResult<T>> =>
@@ -166,33 +186,32 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
       const lease: Lease = { clientId: input.clientId, key: input.key, token };
       const admitted = { owned: true, lease, row: admittedRow(input, at, at + input.ttlMs) } as const;
       if (!first) return admitted;
-      // The whole request: its work and the response in this same write (one commit).
-      if (isWholeRequest(first)) {
-        return finishedInAdmission('sqliteKeyStore', maxResponseBytes, admitted, first, tx, (stored) => {
+      // A first phase, or the whole request: its work and its point (or response) in this same
+      // write (one commit); the row, inserted by it, is this write's alone.
+      return admitFirst(
+        admitted,
+        first,
+        tx,
+        (row) => {
           assertInTransaction(db);
-          if (prepare(SQL.finish).run(now(), stored.status, JSON.stringify(stored.headers), stored.body, input.clientId, input.key, token).changes !== 1) {
-            throw new Error('sqliteKeyStore: the row admitted in this transaction is gone');
-          }
-        });
-      }
-      return firstPhase(admitted, first, tx, (point) => {
-        assertInTransaction(db);
-        if (
-          prepare(SQL.commitFirst).run(point.recoveryPoint, JSON.stringify(point.data), now() + point.leaseMs, input.clientId, input.key, token).changes !== 1
-        ) {
-          throw new Error('sqliteKeyStore: the row admitted in this transaction is gone');
-        }
-      });
+          // The first phase's data replaces the new row's `{}` (no merge).
+          const changes = row.response
+            ? applyRow(lease, row)
+            : prepare(SQL.commitFirst).run(row.recoveryPoint, JSON.stringify(row.data), now() + row.leaseMs!, input.clientId, input.key, token).changes;
+          if (changes !== 1) throw new Error('sqliteKeyStore: the row admitted in this transaction is gone');
+        },
+        { store: 'sqliteKeyStore', key: input.key, maxResponseBytes },
+      );
     });
 
-  const store: KeyStore = {
+  const store: KeyStore & Required<Pick<KeyStore, 'migrate' | 'beginRequest' | 'sweep' | 'reap' | 'close'>> = {
     dialect: 'sqlite',
 
     migrate: (app?: AppSchema) =>
       locked(() =>
         immediate(() => {
           db.exec(KEY_TABLE);
-          if (app) db.exec(app.sqlite);
+          if (app) db.exec(schemaFor('sqliteKeyStore', 'sqlite', app));
         }),
       ),
 
@@ -214,40 +233,13 @@ export function sqliteKeyStore(options: SqliteKeyStoreOptions): KeyStore {
         return won ? { clientId, key, token } : null;
       }),
 
-    // The mark before and the point after are written by the phase's own UPDATE.
-    commitPhase: (lease, phase, work) => fenced(lease, work, (result) => writePoint(lease, pointOf(phase, result))),
-
-    finish: (lease, response, work, before) =>
-      fenced(lease, work, (result) => {
-        const final = finalOf('sqliteKeyStore', lease.key, maxResponseBytes, response, result);
-        const { clientId, key, token } = lease;
-        const headers = JSON.stringify(final.headers);
-        // The outcome mark before the response, in the same statement.
-        if (before && hasData(before.data)) {
-          return prepare(SQL.finishAfterMark).run(
-            now(),
-            before.recoveryPoint,
-            JSON.stringify(before.data),
-            final.status,
-            headers,
-            final.body,
-            clientId,
-            key,
-            token,
-          ).changes;
-        }
-        if (before) return prepare(SQL.finishAfterPoint).run(now(), before.recoveryPoint, final.status, headers, final.body, clientId, key, token).changes;
-        return prepare(SQL.finish).run(now(), final.status, headers, final.body, clientId, key, token).changes;
-      }),
-
-    release: (lease, { forget }) =>
-      write(() => {
-        // A row with a recovery point records work that happened: it is kept whatever `forget` says.
-        if (forget && prepare(SQL.forget).run(lease.clientId, lease.key, lease.token).changes === 1) return true;
-        return prepare(SQL.release).run(lease.clientId, lease.key, lease.token).changes === 1;
-      }),
-
-    park: (lease, { retryAfterMs }) => write(() => prepare(SQL.park).run(now() + retryAfterMs, lease.clientId, lease.key, lease.token).changes === 1),
+    // The mark before and the point after are written by the phase's own UPDATE; a finish's
+    // mark by the finish's.
+    write: (lease, change, work) => {
+      refuseIdleWork('sqliteKeyStore', change, work);
+      const limits = { store: 'sqliteKeyStore', key: lease.key, maxResponseBytes };
+      return fenced(lease, work, (result) => applyRow(lease, planWrite(change, result, limits)));
+    },
 
     sweep: (limit) =>
       locked(() => {

@@ -27,13 +27,13 @@ const clientId = (): string => 'acme';
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'oncely-edges-'));
   store = sqliteKeyStore({ path: join(dir, 'keys.db') });
-  await store.migrate({ sqlite: 'CREATE TABLE orders (id TEXT PRIMARY KEY)', postgres: 'CREATE TABLE orders (id TEXT PRIMARY KEY)' });
+  await store.migrate?.({ sqlite: 'CREATE TABLE orders (id TEXT PRIMARY KEY)', postgres: 'CREATE TABLE orders (id TEXT PRIMARY KEY)' });
 });
 
 afterEach(async () => {
   await Promise.all(closers.map((close) => close()));
   closers = [];
-  await store.close();
+  await store.close?.();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -21,13 +21,13 @@ let closers: Array<() => Promise<void>> = [];
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'oncely-express-'));
   store = sqliteKeyStore({ path: join(dir, 'keys.db') });
-  await store.migrate();
+  await store.migrate?.();
 });
 
 afterEach(async () => {
   await Promise.all(closers.map((close) => close()));
   closers = [];
-  await store.close();
+  await store.close?.();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -20,12 +20,12 @@ const apps: RunningApp[] = [];
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'oncely-adapters-'));
   store = sqliteKeyStore({ path: join(dir, 'keys.db') });
-  await store.migrate(ORDERS_SCHEMA);
+  await store.migrate?.(ORDERS_SCHEMA);
 });
 
 afterEach(async () => {
   await Promise.all(apps.splice(0).map((app) => app.close()));
-  await store.close();
+  await store.close?.();
   rmSync(dir, { recursive: true, force: true });
 });
 

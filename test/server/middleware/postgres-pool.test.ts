@@ -105,13 +105,13 @@ describe.skipIf(!withPostgres).each(Object.keys(APPS) as Framework[])('%s with t
     // The app's pool, its tables in its own schema; the store is handed the same pool.
     pool = new pg.Pool({ connectionString: url, options: `-c search_path=${schema}`, max: 10 });
     store = postgresKeyStore({ pool, schema });
-    await store.migrate({ sqlite: '', postgres: 'CREATE TABLE IF NOT EXISTS orders (key text NOT NULL, attempt integer NOT NULL)' });
+    await store.migrate?.({ sqlite: '', postgres: 'CREATE TABLE IF NOT EXISTS orders (key text NOT NULL, attempt integer NOT NULL)' });
     runs = 0;
   });
   afterEach(async () => {
     await app?.close();
     app = undefined;
-    await store.close();
+    await store.close?.();
     await pool.end();
     await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
   });

@@ -20,11 +20,11 @@ let store: KeyStore;
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'oncely-web-'));
   store = sqliteKeyStore({ path: join(dir, 'keys.db') });
-  await store.migrate();
+  await store.migrate?.();
 });
 
 afterEach(async () => {
-  await store.close();
+  await store.close?.();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -4,10 +4,7 @@
  * engine.
  */
 import { afterAll, beforeAll } from 'vitest';
-import { runKeyStoreChainedContract } from '../../contract/keystore-chained.contract.js';
-import { runKeyStoreValuesContract } from '../../contract/keystore-values.contract.js';
-import { runKeyStoreContract } from '../../contract/keystore.contract.js';
-import { runWholeRequestContract } from '../../contract/keystore-whole.contract.js';
+import { describeKeyStore } from '../../../src/server/testing.js';
 import { openPgBackend, openPglite, type PgBackend } from '../../support/pg.js';
 
 const backends: Array<Promise<PgBackend>> = [];
@@ -29,10 +26,7 @@ function contractOn(name: string, open: () => Promise<PgBackend>, boundsWait: bo
     schema ??= ready.newSchema();
     return ready.open(schema);
   };
-  runKeyStoreContract(name, factory);
-  runKeyStoreValuesContract(name, factory);
-  runKeyStoreChainedContract(name, factory);
-  runWholeRequestContract(name, factory, { boundsWait });
+  describeKeyStore(name, factory, { boundsWait });
 }
 
 contractOn('postgres', () => openPgBackend('contract'), true);

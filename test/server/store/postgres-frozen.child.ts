@@ -29,5 +29,5 @@ if (mode === 'whole') {
 } else {
   const admitted = await store.admit(input);
   if (!admitted.owned) throw new Error('the key was not new');
-  await store.commitPhase(admitted.lease, { recoveryPoint: 'H1_DONE', leaseMs }, work);
+  await store.write(admitted.lease, { kind: 'phase', recoveryPoint: 'H1_DONE', leaseMs }, work);
 }

@@ -50,10 +50,10 @@ describe.skipIf(!(await canRunServerTests()))('postgresKeyStore.watch: LISTEN/NO
     a = postgresKeyStore({ connectionString: url, schema });
     const inner = postgresKeyStore({ connectionString: `${url}${url.includes('?') ? '&' : '?'}application_name=${appName}`, schema });
     b = { ...inner, dialect: inner.dialect, load: (clientId, key) => ((loadsOnB += 1), inner.load(clientId, key)) };
-    await a.migrate();
+    await a.migrate?.();
   });
   afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()]);
+    await Promise.all([a?.close?.(), b?.close?.()]);
     await admin?.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await admin?.end();
   });
@@ -61,10 +61,10 @@ describe.skipIf(!(await canRunServerTests()))('postgresKeyStore.watch: LISTEN/NO
   it('tells a watcher on another store when the owner finishes, releases, parks or forgets the key', async () => {
     const ends: Array<WatchEvent | 'none'> = [];
     for (const [key, end] of [
-      ['finish-1', (lease: Lease) => a.finish(lease, RESPONSE)],
-      ['release-1', (lease: Lease) => a.release(lease, { forget: false })],
-      ['park-1', (lease: Lease) => a.park(lease, { retryAfterMs: 1000 })],
-      ['forget-1', (lease: Lease) => a.release(lease, { forget: true })],
+      ['finish-1', (lease: Lease) => a.write(lease, { kind: 'finish', response: RESPONSE })],
+      ['release-1', (lease: Lease) => a.write(lease, { kind: 'release', forget: false })],
+      ['park-1', (lease: Lease) => a.write(lease, { kind: 'park', retryAfterMs: 1000 })],
+      ['forget-1', (lease: Lease) => a.write(lease, { kind: 'release', forget: true })],
     ] as const) {
       const lease = await admit(key);
       ends.push(await nextEvent(b, key, 5000, () => end(lease)));
@@ -74,11 +74,11 @@ describe.skipIf(!(await canRunServerTests()))('postgresKeyStore.watch: LISTEN/NO
 
   it('says nothing while the owner commits phases, nor for a finish that rolls back', async () => {
     const lease = await admit('quiet-1');
-    const phase = nextEvent(b, 'quiet-1', 500, () => a.commitPhase(lease, { recoveryPoint: 'H1_DONE', leaseMs: 10_000 }));
+    const phase = nextEvent(b, 'quiet-1', 500, () => a.write(lease, { kind: 'phase', recoveryPoint: 'H1_DONE', leaseMs: 10_000 }));
     expect(await phase).toBe('none');
     const failing = nextEvent(b, 'quiet-1', 500, () =>
       a
-        .finish(lease, RESPONSE, async (tx) => {
+        .write(lease, { kind: 'finish', response: RESPONSE }, async (tx) => {
           await tx.run('SELECT 1 / 0');
         })
         .catch(() => undefined),
@@ -95,10 +95,10 @@ describe.skipIf(!(await canRunServerTests()))('postgresKeyStore.watch: LISTEN/NO
     await listener.query(`LISTEN ${endChannel(schema)}`);
     try {
       // Nobody waits for this one: its finish sends no NOTIFY (each costs every commit a lock).
-      await a.finish(await admit('unwatched-1'), RESPONSE);
+      await a.write(await admit('unwatched-1'), { kind: 'finish', response: RESPONSE });
       const watched = await admit('secret-key-1');
       const stop = await b.watch!('acme', 'secret-key-1', () => undefined);
-      await a.finish(watched, RESPONSE);
+      await a.write(watched, { kind: 'finish', response: RESPONSE });
       stop();
       for (let i = 0; i < 100 && payloads.length === 0; i += 1) await sleep(20);
       await sleep(200);
@@ -128,7 +128,7 @@ describe.skipIf(!(await canRunServerTests()))('postgresKeyStore.watch: LISTEN/NO
         if (!admitted.owned) throw new Error(`${key} is not new`);
         const stop = await b.watch!(clientId, key, () => undefined);
         // The finish function (schema) and the release statement (store) each compute it.
-        await (i % 2 === 0 ? a.finish(admitted.lease, RESPONSE) : a.release(admitted.lease, { forget: false }));
+        await (i % 2 === 0 ? a.write(admitted.lease, { kind: 'finish', response: RESPONSE }) : a.write(admitted.lease, { kind: 'release', forget: false }));
         stop();
       }
       for (let i = 0; i < 100 && payloads.length < pairs.length; i += 1) await sleep(20);
@@ -149,7 +149,7 @@ describe.skipIf(!(await canRunServerTests()))('postgresKeyStore.watch: LISTEN/NO
     await sleep(1500);
     expect(woken).toBe(false);
     expect(loadsOnB).toBe(1);
-    await a.finish(lease, RESPONSE);
+    await a.write(lease, { kind: 'finish', response: RESPONSE });
     await waited;
     expect(loadsOnB).toBe(2);
   });
@@ -164,9 +164,9 @@ describe.skipIf(!(await canRunServerTests()))('postgresKeyStore.watch: LISTEN/NO
     for (let i = 0; i < 100 && events.length === 0; i += 1) await sleep(20);
     expect(events).toEqual([WatchEvent.Lost]);
     // The waiter polls now: it still sees the end.
-    await a.finish(lease, RESPONSE);
+    await a.write(lease, { kind: 'finish', response: RESPONSE });
     await waited;
     const again = await admit('drop-2');
-    expect(await nextEvent(b, 'drop-2', 5000, () => a.finish(again, RESPONSE))).toBe(WatchEvent.Ended);
+    expect(await nextEvent(b, 'drop-2', 5000, () => a.write(again, { kind: 'finish', response: RESPONSE }))).toBe(WatchEvent.Ended);
   });
 });

@@ -82,7 +82,7 @@ function operation(mode: Array<'ok' | 'unknown' | 'unavailable'>): IdempotentOpe
 
 /** First executions, a replay, a reused key, a transient failure, a park and its recovery. */
 async function exercise(store: KeyStore): Promise<void> {
-  await store.migrate({ sqlite: '', postgres: 'CREATE TABLE IF NOT EXISTS notes (key text, memo text, done boolean)' });
+  await store.migrate?.({ sqlite: '', postgres: 'CREATE TABLE IF NOT EXISTS notes (key text, memo text, done boolean)' });
   const mode: Array<'ok' | 'unknown' | 'unavailable'> = [];
   const handler = createIdempotencyHandler({
     store,

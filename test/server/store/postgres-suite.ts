@@ -95,10 +95,10 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       await sleep(100);
       const second = await store.takeOver('acme', 'fence-1', 10_000);
       expect(second).not.toBeNull();
-      const stale = await store.commitPhase(first.lease, { recoveryPoint: 'H1_DONE', data: { by: 'stale' }, leaseMs: 10_000 });
+      const stale = await store.write(first.lease, { kind: 'phase', recoveryPoint: 'H1_DONE', data: { by: 'stale' }, leaseMs: 10_000 });
       expect(stale.ok).toBe(false);
-      expect(await store.finish(first.lease, created)).toEqual({ ok: false });
-      const fresh = await store.commitPhase(second!, { recoveryPoint: 'H1_DONE', data: { by: 'fresh' }, leaseMs: 10_000 });
+      expect(await store.write(first.lease, { kind: 'finish', response: created })).toEqual({ ok: false });
+      const fresh = await store.write(second!, { kind: 'phase', recoveryPoint: 'H1_DONE', data: { by: 'fresh' }, leaseMs: 10_000 });
       expect(fresh.ok).toBe(true);
       expect((await store.load('acme', 'fence-1'))?.data).toEqual({ by: 'fresh' });
     });
@@ -109,7 +109,7 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       await sleep(100);
       expect(await store.takeOver('acme', 'fence-2', 10_000)).not.toBeNull();
       const caught: unknown[] = [];
-      const stale = await store.commitPhase(first.lease, { recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, async (tx: Tx) => {
+      const stale = await store.write(first.lease, { kind: 'phase', recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, async (tx: Tx) => {
         // An app that logs the failure and carries on, as handlers do.
         for (let i = 0; i < 2; i += 1) await tx.get('SELECT 1 AS one').catch((error: unknown) => caught.push(error));
       });
@@ -124,15 +124,15 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       const admitted = await store.admit(input('phase-1'));
       if (!admitted.owned) throw new Error('not owned');
       await expect(
-        store.commitPhase(admitted.lease, { recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, async (tx) => {
+        store.write(admitted.lease, { kind: 'phase', recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, async (tx) => {
           await tx.run(`INSERT INTO ${store.schema}.work_log (note) VALUES ($1)`, ['lost']);
           throw new Error('boom');
         }),
       ).rejects.toThrow('boom');
       expect((await store.load('acme', 'phase-1'))?.recoveryPoint).toBeNull();
-      const done = await store.commitPhase(
+      const done = await store.write(
         admitted.lease,
-        { recoveryPoint: 'H1_DONE', data: { a: 1 }, dataFrom: (n) => ({ rows: n }), leaseMs: 10_000 },
+        { kind: 'phase', recoveryPoint: 'H1_DONE', data: { a: 1 }, dataFrom: (n) => ({ rows: n }), leaseMs: 10_000 },
         (tx) => tx.run(`INSERT INTO ${store.schema}.work_log (note) VALUES ($1)`, ['kept']),
       );
       expect(done).toEqual({ ok: true, value: 1 });
@@ -153,14 +153,14 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       if (!admitted.owned) throw new Error('not owned');
       for (const work of [note('h2'), undefined]) {
         const point = work ? 'H2_DONE' : 'H3_DONE';
-        await expect(store.commitPhase(admitted.lease, { recoveryPoint: point, data: { [point]: true }, ...broken }, work), point).rejects.toThrow();
+        await expect(store.write(admitted.lease, { kind: 'phase', recoveryPoint: point, data: { [point]: true }, ...broken }, work), point).rejects.toThrow();
         expect(await store.load('acme', 'next-2'), point).toMatchObject({ recoveryPoint: 'H1_DONE', data: {} });
       }
       // The lease still holds: the same phase with a valid lease commits, its point and data with it.
       const sent = { recoveryPoint: 'EXT1_SENT', data: { sent: 1 } };
-      expect(await store.commitPhase(admitted.lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, data: { h2: true }, after: sent }, note('h2-again'))).toEqual(
-        { ok: true, value: 1 },
-      );
+      expect(
+        await store.write(admitted.lease, { kind: 'phase', recoveryPoint: 'H2_DONE', leaseMs: 10_000, data: { h2: true }, after: sent }, note('h2-again')),
+      ).toEqual({ ok: true, value: 1 });
       expect(await store.load('acme', 'next-2')).toMatchObject({ recoveryPoint: 'EXT1_SENT', data: { h2: true, sent: 1 } });
       const notes = await backend.query<{ note: string }>(`SELECT note FROM ${store.schema}.work_log WHERE note LIKE 'h%' ORDER BY note`);
       expect(notes.map((n) => n.note)).toEqual(['h1', 'h2-again']);
@@ -170,20 +170,23 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       const mark = { recoveryPoint: 'EXT1_DONE', data: { charge: 'ch_1' } };
       const cases = [
         // NUL cannot be stored in text (22021), nor \u0000 in jsonb (22P05): the server answers ERROR.
-        { key: 'refused-finish', run: (lease: Lease) => store.finish(lease, { status: 201, headers: {}, body: 'a\u0000b' }, undefined, mark) },
+        {
+          key: 'refused-finish',
+          run: (lease: Lease) => store.write(lease, { kind: 'finish', response: { status: 201, headers: {}, body: 'a\u0000b' }, before: mark }),
+        },
         {
           key: 'refused-phase',
-          run: (lease: Lease) => store.commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, data: { bad: 'a\u0000b' }, before: mark }),
+          run: (lease: Lease) => store.write(lease, { kind: 'phase', recoveryPoint: 'H2_DONE', leaseMs: 10_000, data: { bad: 'a\u0000b' }, before: mark }),
         },
       ];
       for (const { key, run } of cases) {
         const admitted = await store.admit(input(key));
         if (!admitted.owned) throw new Error('not owned');
-        expect((await store.commitPhase(admitted.lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 })).ok).toBe(true);
+        expect((await store.write(admitted.lease, { kind: 'phase', recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 })).ok).toBe(true);
         await expect(run(admitted.lease), key).rejects.toThrow();
         expect(await store.load('acme', key), key).toMatchObject({ state: 'started', recoveryPoint: 'EXT1_SENT', data: {} });
         // The runner then commits the mark alone (phases.ts): the next attempt resumes after the call.
-        expect(await store.commitPhase(admitted.lease, { ...mark, leaseMs: 10_000 }), key).toEqual({ ok: true, value: undefined });
+        expect(await store.write(admitted.lease, { kind: 'phase', ...mark, leaseMs: 10_000 }), key).toEqual({ ok: true, value: undefined });
         expect(await store.load('acme', key), key).toMatchObject({ state: 'started', recoveryPoint: 'EXT1_DONE', data: { charge: 'ch_1' } });
       }
     });
@@ -191,15 +194,7 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
     it('stores the final response verbatim and clears the lease on finish', async () => {
       const admitted = await store.admit(input('finish-1'));
       if (!admitted.owned) throw new Error('not owned');
-      expect(
-        (
-          await store.finish(
-            admitted.lease,
-            () => created,
-            async () => 'x',
-          )
-        ).ok,
-      ).toBe(true);
+      expect((await store.write(admitted.lease, { kind: 'finish', response: () => created }, async () => 'x')).ok).toBe(true);
       const row = await store.load('acme', 'finish-1');
       expect(row).toMatchObject({ state: 'finished', response: created, leaseRemainingMs: null });
       const again = await store.admit(input('finish-1'));
@@ -211,7 +206,7 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       const admitted = await store.admit(input('order-1'));
       if (!admitted.owned) throw new Error('not owned');
       const headers = { 'content-type': 'application/json', location: '/v1/payments/p1', 'idempotency-key': 'order-1' };
-      await store.finish(admitted.lease, { status: 201, headers, body: '{}' });
+      await store.write(admitted.lease, { kind: 'finish', response: { status: 201, headers, body: '{}' } });
       expect(Object.keys((await store.load('acme', 'order-1'))!.response!.headers)).toEqual(Object.keys(headers));
       expect(Object.keys((await store.admit(input('order-1'))).row!.response!.headers)).toEqual(Object.keys(headers));
     });
@@ -219,12 +214,12 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
     it('forgets a released row with no recovery point and keeps one with progress', async () => {
       const bare = await store.admit(input('release-1'));
       if (!bare.owned) throw new Error('not owned');
-      expect(await store.release(bare.lease, { forget: true })).toBe(true);
+      expect((await store.write(bare.lease, { kind: 'release', forget: true })).ok).toBe(true);
       expect(await store.load('acme', 'release-1')).toBeUndefined();
       const progressed = await store.admit(input('release-2'));
       if (!progressed.owned) throw new Error('not owned');
-      await store.commitPhase(progressed.lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
-      expect(await store.release(progressed.lease, { forget: true })).toBe(true);
+      await store.write(progressed.lease, { kind: 'phase', recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
+      expect((await store.write(progressed.lease, { kind: 'release', forget: true })).ok).toBe(true);
       expect(await store.load('acme', 'release-2')).toMatchObject({ recoveryPoint: 'EXT1_SENT', leaseRemainingMs: null });
     });
 
@@ -232,14 +227,14 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       const sweeper = await backend.store();
       const admitted = await sweeper.admit(input('park-1'));
       if (!admitted.owned) throw new Error('not owned');
-      expect(await sweeper.sweep(10)).toHaveLength(0);
-      expect(await sweeper.park(admitted.lease, { retryAfterMs: 300 })).toBe(true);
-      expect(await sweeper.sweep(10)).toHaveLength(0);
+      expect(await sweeper.sweep!(10)).toHaveLength(0);
+      expect((await sweeper.write(admitted.lease, { kind: 'park', retryAfterMs: 300 })).ok).toBe(true);
+      expect(await sweeper.sweep!(10)).toHaveLength(0);
       await sleep(350);
-      const swept = await sweeper.sweep(10);
+      const swept = await sweeper.sweep!(10);
       expect(swept.map((r) => [r.key, r.attempts])).toEqual([['park-1', 1]]);
       expect(await sweeper.takeOver('acme', 'park-1', 10_000)).not.toBeNull();
-      expect(await sweeper.sweep(10)).toHaveLength(0);
+      expect(await sweeper.sweep!(10)).toHaveLength(0);
     });
 
     it('reaps finished keys past their retention, keeping younger and in-flight keys', async () => {
@@ -248,16 +243,16 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       const inflight = await reaped.admit(input('old-started', { ttlMs: 100 }));
       const young = await reaped.admit(input('young', { ttlMs: 60_000 }));
       if (!old.owned || !inflight.owned || !young.owned) throw new Error('not owned');
-      await reaped.finish(old.lease, created);
-      await reaped.finish(young.lease, created);
+      await reaped.write(old.lease, { kind: 'finish', response: created });
+      await reaped.write(young.lease, { kind: 'finish', response: created });
       await sleep(150);
-      expect(await reaped.reap(1000)).toBe(1);
-      expect(await reaped.reap(1000)).toBe(0);
+      expect(await reaped.reap!(1000)).toBe(1);
+      expect(await reaped.reap!(1000)).toBe(0);
       expect(await reaped.load('acme', 'old-finished')).toBeUndefined();
       expect(await reaped.load('acme', 'young')).toMatchObject({ state: 'finished', response: created });
       expect(await reaped.load('acme', 'old-started')).toMatchObject({ state: 'started' });
       // The in-flight key's owner still holds it.
-      expect((await reaped.finish(inflight.lease, created)).ok).toBe(true);
+      expect((await reaped.write(inflight.lease, { kind: 'finish', response: created })).ok).toBe(true);
     });
 
     it('removes each expired key once when several instances reap at the same time', async () => {
@@ -266,12 +261,12 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       const keys = Array.from({ length: 40 }, (_, i) => `r${i}`);
       for (const key of keys) {
         const admitted = await first.admit(input(key, { ttlMs: 50 }));
-        if (admitted.owned) await first.finish(admitted.lease, created);
+        if (admitted.owned) await first.write(admitted.lease, { kind: 'finish', response: created });
       }
       await sleep(100);
       let removed = 0;
       for (let pass = 0; pass < 10; pass += 1) {
-        const [a, b] = await Promise.all([first.reap(7), second.reap(7)]);
+        const [a, b] = await Promise.all([first.reap!(7), second.reap!(7)]);
         expect(a).toBeLessThanOrEqual(7);
         expect(b).toBeLessThanOrEqual(7);
         removed += a + b;
@@ -288,13 +283,13 @@ export function postgresStoreSuite(name: string, open: () => Promise<PgBackend>)
       await backend.query(
         `CREATE TABLE ${schema}.oncely_keys (client_id text, key text, expires_at timestamptz, PRIMARY KEY (client_id, key, expires_at)) PARTITION BY RANGE (expires_at)`,
       );
-      await expect(backend.open(schema).migrate()).rejects.toThrow(/partitioned key table of a development build/);
+      await expect(backend.open(schema).migrate?.()).rejects.toThrow(/partitioned key table of a development build/);
     });
 
     it('applies migrations once when several instances start at the same time', async () => {
       const schema = backend.newSchema();
       const peers = Array.from({ length: 4 }, () => backend.open(schema));
-      await Promise.all(peers.map((peer) => peer.migrate({ sqlite: '', postgres: 'CREATE TABLE IF NOT EXISTS payments_probe (id text PRIMARY KEY)' })));
+      await Promise.all(peers.map((peer) => peer.migrate?.({ sqlite: '', postgres: 'CREATE TABLE IF NOT EXISTS payments_probe (id text PRIMARY KEY)' })));
       // Each migration once: as many rows as versions, numbered 1..n.
       const versions = await backend.query<{ n: number; distinct_versions: number; top: number }>(
         `SELECT count(*)::int AS n, count(DISTINCT version)::int AS distinct_versions, max(version) AS top FROM ${schema}.oncely_schema_version`,

@@ -100,25 +100,25 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
           key: 'phase',
           loses: /oncely_point.*risk/s,
           at: { state: 'started', recoveryPoint: 'EXT2_SENT', data: { risk: 'low' } },
-          run: (lease: Lease) => store.commitPhase(lease, { recoveryPoint: 'EXT2_SENT', leaseMs: 10_000, before }),
+          run: (lease: Lease) => store.write(lease, { kind: 'phase', recoveryPoint: 'EXT2_SENT', leaseMs: 10_000, before }),
         },
         {
           key: 'phase-work',
           loses: /oncely_point.*"H2_DONE"/s,
           at: { state: 'started', recoveryPoint: 'H2_DONE', data: { risk: 'low' } },
-          run: (lease: Lease) => store.commitPhase(lease, { recoveryPoint: 'H2_DONE', leaseMs: 10_000, before }, note),
+          run: (lease: Lease) => store.write(lease, { kind: 'phase', recoveryPoint: 'H2_DONE', leaseMs: 10_000, before }, note),
         },
         {
           key: 'finish',
           loses: /oncely_finish_after/,
           at: { state: 'finished', recoveryPoint: 'EXT1_DONE', data: { risk: 'low' } },
-          run: (lease: Lease) => store.finish(lease, { status: 201, headers: {}, body: '{}' }, undefined, before),
+          run: (lease: Lease) => store.write(lease, { kind: 'finish', response: { status: 201, headers: {}, body: '{}' }, before }),
         },
       ];
       for (const { key, loses, at, run } of cases) {
         const admitted = await store.admit(input(key));
         if (!admitted.owned) throw new Error('not owned');
-        await store.commitPhase(admitted.lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
+        await store.write(admitted.lease, { kind: 'phase', recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
         carried.length = 0;
         const lost = lose(loses);
         // A phase's point is found committed by reading the row (see the next test); the final response fails.
@@ -162,7 +162,10 @@ describe.skipIf(!url)('postgresKeyStore over a pool the caller owns', () => {
       ];
       for (const { point, loses, work, value } of cases) {
         const gone = lose(loses);
-        expect(await store.commitPhase(admitted.lease, { recoveryPoint: `H${point}_DONE`, leaseMs: 10_000, after: sent(point) }, work), `EXT${point}`).toEqual({
+        expect(
+          await store.write(admitted.lease, { kind: 'phase', recoveryPoint: `H${point}_DONE`, leaseMs: 10_000, after: sent(point) }, work),
+          `EXT${point}`,
+        ).toEqual({
           ok: true,
           value,
         });

@@ -5,10 +5,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { sqliteKeyStore } from '../../../src/server/store/sqlite.node.js';
 import type { Tx } from '../../../src/server/store/types.js';
 import { availableDrivers } from '../../../src/sqlite/driver.node.js';
-import { runKeyStoreChainedContract } from '../../contract/keystore-chained.contract.js';
-import { runKeyStoreValuesContract } from '../../contract/keystore-values.contract.js';
-import { runKeyStoreContract } from '../../contract/keystore.contract.js';
-import { runWholeRequestContract } from '../../contract/keystore-whole.contract.js';
+import { describeKeyStore } from '../../../src/server/testing.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'oncely-sqlite-contract-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -17,11 +14,9 @@ let n = 0;
 // On every driver this Node can load (test/sqlite/driver.test.ts checks that the expected ones are here).
 for (const driver of availableDrivers()) {
   const file = () => sqliteKeyStore({ path: join(dir, `store-${(n += 1)}.db`), driver });
-  runKeyStoreContract(`sqlite on ${driver} (in memory)`, async () => sqliteKeyStore({ path: ':memory:', driver }));
-  runKeyStoreContract(`sqlite on ${driver} (file, WAL)`, async () => file());
-  runKeyStoreValuesContract(`sqlite on ${driver} (file, WAL)`, async () => file());
-  runKeyStoreChainedContract(`sqlite on ${driver} (file, WAL)`, async () => file());
-  runWholeRequestContract(`sqlite on ${driver} (file, WAL)`, async () => file());
+  // The shipped suites, from `oncely/server/testing` (its source), as a store author runs them.
+  describeKeyStore(`sqlite on ${driver} (in memory)`, async () => sqliteKeyStore({ path: ':memory:', driver }), { suites: ['core', 'lifecycle'] });
+  describeKeyStore(`sqlite on ${driver} (file, WAL)`, async () => file());
 }
 
 describe('sqliteKeyStore response cap', () => {
@@ -38,9 +33,11 @@ describe('sqliteKeyStore response cap', () => {
       ttlMs: 60_000,
     });
     if (!admitted.owned) throw new Error('not owned');
-    await expect(store.finish(admitted.lease, { status: 200, headers: {}, body: 'x'.repeat(11) })).rejects.toThrow(/maxResponseBytes/);
+    await expect(store.write(admitted.lease, { kind: 'finish', response: { status: 200, headers: {}, body: 'x'.repeat(11) } })).rejects.toThrow(
+      /maxResponseBytes/,
+    );
     expect((await store.load('acme', 'k'))?.state).toBe('started');
-    expect((await store.finish(admitted.lease, { status: 200, headers: {}, body: 'x'.repeat(10) })).ok).toBe(true);
+    expect((await store.write(admitted.lease, { kind: 'finish', response: { status: 200, headers: {}, body: 'x'.repeat(10) } })).ok).toBe(true);
     await store.close();
   });
 });
@@ -90,8 +87,8 @@ describe('sqliteKeyStore group commit', () => {
     if (!mine.owned || !stale.owned) throw new Error('not owned');
     const forged = { ...stale.lease, token: 'not-the-token' };
     const [ok, fenced] = await Promise.all([
-      store.commitPhase(mine.lease, { recoveryPoint: 'H1_DONE', data: { a: 1 }, leaseMs: 10_000 }),
-      store.commitPhase(forged, { recoveryPoint: 'H1_DONE', data: { a: 2 }, leaseMs: 10_000 }),
+      store.write(mine.lease, { kind: 'phase', recoveryPoint: 'H1_DONE', data: { a: 1 }, leaseMs: 10_000 }),
+      store.write(forged, { kind: 'phase', recoveryPoint: 'H1_DONE', data: { a: 2 }, leaseMs: 10_000 }),
     ]);
     expect([ok.ok, fenced.ok]).toEqual([true, false]);
     expect((await store.load('acme', 'k-mine'))?.recoveryPoint).toBe('H1_DONE');
@@ -121,7 +118,7 @@ describe('sqliteKeyStore group commit: failure paths', () => {
     const admitted = await store.admit(admission('k-full'));
     if (!admitted.owned) throw new Error('not owned');
     const codes: string[] = [];
-    const phase = store.commitPhase(admitted.lease, { recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, async (tx) => {
+    const phase = store.write(admitted.lease, { kind: 'phase', recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, async (tx) => {
       await tx.run("INSERT INTO work (w) VALUES ('H1 work')");
       const pages = (await tx.get<{ page_count: number }>('PRAGMA page_count'))!.page_count;
       await tx.get(`PRAGMA max_page_count = ${pages}`);
@@ -214,7 +211,7 @@ describe('sqliteKeyStore group commit: failure paths', () => {
     await store.migrate({ sqlite: 'CREATE TABLE IF NOT EXISTS work (w TEXT);', postgres: '' });
     const admitted = await store.admit(admission('k-mark'));
     if (!admitted.owned) throw new Error('not owned');
-    expect((await store.commitPhase(admitted.lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 })).ok).toBe(true);
+    expect((await store.write(admitted.lease, { kind: 'phase', recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 })).ok).toBe(true);
     // The phase's UPDATE, which carries the mark's data, fails after the work's statements ran, as a full disk would make it.
     await store.transaction((tx) =>
       tx.run(
@@ -222,9 +219,9 @@ describe('sqliteKeyStore group commit: failure paths', () => {
       ),
     );
     const failed: string[] = [];
-    const phase = store.commitPhase(
+    const phase = store.write(
       admitted.lease,
-      { recoveryPoint: 'H2_DONE', leaseMs: 10_000, before: { recoveryPoint: 'EXT1_DONE', data: { charge: 'ch_1' } } },
+      { kind: 'phase', recoveryPoint: 'H2_DONE', leaseMs: 10_000, before: { recoveryPoint: 'EXT1_DONE', data: { charge: 'ch_1' } } },
       async (tx) => {
         for (const note of ['first', 'second']) {
           try {

@@ -135,7 +135,7 @@ class SweepCommand implements fc.AsyncCommand<StoreModel, RealStore> {
     return true;
   }
   async run(model: StoreModel, real: RealStore): Promise<void> {
-    const swept = (await real.store.sweep(100)).filter((row) => row.clientId === real.clientId).map((row) => row.key);
+    const swept = (await real.store.sweep!(100)).filter((row) => row.clientId === real.clientId).map((row) => row.key);
     const due = [...model.rows]
       .filter(([, row]) => row.state === 'started' && row.nextAttemptAt <= model.clock && (row.lease === null || row.lease.until <= model.clock))
       .map(([key]) => key);
@@ -152,7 +152,7 @@ class ReapCommand implements fc.AsyncCommand<StoreModel, RealStore> {
     return true;
   }
   async run(model: StoreModel, real: RealStore): Promise<void> {
-    const removed = await real.store.reap(100);
+    const removed = await real.store.reap!(100);
     const expired = [...model.rows].filter(([, row]) => row.state === 'finished' && row.expiresAt <= model.clock).map(([key]) => key);
     for (const key of expired) model.rows.delete(key);
     expect(removed, 'reaped rows').toBe(expired.length);

@@ -45,7 +45,7 @@ describe('KeyStore model: PostgreSQL', () => {
   beforeAll(async () => {
     backend = await openPgBackend('keystore_model');
     store = await backend.store();
-    await store.migrate(EFFECTS_SCHEMA);
+    await store.migrate?.(EFFECTS_SCHEMA);
   });
   afterAll(async () => {
     await backend?.close();

@@ -200,16 +200,16 @@ export async function runOp(real: RealStore, op: Op): Promise<{ readonly answer:
     }
     case 'commit': {
       const lease = real.leases[op.lease] as Lease;
-      return fenced(() => store.commitPhase(lease, { recoveryPoint: op.point, data: op.data, leaseMs: op.leaseMs }, work(op.work, lease.key)));
+      return fenced(() => store.write(lease, { kind: 'phase', recoveryPoint: op.point, data: op.data, leaseMs: op.leaseMs }, work(op.work, lease.key)));
     }
     case 'finish': {
       const lease = real.leases[op.lease] as Lease;
-      return fenced(() => store.finish(lease, response(op.status), work(op.work, lease.key)));
+      return fenced(() => store.write(lease, { kind: 'finish', response: response(op.status) }, work(op.work, lease.key)));
     }
     case 'release':
-      return { answer: { done: await store.release(real.leases[op.lease] as Lease, { forget: op.forget }) } };
+      return { answer: { done: (await store.write(real.leases[op.lease] as Lease, { kind: 'release', forget: op.forget })).ok } };
     case 'park':
-      return { answer: { done: await store.park(real.leases[op.lease] as Lease, { retryAfterMs: op.retryAfterMs }) } };
+      return { answer: { done: (await store.write(real.leases[op.lease] as Lease, { kind: 'park', retryAfterMs: op.retryAfterMs })).ok } };
   }
 }
 

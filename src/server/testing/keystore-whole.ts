@@ -2,19 +2,16 @@
  * The KeyStore contract for a whole request's transaction (`beginRequest`, the middleware's
  * `transaction: true`, run here through `runWholeRequest`): the key, the work and the stored response commit as one
  * transaction; nothing of it is visible, and nothing is kept, before that commit; a concurrent
- * admission of the key waits for it. Every backend runs it, as it runs `keystore.contract.ts`.
+ * admission of the key waits for it. Every backend runs it, as it runs `keystore-core.ts`.
  *
- * Usage: `runWholeRequestContract('sqlite', async () => sqliteKeyStore({ path: ':memory:' }))`.
+ * Registered by `describeKeyStore` (`./describe-key-store.ts`).
  */
-import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runWholeRequest } from '../../src/server/store/request-transaction.js';
-import type { AdmitInput, KeyStore, StoredResponse, Tx, WholeRequest } from '../../src/server/store/types.js';
+import { runWholeRequest } from '../store/request-transaction.js';
+import type { AdmitInput, KeyStore, StoredResponse, Tx, WholeRequest } from '../store/types.js';
 
-const SCHEMA = {
-  sqlite: 'CREATE TABLE IF NOT EXISTS whole_effects (client_id TEXT NOT NULL, key TEXT NOT NULL, n INTEGER NOT NULL)',
-  postgres: 'CREATE TABLE IF NOT EXISTS whole_effects (client_id TEXT NOT NULL, key TEXT NOT NULL, n INTEGER NOT NULL)',
-};
+/** The suite's own table, in SQL every dialect accepts (a store migrates it as its dialect's script). */
+const TABLE = 'CREATE TABLE IF NOT EXISTS whole_effects (client_id TEXT NOT NULL, idem_key TEXT NOT NULL, n INTEGER NOT NULL)';
 
 /** A gate the test opens: the work waits at it with its transaction open. */
 function gate(): { readonly reached: Promise<void>; open(): void; readonly opened: Promise<void>; arrive(): void } {
@@ -35,13 +32,13 @@ export function runWholeRequestContract(name: string, factory: () => Promise<Key
     let store: KeyStore;
     let clientId: string;
     afterEach(async () => {
-      await store?.close();
+      await store?.close?.();
     });
 
     async function open(): Promise<void> {
       store = await factory();
-      await store.migrate(SCHEMA);
-      clientId = `w${randomUUID().slice(0, 8)}`;
+      await store.migrate?.({ [store.dialect]: TABLE });
+      clientId = `w${crypto.randomUUID().slice(0, 8)}`;
     }
     const input = (key: string, over: Partial<AdmitInput> = {}): AdmitInput => ({
       clientId,
@@ -55,7 +52,7 @@ export function runWholeRequestContract(name: string, factory: () => Promise<Key
     });
     const effects = async (key: string): Promise<number> => {
       const row = await store.transaction((tx) =>
-        tx.get<{ n: number | string }>('SELECT COUNT(*) AS n FROM whole_effects WHERE client_id = $1 AND key = $2', [clientId, key]),
+        tx.get<{ n: number | string }>('SELECT COUNT(*) AS n FROM whole_effects WHERE client_id = $1 AND idem_key = $2', [clientId, key]),
       );
       return Number(row?.n ?? 0);
     };
@@ -63,7 +60,7 @@ export function runWholeRequestContract(name: string, factory: () => Promise<Key
     const whole = (key: string, over: { at?: ReturnType<typeof gate>; fail?: Error; bytes?: number; onRun?: () => void } = {}): WholeRequest<number> => ({
       async work(tx: Tx) {
         over.onRun?.();
-        const changed = await tx.run('INSERT INTO whole_effects (client_id, key, n) VALUES ($1, $2, $3)', [clientId, key, 1]);
+        const changed = await tx.run('INSERT INTO whole_effects (client_id, idem_key, n) VALUES ($1, $2, $3)', [clientId, key, 1]);
         if (over.at) {
           over.at.arrive();
           await over.at.opened;

@@ -1,20 +1,17 @@
 /**
- * The KeyStore contract: every backend (SQLite, PostgreSQL) runs this one suite.
+ * The KeyStore contract's core suite: admission (the 100-way race), takeover, fencing, the data merge, finish, release, transactions.
  *
  * Dialect-neutral on purpose: it uses only the KeyStore API and `$n` SQL that both dialects
  * accept, and every test works on its own random client id, so it can share a database with
  * other tests (a long-lived PostgreSQL) without cleaning up.
  *
- * Usage: `runKeyStoreContract('sqlite', async () => sqliteKeyStore({ path: ':memory:' }))`.
+ * Registered by `describeKeyStore` (`./describe-key-store.ts`).
  */
-import { randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AdmitInput, KeyStore, Lease, StoredResponse } from '../../src/server/store/types.js';
+import type { AdmitInput, KeyStore, Lease, StoredResponse } from '../store/types.js';
 
-const SCHEMA = {
-  sqlite: 'CREATE TABLE IF NOT EXISTS contract_effects (client_id TEXT NOT NULL, key TEXT NOT NULL, n INTEGER NOT NULL)',
-  postgres: 'CREATE TABLE IF NOT EXISTS contract_effects (client_id TEXT NOT NULL, key TEXT NOT NULL, n INTEGER NOT NULL)',
-};
+/** The suite's own table, in SQL every dialect accepts (a store migrates it as its dialect's script). */
+const TABLE = 'CREATE TABLE IF NOT EXISTS contract_effects (client_id TEXT NOT NULL, idem_key TEXT NOT NULL, n INTEGER NOT NULL)';
 
 const RESPONSE: StoredResponse = { status: 201, headers: { 'content-type': 'application/json' }, body: '{"id":"pay_1","amount":5}' };
 
@@ -29,13 +26,13 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
     let store: KeyStore;
     let clientId: string;
     afterEach(async () => {
-      await store?.close();
+      await store?.close?.();
     });
 
     async function open(): Promise<KeyStore> {
       store = await factory();
-      await store.migrate(SCHEMA);
-      clientId = `c${randomUUID().slice(0, 8)}`;
+      await store.migrate?.({ [store.dialect]: TABLE });
+      clientId = `c${crypto.randomUUID().slice(0, 8)}`;
       return store;
     }
     const input = (key: string, over: Partial<AdmitInput> = {}): AdmitInput => ({
@@ -50,12 +47,12 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
     });
     const effects = async (key: string): Promise<number> => {
       const row = await store.transaction((tx) =>
-        tx.get<{ n: number | string }>('SELECT COUNT(*) AS n FROM contract_effects WHERE client_id = $1 AND key = $2', [clientId, key]),
+        tx.get<{ n: number | string }>('SELECT COUNT(*) AS n FROM contract_effects WHERE client_id = $1 AND idem_key = $2', [clientId, key]),
       );
       return Number(row?.n ?? 0);
     };
     const effect = (key: string) => async (tx: Parameters<Parameters<KeyStore['transaction']>[0]>[0]) =>
-      tx.run('INSERT INTO contract_effects (client_id, key, n) VALUES ($1, $2, $3)', [clientId, key, 1]);
+      tx.run('INSERT INTO contract_effects (client_id, idem_key, n) VALUES ($1, $2, $3)', [clientId, key, 1]);
     const expireLease = async (key: string, leaseMs = 40): Promise<Lease> => {
       const admitted = await store.admit(input(key, { leaseMs }));
       if (!admitted.owned) throw new Error('expected to own the key');
@@ -119,7 +116,7 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
         expect(stored?.leaseRemainingMs).toBeGreaterThan(5_000);
         expect(await effects('f1')).toBe(1);
         // The lease is the admission's: it fences the next phase.
-        expect(await store.commitPhase(result.lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 })).toEqual({ ok: true, value: undefined });
+        expect(await store.write(result.lease, { kind: 'phase', recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 })).toEqual({ ok: true, value: undefined });
       });
 
       it('stores nothing, not even the key, when the work throws, and rejects with its error', async () => {
@@ -155,13 +152,13 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       });
     });
 
-    it('commits work, recovery point and data together in commitPhase', async () => {
+    it('commits work, recovery point and data together in a phase write', async () => {
       await open();
       const admitted = await store.admit(input('k1'));
       if (!admitted.owned) throw new Error('not owned');
-      const result = await store.commitPhase(
+      const result = await store.write(
         admitted.lease,
-        { recoveryPoint: 'H1_DONE', data: { a: 1 }, dataFrom: (changed) => ({ changed }), leaseMs: 10_000 },
+        { kind: 'phase', recoveryPoint: 'H1_DONE', data: { a: 1 }, dataFrom: (changed) => ({ changed }), leaseMs: 10_000 },
         effect('k1'),
       );
       expect(result).toEqual({ ok: true, value: 1 });
@@ -175,7 +172,7 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       await open();
       const admitted = await store.admit(input('k1'));
       if (!admitted.owned) throw new Error('not owned');
-      const failing = store.commitPhase(admitted.lease, { recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, async (tx) => {
+      const failing = store.write(admitted.lease, { kind: 'phase', recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, async (tx) => {
         await effect('k1')(tx);
         throw new Error('step failed');
       });
@@ -189,11 +186,11 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       const admitted = await store.admit(input('k1'));
       if (!admitted.owned) throw new Error('not owned');
       expect(await store.takeOver(clientId, 'k1', 10_000)).toBeNull();
-      await store.finish(admitted.lease, RESPONSE);
+      await store.write(admitted.lease, { kind: 'finish', response: RESPONSE });
       expect(await store.takeOver(clientId, 'k1', 10_000)).toBeNull();
     });
 
-    it('fences the old owner after a takeover: its commitPhase and finish return ok:false and change nothing', async () => {
+    it('fences the old owner after a takeover: its phase, finish, release and park writes return ok:false and change nothing', async () => {
       await open();
       const old = await expireLease('k1');
       const fresh = await store.takeOver(clientId, 'k1', 10_000);
@@ -201,15 +198,15 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       expect(fresh?.token).not.toBe(old.token);
       expect(await store.takeOver(clientId, 'k1', 10_000)).toBeNull();
 
-      expect(await store.commitPhase(old, { recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, effect('k1'))).toEqual({ ok: false });
-      expect(await store.finish(old, RESPONSE, effect('k1'))).toEqual({ ok: false });
-      expect(await store.release(old, { forget: true })).toBe(false);
-      expect(await store.park(old, { retryAfterMs: 1000 })).toBe(false);
+      expect(await store.write(old, { kind: 'phase', recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, effect('k1'))).toEqual({ ok: false });
+      expect(await store.write(old, { kind: 'finish', response: RESPONSE }, effect('k1'))).toEqual({ ok: false });
+      expect((await store.write(old, { kind: 'release', forget: true })).ok).toBe(false);
+      expect((await store.write(old, { kind: 'park', retryAfterMs: 1000 })).ok).toBe(false);
       const row = await store.load(clientId, 'k1');
       expect(row).toMatchObject({ state: 'started', recoveryPoint: null, response: null, attempts: 0 });
       expect(await effects('k1')).toBe(0);
 
-      expect((await store.commitPhase(fresh!, { recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, effect('k1'))).ok).toBe(true);
+      expect((await store.write(fresh!, { kind: 'phase', recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, effect('k1'))).ok).toBe(true);
       expect(await effects('k1')).toBe(1);
     });
 
@@ -217,8 +214,8 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       await open();
       const old = await expireLease('k1');
       expect(await store.takeOver(clientId, 'k1', 10_000)).not.toBeNull();
-      expect(await store.commitPhase(old, { recoveryPoint: 'EXT1_SENT', data: { risk: 1 }, leaseMs: 10_000 })).toEqual({ ok: false });
-      expect(await store.finish(old, RESPONSE)).toEqual({ ok: false });
+      expect(await store.write(old, { kind: 'phase', recoveryPoint: 'EXT1_SENT', data: { risk: 1 }, leaseMs: 10_000 })).toEqual({ ok: false });
+      expect(await store.write(old, { kind: 'finish', response: RESPONSE })).toEqual({ ok: false });
       expect(await store.load(clientId, 'k1')).toMatchObject({ state: 'started', recoveryPoint: null, data: {}, response: null });
     });
 
@@ -227,11 +224,11 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       const admitted = await store.admit(input('k1'));
       if (!admitted.owned) throw new Error('not owned');
       const { lease } = admitted;
-      await store.commitPhase(lease, { recoveryPoint: 'H1_DONE', data: { a: { x: 1, y: 2 }, b: 'keep', c: 1 }, leaseMs: 10_000 });
-      await store.commitPhase(lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
-      await store.commitPhase<{ z: number }>(
+      await store.write(lease, { kind: 'phase', recoveryPoint: 'H1_DONE', data: { a: { x: 1, y: 2 }, b: 'keep', c: 1 }, leaseMs: 10_000 });
+      await store.write(lease, { kind: 'phase', recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
+      await store.write<{ z: number }>(
         lease,
-        { recoveryPoint: 'EXT1_DONE', data: { a: { x: 3 }, c: 2 }, dataFrom: (result) => ({ c: null, d: result?.z }), leaseMs: 10_000 },
+        { kind: 'phase', recoveryPoint: 'EXT1_DONE', data: { a: { x: 3 }, c: 2 }, dataFrom: (result) => ({ c: null, d: result?.z }), leaseMs: 10_000 },
         async () => ({ z: 9 }),
       );
       const row = await store.load(clientId, 'k1');
@@ -243,20 +240,24 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       await open();
       const admitted = await store.admit(input('k1'));
       if (!admitted.owned) throw new Error('not owned');
-      await store.commitPhase(admitted.lease, { recoveryPoint: 'H1_DONE', data: { charge: 'ch_1' }, leaseMs: 10_000 });
-      const done = await store.finish(admitted.lease, (changed) => ({ ...RESPONSE, body: `{"changed":${changed}}` }), effect('k1'));
+      await store.write(admitted.lease, { kind: 'phase', recoveryPoint: 'H1_DONE', data: { charge: 'ch_1' }, leaseMs: 10_000 });
+      const done = await store.write(
+        admitted.lease,
+        { kind: 'finish', response: (changed) => ({ ...RESPONSE, body: `{"changed":${changed}}` }) },
+        effect('k1'),
+      );
       expect(done).toEqual({ ok: true, value: 1 });
       const row = await store.load(clientId, 'k1');
       expect(row).toMatchObject({ state: 'finished', leaseRemainingMs: null, data: { charge: 'ch_1' } });
       expect(row?.response).toEqual({ ...RESPONSE, body: '{"changed":1}' });
-      expect(await store.commitPhase(admitted.lease, { recoveryPoint: 'H2_DONE', leaseMs: 1 })).toEqual({ ok: false });
+      expect(await store.write(admitted.lease, { kind: 'phase', recoveryPoint: 'H2_DONE', leaseMs: 1 })).toEqual({ ok: false });
     });
 
     it('forgets a released row with no recovery point, so the key executes afresh', async () => {
       await open();
       const admitted = await store.admit(input('k1'));
       if (!admitted.owned) throw new Error('not owned');
-      expect(await store.release(admitted.lease, { forget: true })).toBe(true);
+      expect((await store.write(admitted.lease, { kind: 'release', forget: true })).ok).toBe(true);
       expect(await store.load(clientId, 'k1')).toBeUndefined();
       expect((await store.admit(input('k1'))).owned).toBe(true);
     });
@@ -265,70 +266,11 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
       await open();
       const admitted = await store.admit(input('k1'));
       if (!admitted.owned) throw new Error('not owned');
-      await store.commitPhase(admitted.lease, { recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
-      expect(await store.release(admitted.lease, { forget: true })).toBe(true);
+      await store.write(admitted.lease, { kind: 'phase', recoveryPoint: 'EXT1_SENT', leaseMs: 10_000 });
+      expect((await store.write(admitted.lease, { kind: 'release', forget: true })).ok).toBe(true);
       const row = await store.load(clientId, 'k1');
       expect(row).toMatchObject({ state: 'started', recoveryPoint: 'EXT1_SENT', leaseRemainingMs: null });
       expect(await store.takeOver(clientId, 'k1', 10_000)).not.toBeNull();
-    });
-
-    it('parks a row: lease cleared, attempt counted, held from sweeps until due, open to takeover', async () => {
-      await open();
-      const admitted = await store.admit(input('k1'));
-      if (!admitted.owned) throw new Error('not owned');
-      expect(await store.park(admitted.lease, { retryAfterMs: 400 })).toBe(true);
-      const row = await store.load(clientId, 'k1');
-      expect(row).toMatchObject({ attempts: 1, leaseRemainingMs: null });
-      const mine = async () => (await store.sweep(1000)).filter((r) => r.clientId === clientId).map((r) => r.key);
-      expect(await mine()).toEqual([]);
-      await sleep(500);
-      expect(await mine()).toEqual(['k1']);
-      expect(await store.takeOver(clientId, 'k1', 10_000)).not.toBeNull();
-      expect(await mine()).toEqual([]);
-    });
-
-    it('sweeps started rows with an expired lease, oldest first, never live or finished ones', async () => {
-      await open();
-      await expireLease('old');
-      await expireLease('newer');
-      await store.admit(input('live'));
-      const finished = await store.admit(input('done', { leaseMs: 1 }));
-      if (finished.owned) await store.finish(finished.lease, RESPONSE);
-      await sleep(5);
-      const swept = (await store.sweep(1000)).filter((r) => r.clientId === clientId).map((r) => r.key);
-      expect(swept).toEqual(['old', 'newer']);
-      expect((await store.sweep(1)).length).toBe(1);
-    });
-
-    it('keeps a key that finished after its retention for a retention from its finish: a retry still gets the answer', async () => {
-      await open();
-      const late = await store.admit(input('late', { ttlMs: 300 }));
-      if (!late.owned) throw new Error('not owned');
-      await sleep(400); // in flight past its retention (parked, resumed by the worker)
-      expect(await store.reap(100)).toBe(0);
-      expect((await store.finish(late.lease, RESPONSE)).ok).toBe(true);
-      expect(await store.reap(100)).toBe(0);
-      expect(await store.admit(input('late', { ttlMs: 300 }))).toMatchObject({ owned: false, row: { state: 'finished', response: RESPONSE } });
-      await sleep(400);
-      while ((await store.reap(100)) > 0);
-      expect(await store.load(clientId, 'late')).toBeUndefined();
-    });
-
-    it('reaps finished keys past their expiry in batches, and keeps started and unexpired ones', async () => {
-      await open();
-      for (const key of ['f1', 'f2', 'f3']) {
-        const admitted = await store.admit(input(key, { ttlMs: 1 }));
-        if (admitted.owned) await store.finish(admitted.lease, RESPONSE);
-      }
-      await store.admit(input('started-expired', { ttlMs: 1 }));
-      const kept = await store.admit(input('fresh'));
-      if (kept.owned) await store.finish(kept.lease, RESPONSE);
-      await sleep(10);
-      expect(await store.reap(2)).toBe(2);
-      while ((await store.reap(100)) > 0);
-      for (const key of ['f1', 'f2', 'f3']) expect(await store.load(clientId, key)).toBeUndefined();
-      expect((await store.load(clientId, 'started-expired'))?.state).toBe('started');
-      expect((await store.load(clientId, 'fresh'))?.state).toBe('finished');
     });
 
     it('runs application transactions with $n placeholders and rolls them back on a throw', async () => {
@@ -340,8 +282,10 @@ export function runKeyStoreContract(name: string, factory: () => Promise<KeyStor
           throw new Error('abort');
         }),
       ).rejects.toThrow('abort');
-      const rows = await store.transaction((tx) => tx.all<{ key: string }>('SELECT key FROM contract_effects WHERE client_id = $1 ORDER BY key', [clientId]));
-      expect(rows.map((r) => r.key)).toEqual(['t1']);
+      const rows = await store.transaction((tx) =>
+        tx.all<{ idem_key: string }>('SELECT idem_key FROM contract_effects WHERE client_id = $1 ORDER BY idem_key', [clientId]),
+      );
+      expect(rows.map((r) => r.idem_key)).toEqual(['t1']);
     });
   });
 }

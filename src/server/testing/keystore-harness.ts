@@ -2,9 +2,8 @@
  * What the KeyStore contract files share: a fresh store per test (migrated with the file's own
  * table, closed after the test), a client id of its own, and admission inputs.
  */
-import { randomUUID } from 'node:crypto';
 import { afterEach } from 'vitest';
-import type { AdmitInput, KeyStore } from '../../src/server/store/types.js';
+import type { AdmitInput, KeyStore } from '../store/types.js';
 
 /** The store and client id of the running test; `open()` first. */
 export interface ContractHarness {
@@ -21,7 +20,8 @@ export interface ContractHarness {
  * @example
  * ```ts
  * const h = contractHarness(factory, 'CREATE TABLE IF NOT EXISTS t (x TEXT)', { requestBody: '{}' });
- * it('admits', async () => { await h.open(); await h.store.admit(h.input('k1')); });
+ * await h.open();
+ * await h.store.admit(h.input('k1'));
  * ```
  */
 export function contractHarness(
@@ -32,7 +32,7 @@ export function contractHarness(
   let store: KeyStore | undefined;
   let clientId = '';
   afterEach(async () => {
-    await store?.close();
+    await store?.close?.();
     store = undefined;
   });
   const { clientSuffix = '', ...admission } = defaults;
@@ -46,8 +46,8 @@ export function contractHarness(
     },
     async open() {
       store = await factory();
-      await store.migrate({ sqlite: table, postgres: table });
-      clientId = `c${randomUUID().slice(0, 8)}${clientSuffix}`;
+      await store.migrate?.({ [store.dialect]: table });
+      clientId = `c${crypto.randomUUID().slice(0, 8)}${clientSuffix}`;
     },
     input: (key, over = {}) => ({
       requestHash: 'a'.repeat(64),

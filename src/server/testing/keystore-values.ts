@@ -1,16 +1,16 @@
 /**
  * The KeyStore contract, part two: what goes in comes back byte for byte, and a lost lease
  * commits nothing even when the work swallows the error that told it so. Run by every backend
- * next to `keystore.contract.ts` (PostgreSQL sends some of its own statements as literal SQL, so
+ * next to `keystore-core.ts` (PostgreSQL sends some of its own statements as literal SQL, so
  * that BEGIN and COMMIT share their round trips: hostile text is where that would break).
  *
- * Usage: `runKeyStoreValuesContract('sqlite', async () => sqliteKeyStore({ path: ':memory:' }))`.
+ * Registered by `describeKeyStore` (`./describe-key-store.ts`).
  */
 import { describe, expect, it } from 'vitest';
-import type { AdmitInput, KeyStore, Tx } from '../../src/server/store/types.js';
+import type { AdmitInput, KeyStore, Tx } from '../store/types.js';
 import { contractHarness } from './keystore-harness.js';
 
-const TABLE = 'CREATE TABLE IF NOT EXISTS contract_values (client_id TEXT NOT NULL, key TEXT NOT NULL, note TEXT NOT NULL)';
+const TABLE = 'CREATE TABLE IF NOT EXISTS contract_values (client_id TEXT NOT NULL, idem_key TEXT NOT NULL, note TEXT NOT NULL)';
 
 /** Text that breaks naive quoting: quotes, backslashes, placeholders, dollar quotes, comments, non-ASCII. */
 const HOSTILE = [
@@ -35,10 +35,12 @@ export function runKeyStoreValuesContract(name: string, factory: () => Promise<K
       requestBody: JSON.stringify({ reference: HOSTILE, pad: 'x'.repeat(60_000) }),
     });
     const note = (key: string) => async (tx: Tx) =>
-      tx.run('INSERT INTO contract_values (client_id, key, note) VALUES ($1, $2, $3)', [h.clientId, key, HOSTILE]);
+      tx.run('INSERT INTO contract_values (client_id, idem_key, note) VALUES ($1, $2, $3)', [h.clientId, key, HOSTILE]);
     const notes = async (key: string): Promise<string[]> =>
       (
-        await h.store.transaction((tx) => tx.all<{ note: string }>('SELECT note FROM contract_values WHERE client_id = $1 AND key = $2', [h.clientId, key]))
+        await h.store.transaction((tx) =>
+          tx.all<{ note: string }>('SELECT note FROM contract_values WHERE client_id = $1 AND idem_key = $2', [h.clientId, key]),
+        )
       ).map((row) => row.note);
 
     it('stores hostile text verbatim through admission, a phase, an outcome mark and the final response', async () => {
@@ -50,19 +52,19 @@ export function runKeyStoreValuesContract(name: string, factory: () => Promise<K
       });
       if (!admitted.owned) throw new Error('not owned');
       expect(admitted.row.data).toEqual({ given: HOSTILE, changed: 1, also: HOSTILE });
-      const phase = await h.store.commitPhase(
+      const phase = await h.store.write(
         admitted.lease,
-        { recoveryPoint: 'H2_DONE', data: { h2: HOSTILE }, dataFrom: () => ({ h2b: HOSTILE }), leaseMs: 10_000 },
+        { kind: 'phase', recoveryPoint: 'H2_DONE', data: { h2: HOSTILE }, dataFrom: () => ({ h2b: HOSTILE }), leaseMs: 10_000 },
         note(key),
       );
       expect(phase.ok).toBe(true);
-      expect((await h.store.commitPhase(admitted.lease, { recoveryPoint: 'EXT1_DONE', data: { ext: HOSTILE }, leaseMs: 10_000 })).ok).toBe(true);
+      expect((await h.store.write(admitted.lease, { kind: 'phase', recoveryPoint: 'EXT1_DONE', data: { ext: HOSTILE }, leaseMs: 10_000 })).ok).toBe(true);
       const response = {
         status: 201,
         headers: { 'x-note': HOSTILE.replace(/[\r\n]/g, ' '), 'content-type': 'application/json' },
         body: JSON.stringify({ note: HOSTILE }),
       };
-      expect((await h.store.finish(admitted.lease, () => response, note(key))).ok).toBe(true);
+      expect((await h.store.write(admitted.lease, { kind: 'finish', response: () => response }, note(key))).ok).toBe(true);
 
       const row = await h.store.load(h.clientId, key);
       expect(row).toMatchObject({
@@ -95,9 +97,9 @@ export function runKeyStoreValuesContract(name: string, factory: () => Promise<K
         }
         return 'carried on';
       };
-      expect(await h.store.commitPhase(admitted.lease, { recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, swallowing)).toEqual({ ok: false });
+      expect(await h.store.write(admitted.lease, { kind: 'phase', recoveryPoint: 'H1_DONE', leaseMs: 10_000 }, swallowing)).toEqual({ ok: false });
       expect(caught).toBeDefined();
-      expect(await h.store.finish(admitted.lease, { status: 201, headers: {}, body: '' }, swallowing)).toEqual({ ok: false });
+      expect(await h.store.write(admitted.lease, { kind: 'finish', response: { status: 201, headers: {}, body: '' } }, swallowing)).toEqual({ ok: false });
       const row = await h.store.load(h.clientId, 'swallow');
       expect(row).toMatchObject({ state: 'started', recoveryPoint: null, response: null });
       expect(await notes('swallow')).toEqual([]);
@@ -107,7 +109,7 @@ export function runKeyStoreValuesContract(name: string, factory: () => Promise<K
       await h.open();
       const admitted = await h.store.admit(h.input('racing', { leaseMs: 100 }));
       if (!admitted.owned) throw new Error('not owned');
-      const failing = h.store.commitPhase(admitted.lease, { recoveryPoint: 'H1_DONE', leaseMs: 100 }, async (tx) => {
+      const failing = h.store.write(admitted.lease, { kind: 'phase', recoveryPoint: 'H1_DONE', leaseMs: 100 }, async (tx) => {
         await Promise.all([note('racing')(tx), Promise.reject(new Error('validation failed'))]);
       });
       await expect(failing).rejects.toThrow('validation failed');
