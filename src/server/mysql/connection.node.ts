@@ -35,20 +35,32 @@ export const isError = (error: unknown, errno: number): boolean => (error as Dri
  * back (a later statement would run outside it, in autocommit), and a fatal error closes the
  * connection.
  */
-export const endsTransaction = (error: unknown): boolean => isError(error, ErrorNumber.Deadlock) || (error as DriverError | null)?.fatal === true;
+export const endsTransaction = (error: unknown): boolean => isError(error, ErrorNumber.Deadlock) || isFatal(error);
 
-/** What the store keeps about one connection it set up. */
-interface Session {
-  /** The server's `innodb_lock_wait_timeout` (seconds) when the store first met the connection. */
-  readonly defaultWaitS: number;
-  /** Its value now. */
+/** Whether `error` closed the connection (the server ended it, or it was lost). */
+export const isFatal = (error: unknown): boolean => (error as DriverError | null)?.fatal === true;
+
+/** The two session limits the store sets for a while, in seconds. */
+interface Limits {
+  /** `innodb_lock_wait_timeout`: how long a statement waits for a row lock. */
   waitS: number;
+  /** `wait_timeout`: how long the server keeps a session that sends nothing (and rolls its transaction back). */
+  idleS: number;
+}
+
+/** What the store keeps about one connection it set up: its limits as the server gave them, and now. */
+export interface Session {
+  readonly defaults: Readonly<Limits>;
+  readonly now: Limits;
 }
 
 /** The store's pool: connections set up once, borrowed one at a time. */
 export interface Connections {
-  /** Runs `body` on a connection of the pool, set up for the store; it goes back after (or is destroyed, if `body` says it is broken). */
-  use<T>(body: (conn: PoolConnection, session: Session) => Promise<T>): Promise<T>;
+  /**
+   * Runs `body` on a connection of the pool, set up for the store; it goes back after, or is
+   * destroyed when it failed with the connection, or `body` called `spoil()`.
+   */
+  use<T>(body: (conn: PoolConnection, session: Session, spoil: () => void) => Promise<T>): Promise<T>;
   /** Ends the pool when the store opened it; a caller's pool is left open. */
   close(): Promise<void>;
 }
@@ -70,9 +82,10 @@ export function connectionsOver(source: { readonly pool: Pool } | { readonly uri
     const known = sessions.get(conn.connection);
     if (known) return known;
     await conn.query('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED');
-    const [rows] = await conn.query('SELECT @@innodb_lock_wait_timeout AS wait_s');
-    const waitS = Number((rows as { wait_s: unknown }[])[0]?.wait_s ?? 50);
-    const session = { defaultWaitS: waitS, waitS };
+    const [rows] = await conn.query('SELECT @@innodb_lock_wait_timeout AS wait_s, @@wait_timeout AS idle_s');
+    const row = (rows as { wait_s: unknown; idle_s: unknown }[])[0];
+    const defaults = { waitS: Number(row?.wait_s ?? 50), idleS: Number(row?.idle_s ?? 28_800) };
+    const session = { defaults, now: { ...defaults } };
     sessions.set(conn.connection, session);
     return session;
   };
@@ -80,8 +93,9 @@ export function connectionsOver(source: { readonly pool: Pool } | { readonly uri
     async use(body) {
       const conn = await (await pool()).getConnection();
       let broken = false;
+      const spoil = (): void => void (broken = true);
       try {
-        return await body(conn, await setUp(conn));
+        return await body(conn, await setUp(conn), spoil);
       } catch (error) {
         broken = error instanceof BrokenConnection || endsTransaction(error);
         throw error instanceof BrokenConnection && error.cause !== undefined ? error.cause : error;
@@ -127,14 +141,23 @@ export async function inTransaction<T>(conn: PoolConnection, body: () => Promise
 }
 
 /**
- * Sets the connection's lock wait to `seconds` (the server's own default when `undefined`),
- * sending nothing when it is already that.
+ * Sets the connection's lock wait and idle limit to `limits` (seconds, rounded up, at least one),
+ * and each one not given back to the server's own, in one statement, and only when one differs.
  */
-export async function lockWait(conn: PoolConnection, session: Session, seconds: number | undefined): Promise<void> {
-  const wanted = seconds ?? session.defaultWaitS;
-  if (session.waitS === wanted) return;
-  await conn.query(`SET SESSION innodb_lock_wait_timeout = ${Math.max(1, Math.ceil(wanted))}`);
-  session.waitS = wanted;
+export async function setLimits(conn: PoolConnection, session: Session, limits: { readonly [K in keyof Limits]?: number | undefined }): Promise<void> {
+  const wanted: Limits = { waitS: limits.waitS ?? session.defaults.waitS, idleS: limits.idleS ?? session.defaults.idleS };
+  const sets: string[] = [];
+  for (const [name, variable] of [
+    ['waitS', 'innodb_lock_wait_timeout'],
+    ['idleS', 'wait_timeout'],
+  ] as const) {
+    const seconds = Math.max(1, Math.ceil(wanted[name]));
+    if (session.now[name] !== seconds) sets.push(`${variable} = ${seconds}`);
+  }
+  if (sets.length === 0) return;
+  await conn.query(`SET SESSION ${sets.join(', ')}`);
+  session.now.waitS = Math.max(1, Math.ceil(wanted.waitS));
+  session.now.idleS = Math.max(1, Math.ceil(wanted.idleS));
 }
 
 /** The parameters `execute` takes, as mysql2 types them. */
