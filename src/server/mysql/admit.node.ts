@@ -10,8 +10,9 @@
  * until the COMMIT (it then fails as a duplicate, and finds the row at its point or finished) or
  * the ROLLBACK (one of them then inserts the key itself). This is the whole request of
  * `transaction: true` (the core hands the transaction over through `admit`): no GET_LOCK, whose
- * lock would outlive a crashed client's transaction by as long as its connection stayed open, and
- * no gap lock, which REPEATABLE READ would take on the absent key and hold against its neighbours.
+ * lock belongs to the session, not the transaction (a pooled connection carries it past the
+ * ROLLBACK unless released by hand), and no `SELECT … FOR UPDATE` of the absent key first, which
+ * under REPEATABLE READ locks the gap, and with it the admissions of neighbouring keys.
  *
  * Two InnoDB behaviours are handled: when an owner rolls back, the admissions queued at its row
  * each hold a shared lock and want an exclusive one, and InnoDB kills all but one as deadlock
