@@ -18,6 +18,7 @@ export const PEERS = {
     neededBy: `the SQLite journal (sqliteJournal, the default journal of oncely/node) and the SQLite key store on Node ${process.versions.node}, which has no usable node:sqlite (Node 22.16 and later need nothing installed)`,
   },
   pg: { range: '8', neededBy: 'the PostgreSQL key store' },
+  mysql2: { range: '3', neededBy: 'the MySQL key store' },
   '@hono/node-server': { range: '2', neededBy: '`oncely serve` and `oncely demo`' },
   pino: { range: '10', neededBy: '`oncely serve`' },
 } as const;

@@ -13,7 +13,6 @@
  */
 import { withCors } from '../reference/cors.js';
 import { readFile } from 'node:fs/promises';
-import { resolve as resolvePath } from 'node:path';
 import type { serve as listen } from '@hono/node-server';
 import type { pino as Pino } from 'pino';
 import { isOncelyError } from '../errors.js';
@@ -23,13 +22,11 @@ import { createClients, parseClients } from '../reference/clients.js';
 import { createFaults } from '../reference/faults.js';
 import { createStaticFiles } from '../reference/static-files.node.js';
 import { nodeDigest } from '../digest.node.js';
-import type { KeyStore } from '../server/store/types.js';
-import { schemaFromUrl } from '../server/store/postgres-url.node.js';
-import { sqliteKeyStore } from '../server/store/sqlite.node.js';
 import { needsBetterSqlite3 } from '../sqlite/driver.node.js';
 import { SERVER_DEFAULTS } from '../server/options.js';
 import { listenHttp } from './serve-listen.js';
 import { describeWakeUps, logReplication, redacted } from './serve-postgres.js';
+import { describeDb, isMysql, isPostgres, openStore, resolveDb, type PgFlags } from './serve-store.js';
 import { type CommandSpec, type OptionSpec, parseCommandArgs, readDuration, readInteger, reportParseFailure, usageError } from './args.js';
 
 const spec = {
@@ -41,6 +38,7 @@ const spec = {
     port: { type: 'string', value: 'N', help: 'TCP port; 0 picks a free one (default 8787)' },
     host: { type: 'string', value: 'HOST', help: 'interface to bind (default 127.0.0.1)' },
     db: { type: 'string', value: 'PATH|URL', help: 'SQLite file, or postgres://… (default oncely-server.db)' },
+    'mysql-url': { type: 'string', value: 'URL', help: 'keys and app tables on MySQL 8 / MariaDB 10.11 instead: mysql://user:password@host:3306/database' },
     'pg-schema': { type: 'string', value: 'NAME', help: 'schema for the key and app tables (default: the search_path in the URL options, else public)' },
     'pg-listen-url': {
       type: 'string',
@@ -72,48 +70,6 @@ const spec = {
     quiet: { type: 'boolean', help: 'no per-request log lines' },
   },
 } as const satisfies CommandSpec<Record<string, OptionSpec>>;
-
-const isPostgres = (db: string): boolean => /^postgres(ql)?:\/\//.test(db);
-/** A connection URL fit for a log line: its credentials masked. */
-
-/**
- * The database `--db` names: a PostgreSQL URL as given, or an SQLite file made absolute against
- * the working directory, as SQLite itself would open it, so the startup line says exactly which
- * file a relative or default `--db` meant.
- */
-function resolveDb(db: string): string {
-  return isPostgres(db) || db === ':memory:' ? db : resolvePath(db);
-}
-
-/** The startup line's account of the database, e.g. `SQLite database /srv/oncely-server.db`. */
-function describeDb(db: string, schema: string | undefined): string {
-  if (isPostgres(db)) return `PostgreSQL database ${redacted(db)}, schema ${schema ?? schemaFromUrl(db) ?? 'public'}`;
-  return db === ':memory:' ? 'SQLite database in memory (gone on exit)' : `SQLite database ${db}`;
-}
-
-/** The `--pg-*` settings of a PostgreSQL store. */
-interface PgFlags {
-  readonly schema: string | undefined;
-  readonly listenUrl: string | undefined;
-  readonly prepared: boolean | undefined;
-}
-
-async function openStore(db: string, options: PgFlags): Promise<KeyStore> {
-  if (!isPostgres(db)) return sqliteKeyStore({ path: db });
-  let module: typeof import('../server/store/postgres.node.js');
-  try {
-    // Loaded only for a postgres:// URL, so an SQLite-only server never loads `pg`.
-    module = await import('../server/store/postgres.node.js');
-  } catch (error) {
-    throw new Error(`--db ${redacted(db)}: the PostgreSQL key store is not available in this build (${String(error)})`);
-  }
-  return module.postgresKeyStore({
-    connectionString: db,
-    ...(options.schema === undefined ? {} : { schema: options.schema }),
-    ...(options.listenUrl === undefined ? {} : { listenUrl: options.listenUrl }),
-    ...(options.prepared === undefined ? {} : { preparedStatements: options.prepared }),
-  });
-}
 
 async function readClientsFile(path: string): Promise<Record<string, string>> {
   try {
@@ -175,7 +131,10 @@ export async function serve(argv: readonly string[]): Promise<number> {
   }
   const metrics = metricsToken !== undefined ? { token: metricsToken } : values.metrics === true ? 'open' : 'off';
 
-  const db = resolveDb(values.db ?? 'oncely-server.db');
+  const mysqlUrl = values['mysql-url'];
+  if (mysqlUrl !== undefined && values.db !== undefined) return fail('give --db or --mysql-url, not both');
+  if (mysqlUrl !== undefined && !isMysql(mysqlUrl)) return fail(`--mysql-url takes a mysql:// URL, got ${JSON.stringify(redacted(mysqlUrl))}`);
+  const db = resolveDb(mysqlUrl ?? values.db ?? 'oncely-server.db');
   const prepared = values['pg-prepared-statements'];
   if (prepared !== undefined && prepared !== 'on' && prepared !== 'off')
     return fail(`--pg-prepared-statements takes on or off, got ${JSON.stringify(prepared)}`);
@@ -186,7 +145,7 @@ export async function serve(argv: readonly string[]): Promise<number> {
   let peers: { readonly listen: typeof listen; readonly pino: typeof Pino };
   try {
     // SQLite needs no package where Node has node:sqlite (22.16+).
-    const store: PeerName[] = isPostgres(db) ? ['pg'] : needsBetterSqlite3() ? ['better-sqlite3'] : [];
+    const store: PeerName[] = isPostgres(db) ? ['pg'] : isMysql(db) ? ['mysql2'] : needsBetterSqlite3() ? ['better-sqlite3'] : [];
     assertPeers('`oncely serve`', ['@hono/node-server', 'pino', ...store]);
     const [hono, logger] = await Promise.all([importPeer<{ serve: typeof listen }>('@hono/node-server'), importPeer<{ pino: typeof Pino }>('pino')]);
     peers = { listen: hono.serve, pino: logger.pino };

@@ -2,13 +2,14 @@
  * The consumer inbox (`POST /v1/events`, `GET /v1/events/:id`): the consumer side of exactly-once.
  *
  * A delivery inserts the event id into `inbox_events` and commits the event's effect in the
- * same transaction. The insert is `ON CONFLICT DO NOTHING` on `(client_id, event_id)`, so of any
+ * same transaction. The insert does nothing on a duplicate `(client_id, event_id)` (`./insert-once.ts`), so of any
  * number of concurrent redeliveries exactly one inserts a row and applies the effect; the others
  * change nothing and answer `duplicate`. No read-then-write: the database arbitrates.
  *
  * @module
  */
 import type { KeyStore } from '../server/store/types.js';
+import { insertOnce } from './insert-once.js';
 
 /** A validated event delivery. */
 export interface InboxEvent {
@@ -81,9 +82,10 @@ export function createInbox(options: { readonly store: KeyStore }): Inbox {
     deliver(clientId, event) {
       return store.transaction(async (tx) => {
         const now = Date.now();
-        const inserted = await tx.run(
-          `INSERT INTO inbox_events (client_id, event_id, type, received_at) VALUES ($1, $2, $3, $4)
-           ON CONFLICT (client_id, event_id) DO NOTHING`,
+        const inserted = await insertOnce(
+          tx,
+          'INSERT INTO inbox_events (client_id, event_id, type, received_at) VALUES ($1, $2, $3, $4)',
+          'client_id, event_id',
           [clientId, event.id, event.type, now],
         );
         if (inserted === 0) return DeliveryStatus.Duplicate;

@@ -11,6 +11,7 @@
  */
 import type { KeyStore } from '../server/store/types.js';
 import type { Faults } from './faults.js';
+import { insertOnce } from './insert-once.js';
 
 /** The largest amount (minor units) the rail accepts; anything above is declined. */
 export const RAIL_LIMIT = 1_000_000;
@@ -100,9 +101,11 @@ export function createRail(options: RailOptions): Rail {
       if (delay > 0) await sleep(delay);
       const status = request.amount > RAIL_LIMIT ? ChargeStatus.Declined : ChargeStatus.Applied;
       const row = await store.transaction(async (tx) => {
-        await tx.run(
+        await insertOnce(
+          tx,
           `INSERT INTO rail_charges (system_key, client_id, charge_id, amount, currency, reference, status, created_at)
-           VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (system_key) DO NOTHING`,
+           VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+          'system_key',
           [systemKey, request.clientId, `ch_${crypto.randomUUID()}`, request.amount, request.currency, request.reference, status, Date.now()],
         );
         return tx.get<ChargeRow>(select, [systemKey]);

@@ -10,6 +10,7 @@
  */
 import type { KeyStore } from '../server/store/types.js';
 import type { Faults } from './faults.js';
+import { insertOnce } from './insert-once.js';
 
 /** The answer of a risk check or a probe. */
 export type RiskReply =
@@ -69,9 +70,10 @@ export function createRiskSystem(options: RiskSystemOptions): RiskSystem {
       const delay = faults.delayMs('ext1');
       if (delay > 0) await sleep(delay);
       const row = await store.transaction(async (tx) => {
-        await tx.run(
-          `INSERT INTO risk_checks (system_key, client_id, risk_id, amount, score, created_at)
-           VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (system_key) DO NOTHING`,
+        await insertOnce(
+          tx,
+          'INSERT INTO risk_checks (system_key, client_id, risk_id, amount, score, created_at) VALUES ($1, $2, $3, $4, $5, $6)',
+          'system_key',
           [systemKey, request.clientId, `risk_${crypto.randomUUID()}`, request.amount, score(request.amount), Date.now()],
         );
         return tx.get<RiskRow>('SELECT risk_id, score FROM risk_checks WHERE system_key = $1', [systemKey]);

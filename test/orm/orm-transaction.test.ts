@@ -52,13 +52,13 @@ describe.skipIf(!withPostgres).each(CASES)('%s through %s with transaction: true
     // The app's pool, its tables in its own schema; the store is handed the same pool.
     pool = new pg.Pool({ connectionString: url, options: `-c search_path=${schema}`, max: 10 });
     store = postgresKeyStore({ pool, schema });
-    await store.migrate({ sqlite: '', postgres: ORDERS_DDL });
+    await store.migrate?.({ postgres: ORDERS_DDL });
     runs = 0;
   });
   afterEach(async () => {
     await app?.close();
     app = undefined;
-    await store.close();
+    await store.close?.();
     await pool.end();
     await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
   });

@@ -32,6 +32,7 @@ const SERVER_ENTRIES: Record<string, string> = {
   'oncely/server/testing': 'src/server/testing.ts',
   'oncely/server/sqlite': 'src/server/sqlite.ts',
   'oncely/server/postgres': 'src/server/postgres.ts',
+  'oncely/server/mysql': 'src/server/mysql.ts',
   'oncely/express': 'src/server/middleware/express.ts',
   'oncely/hono': 'src/server/middleware/hono.ts',
   'oncely/fastify': 'src/server/middleware/fastify.ts',

@@ -1,10 +1,12 @@
 /**
  * A request the server can never process is a `400` (problem+json, a `detail` saying why) that
- * consumes no key, and the same on SQLite and PostgreSQL; never a `503` a retry cannot cure.
- * Every case goes to both backends and the answers are compared.
+ * consumes no key, and the same on SQLite, PostgreSQL and MySQL; never a `503` a retry cannot cure.
+ * Every case goes to every backend and the answers are compared. (MySQL: when a server answers,
+ * always under ONCELY_REQUIRE_MYSQL=1, see test/support/mysql.ts.)
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sqliteKeyStore } from '../../src/server/store/sqlite.node.js';
+import { canRunMysqlTests, openMysqlBackend, type MysqlBackend } from '../support/mysql.js';
 import { openPgBackend, type PgBackend } from '../support/pg.js';
 import { BASE, createInProcess, type InProcess } from './in-process.js';
 
@@ -38,16 +40,23 @@ const FINE: ReadonlyArray<readonly [string, string, string]> = [
 ];
 
 let backend: PgBackend;
+let mysql: MysqlBackend | undefined;
+const withMysql = await canRunMysqlTests();
 const apps: Record<string, InProcess> = {};
 beforeAll(async () => {
   backend = await openPgBackend('hostile bodies');
   // A cap large enough for the deepest case to reach the nesting check.
   apps['sqlite'] = await createInProcess({ store: sqliteKeyStore({ path: ':memory:' }), maxBodyBytes: 1 << 20 });
   apps['postgres'] = await createInProcess({ store: backend.open(backend.newSchema()), maxBodyBytes: 1 << 20 });
+  if (withMysql) {
+    mysql = await openMysqlBackend('hostile bodies');
+    apps['mysql'] = await createInProcess({ store: mysql.open(await mysql.newDatabase()), maxBodyBytes: 1 << 20 });
+  }
 });
 afterAll(async () => {
   for (const app of Object.values(apps)) await app.app.close(0);
   await backend.close();
+  await mysql?.close();
 });
 
 const answer = async (response: Response) => ({
@@ -56,8 +65,8 @@ const answer = async (response: Response) => ({
   detail: response.status === 400 ? ((await response.json()) as { detail: string }).detail : undefined,
 });
 
-describe('hostile request bodies on SQLite and PostgreSQL', () => {
-  it.each(HOSTILE)('%s: 400 with the reason, the key not consumed, the same answer on both', async (name, raw, reason) => {
+describe('hostile request bodies on SQLite, PostgreSQL and MySQL', () => {
+  it.each(HOSTILE)('%s: 400 with the reason, the key not consumed, the same answer on each', async (name, raw, reason) => {
     const key = `hostile-${name.replace(/\W+/g, '-')}`;
     const answers: Record<string, Awaited<ReturnType<typeof answer>>> = {};
     for (const [store, t] of Object.entries(apps)) {
@@ -68,10 +77,11 @@ describe('hostile request bodies on SQLite and PostgreSQL', () => {
       expect((await t.post(key, { amount: 1250, currency: 'EUR', reference: 'after' })).status, store).toBe(201);
     }
     expect(answers['postgres']).toEqual(answers['sqlite']);
+    if (withMysql) expect(answers['mysql']).toEqual(answers['sqlite']);
   });
 
   it.each(HOSTILE.filter(([name]) => !name.includes('amount') && !name.includes('zero') && !name.includes('2^53')))(
-    '%s: 400 from the inbox too, on both',
+    '%s: 400 from the inbox too, on each',
     async (_name, raw, reason) => {
       for (const [store, t] of Object.entries(apps)) {
         const event = raw.replace('{"amount":1250,"currency":"EUR",', '{"id":"evt","type":"t","data":{},');
@@ -83,7 +93,7 @@ describe('hostile request bodies on SQLite and PostgreSQL', () => {
     },
   );
 
-  it('accepts an event nested exactly 64 deep and refuses 65, on both', async () => {
+  it('accepts an event nested exactly 64 deep and refuses 65, on each', async () => {
     for (const [store, t] of Object.entries(apps)) {
       for (const [depth, status] of [
         [64, 200],
@@ -100,7 +110,7 @@ describe('hostile request bodies on SQLite and PostgreSQL', () => {
     }
   });
 
-  it.each(FINE)('%s: accepted, and read back exactly as acknowledged, on both', async (name, raw, reference) => {
+  it.each(FINE)('%s: accepted, and read back exactly as acknowledged, on each', async (name, raw, reference) => {
     for (const [store, t] of Object.entries(apps)) {
       const created = await t.post(`fine-${name.replace(/\W+/g, '-')}`, undefined, { raw });
       expect(created.status, store).toBe(201);
