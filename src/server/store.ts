@@ -4,8 +4,9 @@
  * leases and writes it reads and applies, the helpers that hold the contract's semantics so that a
  * store only runs statements ({@link planWrite}: what a fenced write does to the row, as column
  * values; {@link admitFirst}: a first phase or a whole request inside an admission), and the
- * fingerprint digest a server may swap in, and `ResponseTooLargeError`, which a store throws for a
- * response over its cap (the middleware catches exactly this class). Its contract suites are on
+ * fingerprint digest's type (a server may swap in its own), and the two errors a store throws:
+ * `ResponseTooLargeError` for a response over its cap, `LeaseLostError` for a write whose lease is
+ * gone (the front ends catch exactly these). Its contract suites are on
  * `oncely/server/testing`.
  * A server author never needs this entry: `oncely/server`, `oncely/server/sqlite`,
  * `oncely/server/postgres` and the middleware entries hold what they call. `Tx` is on both this
@@ -34,5 +35,6 @@ export type {
   WholeRequest,
   WriteChange,
 } from './store/types.js';
-export { defaultDigest, webCryptoDigest, type FingerprintDigest } from '../fingerprint.js';
+export type { FingerprintDigest } from '../fingerprint.js';
+export { LeaseLostError } from './store/lease-lost.js';
 export { ResponseTooLargeError } from './errors/response-too-large-error.js';

@@ -66,7 +66,7 @@ const KEY_STORE_CONTRACT = [
  */
 const ERRORS_BY_ENTRY: Record<string, readonly string[]> = {
   'oncely/server': ['InvalidOptionError', 'ResponseTooLargeError'],
-  'oncely/server/store': ['ResponseTooLargeError'],
+  'oncely/server/store': ['ResponseTooLargeError', 'LeaseLostError'],
   'oncely/server/sqlite': ['InvalidOptionError', 'ResponseTooLargeError'],
   'oncely/server/postgres': ['InvalidOptionError', 'ResponseTooLargeError', 'DatabaseSetupError'],
   'oncely/express': ['InvalidOptionError', 'ResponseTooLargeError', 'LeaseExpiredError'],

@@ -10,7 +10,7 @@ import {
 } from '../../src/fingerprint.js';
 import { createReferenceApp } from '../../src/reference/app.js';
 import { readCappedBody } from '../../src/server/read-body.js';
-import { defaultDigest, webCryptoDigest } from '../../src/server/store.js';
+import { defaultDigest, webCryptoDigest } from '../../src/fingerprint.js';
 import { sqliteKeyStore } from '../../src/server/sqlite.js';
 import { nodeDigest } from '../../src/digest.node.js';
 import { createTestApp } from './fixtures.js';

@@ -7,23 +7,17 @@
  * `wait_timeout` is set to the lease (whole seconds, at least one) until the transaction ends:
  * a handler that stalls longer loses its connection, the server rolls everything back, and the
  * key is free for a duplicate. The handler's next statement then throws a lost-lease error
- * (`code: 'OLOST'`), and the admission answers "in flight, not yet visible" (`row: null`) instead
+ * (`LeaseLostError`), and the admission answers "in flight, not yet visible" (`row: null`) instead
  * of an owner, whatever the handler did with that error: nothing of it was committed.
  *
  * @module
  */
 import { randomUUID } from 'node:crypto';
-import { admitFirst, type AdmitInput, type FirstPhase, type WholeRequest } from '../store.js';
+import { admitFirst, LeaseLostError, type AdmitInput, type FirstPhase, type WholeRequest } from '../store.js';
 import { type AdmitContext, type Attempt, found, insert, loadOn } from './admit.node.js';
 import { inTransaction, isFatal, setLimits } from './connection.node.js';
 import { openTx } from './tx.js';
 import { applyChange } from './write.node.js';
-
-/** The error a whole request's statement gets once its idle connection was ended. */
-class IdleTransactionLost extends Error {
-  override readonly name = 'LeaseLostError';
-  readonly code = 'OLOST';
-}
 
 /** One admission with `first`: the INSERT, the work, the row written, one COMMIT. */
 export function admitWithFirst<T>(ctx: AdmitContext, input: AdmitInput, first: FirstPhase<T> | WholeRequest<T>): Promise<Attempt<T>> {
@@ -32,14 +26,13 @@ export function admitWithFirst<T>(ctx: AdmitContext, input: AdmitInput, first: F
   const limits = { store: 'mysqlKeyStore', key: input.key, maxResponseBytes: ctx.maxResponseBytes };
   const idleS = 'response' in first ? input.leaseMs / 1000 : undefined;
   const lost = (cause: unknown) =>
-    new IdleTransactionLost(
-      `mysqlKeyStore: the transaction of ${JSON.stringify(input.key)} was ended (idle past its lease, or its connection lost): nothing of it committed`,
-      {
-        cause,
-      },
-    );
+    // The error a whole request's statement gets once its idle connection was ended.
+    new LeaseLostError({
+      message: `mysqlKeyStore: the transaction of ${JSON.stringify(input.key)} was ended (idle past its lease, or its connection lost): nothing of it committed`,
+      cause,
+    });
   return ctx.connections.use(async (conn, session, spoil) => {
-    let ended: IdleTransactionLost | undefined;
+    let ended: LeaseLostError | undefined;
     const decided = await inTransaction(conn, async (): Promise<Attempt<T> | 'duplicate'> => {
       const outcome = await insert(ctx, conn, session, input, token, idleS);
       if (outcome === 'held') return { owned: false, row: null };

@@ -20,7 +20,7 @@
  * @module
  */
 import type { PoolConnection } from 'mysql2/promise';
-import { planWrite, type Fenced, type Lease, type RowChange, type Tx, type WriteChange } from '../store.js';
+import { LeaseLostError, planWrite, type Fenced, type Lease, type RowChange, type Tx, type WriteChange } from '../store.js';
 import { execute, inTransaction, type Connections } from './connection.node.js';
 import { NOW_MS, type Statements } from './sql.js';
 import { openTx } from './tx.js';
@@ -30,11 +30,6 @@ export interface WriteContext {
   readonly connections: Connections;
   readonly sql: Statements;
   readonly maxResponseBytes: number;
-}
-
-/** Why the work's statements are refused: the lease no longer holds the row. */
-class LeaseLost extends Error {
-  override readonly name = 'LeaseLostError';
 }
 
 /**
@@ -80,7 +75,7 @@ export async function applyChange(
 export async function fencedWrite<T>(ctx: WriteContext, lease: Lease, change: WriteChange<T>, work?: (tx: Tx) => Promise<T>): Promise<Fenced<T | undefined>> {
   if (work && (change.kind === 'release' || change.kind === 'park')) throw new TypeError(`mysqlKeyStore: a '${change.kind}' write takes no work`);
   const limits = { store: 'mysqlKeyStore', key: lease.key, maxResponseBytes: ctx.maxResponseBytes };
-  const lost = new LeaseLost(`mysqlKeyStore: the lease on ${JSON.stringify(lease.key)} no longer holds the row`);
+  const lost = new LeaseLostError({ message: `mysqlKeyStore: the lease on ${JSON.stringify(lease.key)} no longer holds the row` });
   return ctx.connections
     .use((conn) =>
       inTransaction(conn, async (): Promise<Fenced<T | undefined>> => {

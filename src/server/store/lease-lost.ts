@@ -7,14 +7,24 @@
  */
 import type { Fenced } from './types.js';
 
-/** Another actor holds the row now: the write in progress commits nothing. */
+/**
+ * Another actor holds the row now: the write in progress commits nothing. A store of one's own
+ * throws it (from `oncely/server/store`) to unwind a write whose lease is gone, and the front ends
+ * then answer as for a lost lease.
+ *
+ * @example
+ * ```ts
+ * import { LeaseLostError } from 'oncely/server/store';
+ * throw new LeaseLostError({ message: 'myStore: the lease on "k1" no longer holds the row' });
+ * ```
+ */
 export class LeaseLostError extends Error {
   override readonly name = 'LeaseLostError';
   /** The SQLSTATE the PostgreSQL functions raise for the same condition. */
   readonly code = 'OLOST';
 
-  constructor(options?: { readonly cause?: unknown }) {
-    super('the lease no longer holds the key row', options);
+  constructor(options?: { readonly cause?: unknown; readonly message?: string }) {
+    super(options?.message ?? 'the lease no longer holds the key row', options?.cause === undefined ? undefined : { cause: options.cause });
   }
 }
 

@@ -68,7 +68,11 @@ export interface Lease {
 export interface Tx {
   /** The store's `dialect`: which SQL its statements speak (`'sqlite'`, `'postgres'`, `'mysql'`, …). */
   readonly dialect: string;
-  /** Runs a statement; resolves to the number of rows changed. */
+  /**
+   * Runs a statement; resolves to the number of rows it affected as the database counts them
+   * (PostgreSQL and SQLite: rows written; MySQL: rows matched or changed, as the connection's
+   * `CLIENT_FOUND_ROWS` says): an app that needs one meaning asks with `RETURNING` or a `SELECT`.
+   */
   run(sql: string, params?: readonly unknown[]): Promise<number>;
   /** Runs a query; resolves to its rows. */
   all<T extends object = Record<string, unknown>>(sql: string, params?: readonly unknown[]): Promise<T[]>;
@@ -96,7 +100,8 @@ export interface AdmitInput {
    * How long this admission may wait for another admission of the key whose transaction is still
    * open (one carrying a {@link WholeRequest} holds the key until its work ends). Past it, `admit`
    * answers `{ owned: false, row: null }`. A store whose admissions never hold the key longer than
-   * one short transaction may ignore it. Absent: no bound but the store's own statement timeout.
+   * one short transaction may ignore it; one whose lock waits have a coarser unit (MySQL: whole
+   * seconds) rounds it up. Absent: no bound but the store's own statement timeout.
    */
   readonly waitMs?: number | undefined;
 }
