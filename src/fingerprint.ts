@@ -84,7 +84,8 @@ function canonicalBodyBytes(body: FingerprintBody, contentType: string | null | 
 
 /**
  * A SHA-256 implementation for the fingerprint: the lower-case hex digest of `input`.
- * Any implementation must return exactly what {@link webCryptoDigest} returns for the same bytes.
+ * Any implementation must return the SHA-256 of those bytes as lower-case hex (what
+ * `crypto.subtle.digest('SHA-256', input)` gives, hex-encoded).
  *
  * @example
  * ```ts
