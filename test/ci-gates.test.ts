@@ -6,7 +6,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { canRunMysqlTests } from './support/mysql.js';
-import { canRunServerTests } from './support/pg.js';
+import { canRunPrivateClusterTests, canRunServerTests } from './support/pg.js';
 import { canRunPgBouncerTests } from './support/pgbouncer.js';
 
 const saved = process.env.ONCELY_REQUIRE_PG;
@@ -23,6 +23,7 @@ describe('the skip gates of the server suites', () => {
     process.env.ONCELY_REQUIRE_PG = '1';
     expect(await canRunServerTests()).toBe(true);
     expect(await canRunPgBouncerTests()).toBe(true);
+    expect(canRunPrivateClusterTests()).toBe(true);
   });
 
   it('never skip the MySQL suites under ONCELY_REQUIRE_MYSQL=1, with or without a server', async () => {

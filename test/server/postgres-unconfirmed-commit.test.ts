@@ -15,7 +15,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { idempotent } from '../../src/server/middleware/express.js';
 import { postgresKeyStore } from '../../src/server/store/postgres.node.js';
 import { eventually } from '../reference/serve-process.js';
-import { findPgBin } from '../support/pg.js';
+import { canRunPrivateClusterTests } from '../support/pg.js';
 import { startSyncPrimary, type SyncPrimary } from '../support/sync-standby.js';
 import { createTestApp, type FakeExternal, type TestApp } from './fixtures.js';
 
@@ -23,7 +23,7 @@ import { createTestApp, type FakeExternal, type TestApp } from './fixtures.js';
 type PgStore = ReturnType<typeof postgresKeyStore>;
 
 // Without initdb the test cannot make a primary of its own; CI (ONCELY_REQUIRE_PG=1) must fail then.
-const runnable = findPgBin() !== undefined || process.env.ONCELY_REQUIRE_PG === '1';
+const runnable = canRunPrivateClusterTests();
 if (!runnable) console.warn('[pg harness] SKIPPING the unconfirmed-commit test: no initdb installed');
 
 type PoolKind = 'own' | 'app';

@@ -246,6 +246,17 @@ export async function requireServerUrl(label: string): Promise<string> {
 }
 
 /**
+ * Whether tests that start a private PostgreSQL of their own (a primary configured for them: see
+ * `sync-standby.ts`) can run here: yes with `initdb`. Under `ONCELY_REQUIRE_PG=1` always "yes",
+ * so missing binaries fail the test instead of skipping it.
+ */
+export function canRunPrivateClusterTests(): boolean {
+  if (process.env.ONCELY_REQUIRE_PG === '1' || findPgBin() !== undefined) return true;
+  console.warn("[pg harness] SKIPPING the private-cluster tests: PostgreSQL's initdb is not installed");
+  return false;
+}
+
+/**
  * Whether server tests can run here: yes with a server or `initdb`. Under `ONCELY_REQUIRE_PG=1`
  * always "yes", so a missing server fails the test instead of skipping it.
  */

@@ -11,14 +11,14 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { postgresKeyStore } from '../../../src/server/store/postgres.node.js';
 import type { AdmitInput, Lease } from '../../../src/server/store/types.js';
 import { CommitUnconfirmedError } from '../../../src/server/store/unconfirmed-commit.js';
-import { findPgBin } from '../../support/pg.js';
+import { canRunPrivateClusterTests } from '../../support/pg.js';
 import { startSyncPrimary, type Abandon, type SyncPrimary } from '../../support/sync-standby.js';
 
 /** A built-in store: every optional member of the contract present. */
 type PgStore = ReturnType<typeof postgresKeyStore>;
 
 // Without initdb the test cannot make a primary of its own; CI (ONCELY_REQUIRE_PG=1) must fail then.
-const runnable = findPgBin() !== undefined || process.env.ONCELY_REQUIRE_PG === '1';
+const runnable = canRunPrivateClusterTests();
 if (!runnable) console.warn('[pg harness] SKIPPING the unconfirmed-commit store test: no initdb installed');
 
 const schema = 'oncely_unconfirmed_store';
